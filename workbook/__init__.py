@@ -1,0 +1,1 @@
+"""Shared pieces of the Horovod workbook: environment set-up, data, preflight, lab launcher."""
