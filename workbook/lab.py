@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -69,11 +70,15 @@ def print_banner(server: dict, tensorboard: str) -> None:
 def start_lab(ip: str, port: int) -> subprocess.Popen:
     default_url = "/lab/tree/" + (WELCOME_NOTEBOOK if WELCOME_NOTEBOOK.exists()
                                   else NOTEBOOKS_DIR).relative_to(REPO).as_posix()
-    return subprocess.Popen([
+    command = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
-    ])
+    ]
+    if os.geteuid() == 0:
+        # Containers and workshop VMs often run everything as root; Jupyter refuses by default.
+        command.append("--allow-root")
+    return subprocess.Popen(command)
 
 
 def wait_for_server(process: subprocess.Popen) -> dict | None:
@@ -106,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = wait_for_server(process)
         if server is None:
+            code = process.poll()
             process.terminate()
-            print(f"error: JupyterLab did not start within {START_TIMEOUT_S} s (see the "
-                  "messages above).", file=sys.stderr)
+            why = (f"exited with code {code}" if code is not None
+                   else f"did not start within {START_TIMEOUT_S} s")
+            print(f"error: JupyterLab {why} (see its messages above).", file=sys.stderr)
             return 1
         print_banner(server, tensorboard.url)
         # Ctrl-C reaches JupyterLab too (same process group); SIGTERM is passed on explicitly.

@@ -255,26 +255,30 @@ def check_cores() -> Check:
     return Check("CPU cores", OK, f"{cores} (up to {cores} single-threaded CPU workers)")
 
 
+def data_checks(name: str, problems: list[str], fine: str) -> list[Check]:
+    """One Check per problem; `verify` ends each problem with ". Fix: <command>"."""
+    if not problems:
+        return [Check(name, OK, fine)]
+    checks = []
+    for problem in problems:
+        detail, _, fix = problem.partition(". Fix: ")
+        checks.append(Check(name, FAIL, detail, fix))
+    return checks
+
+
 def check_data() -> list[Check]:
     try:
         from workbook import fashion_data
     except ImportError as error:
         return [Check("data", FAIL, f"cannot load the data module: {error}", "make env")]
-    checks = []
-    sample_problems = fashion_data.verify(fashion_data.SAMPLE_DIR)
-    checks.append(Check("data (sample)", FAIL, "; ".join(sample_problems),
-                        "git checkout -- data/sample") if sample_problems else
-                  Check("data (sample)", OK, f"{fashion_data.SAMPLE_DIR} verified (quick runs)"))
+    sample = fashion_data.SAMPLE_DIR
+    checks = data_checks("data (sample)", fashion_data.verify(sample),
+                         f"{sample} verified (quick runs)")
     full = fashion_data.DEFAULT_DIR
     if not full.exists():
-        checks.append(Check("data (full)", WARN, f"{full} not prepared yet (quick runs use the "
-                            "sample)", "make data"))
-    else:
-        problems = fashion_data.verify(full)
-        checks.append(Check("data (full)", FAIL, "; ".join(problems),
-                            "python -m workbook.fashion_data prepare --force") if problems else
-                      Check("data (full)", OK, f"{full} verified"))
-    return checks
+        return checks + [Check("data (full)", WARN, f"{full} not prepared yet (quick runs use "
+                               "the sample)", "make data")]
+    return checks + data_checks("data (full)", fashion_data.verify(full), f"{full} verified")
 
 
 def first_line(text: str) -> str:
