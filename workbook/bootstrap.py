@@ -65,6 +65,7 @@ def requirement_files(device: str) -> list[Path]:
         REQUIREMENTS / "workbook.txt",
         REQUIREMENTS / "horovod.txt",
         *constraint_files(device),
+        REPO / "pyproject.toml",
     ]
 
 
@@ -213,6 +214,9 @@ def ensure_environment(venv: Path, device: str, rebuild_horovod: bool) -> str:
                 what="pip (TensorFlow)")
     pip_install(venv, log, ["-r", str(REQUIREMENTS / "workbook.txt"), *locked],
                 what="pip (workbook)")
+    # The workbook's own packages, editable: kernels started in notebooks/ import them too.
+    pip_install(venv, log, ["--no-build-isolation", "--no-deps", "-e", str(REPO)],
+                what="pip (workbook packages)")
 
     # Rebuild Horovod when asked, when missing or broken, or when TensorFlow, Horovod or the
     # build settings changed (Horovod records the TensorFlow it was compiled against).
