@@ -1,0 +1,133 @@
+"""The step checker: is step N of the workbook done in the learner's fashion_mnist.py, and if not, why?
+
+In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py):
+
+    from grader import check_step, check_all
+    check_step(5)                       # one step; shows green or red, with a hint and a diff
+    check_all()                         # all 12 steps
+    check_strict(reference_step=12)     # the whole file equals the solution, up to formatting
+
+In a terminal: python -m grader check FILE [--step N | --all] [--json] [--strict [REFERENCE]]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader import reference, strict
+from grader.engine import Failure, FileProblem, Script, parse, read_source
+from grader.report import Results, StepResult
+from grader.rules import RULES
+
+DEFAULT_PATH = "fashion_mnist.py"
+STEPS = tuple(sorted(RULES))
+
+__all__ = ["check_step", "check_all", "check_files", "check_strict", "StepResult", "Results"]
+
+
+def check_step(step: int, path=DEFAULT_PATH) -> StepResult:
+    """Checks one step (1-12) of the script at `path`."""
+    if step not in RULES:
+        raise ValueError(f"step must be one of {STEPS[0]}..{STEPS[-1]}, not {step!r}")
+    return _check(path, [step])[0]
+
+
+def check_all(path=DEFAULT_PATH, steps=STEPS) -> Results:
+    """Checks every step (or `steps`) of the script at `path`."""
+    return _check(path, list(steps))
+
+
+def check_files(paths, steps=STEPS) -> dict:
+    """Checks many scripts: {path: Results}; a broken file only affects its own results."""
+    return {path: _check(path, list(steps)) for path in paths}
+
+
+def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) -> StepResult:
+    """Does the whole file match the reference, ignoring only comments and formatting?
+
+    The reference is `reference_path`, else the reference script after `reference_step`,
+    else the solution.
+    """
+    if reference_path is None:
+        reference_path = reference.reference_path(reference_step or STEPS[-1])
+    name = Path(reference_path).name
+    title = f"Matches {name}"
+    try:
+        text = read_source(path)
+    except FileProblem as problem:
+        return _problem_result(None, title, path, problem)
+    try:
+        reference_text = read_source(reference_path)
+        reference_tree = parse(reference_text)
+    except FileProblem as problem:
+        raise FileProblem(f"reference {problem.message}", unreadable=True) from None
+    try:
+        tree = parse(text)
+        if strict.matches(tree, reference_tree):
+            return StepResult(None, title, True, f"your file matches {name}", path=str(path))
+        found = strict.first_difference(tree, reference_tree) or (1, 1)
+    except FileProblem as problem:
+        return _problem_result(None, title, path, problem)
+    except RecursionError:
+        return _problem_result(None, title, path, FileProblem("the file is too deeply nested"))
+    message, diff = strict.describe_difference(text, reference_text, found, name)
+    return StepResult(
+        None,
+        title,
+        False,
+        f"your file does not match {name}: {message}",
+        hint="Only comments, blank lines and formatting may differ; docstrings count as code.",
+        expected_diff=diff,
+        line=found[0] or None,
+        path=str(path),
+    )
+
+
+def _check(path, steps: list) -> Results:
+    try:
+        script = Script.from_text(read_source(path))
+    except FileProblem as problem:
+        return Results(
+            _problem_result(step, reference.title(step), path, problem) for step in steps
+        )
+    return Results(_run_rule(script, step, path) for step in steps)
+
+
+def _run_rule(script: Script, step: int, path) -> StepResult:
+    rule = RULES[step]
+    title = reference.title(step)
+    try:
+        failure = rule.check(script)
+    except RecursionError:
+        failure = Failure("the file is too deeply nested to check")
+    except Exception as error:  # a grader bug must not hide the other steps' results
+        failure = Failure(f"the grader could not check this step ({type(error).__name__}: {error})")
+    if failure is None:
+        return StepResult(step, title, True, "done", path=str(path))
+    return StepResult(
+        step,
+        title,
+        False,
+        failure.message,
+        hint=failure.hint or rule.HINT,
+        expected_diff=reference.expected_diff(step),
+        line=failure.line,
+        path=str(path),
+    )
+
+
+def _problem_result(step, title: str, path, problem: FileProblem) -> StepResult:
+    hint = "Fix this first; then every step can be checked."
+    if problem.line:
+        hint = f"Look at line {problem.line} and the line before it. " + hint
+    return StepResult(
+        step,
+        title,
+        False,
+        problem.message,
+        hint=hint,
+        line=problem.line,
+        path=str(path),
+        file_problem=True,
+        unreadable=problem.unreadable,
+    )

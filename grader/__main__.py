@@ -1,0 +1,77 @@
+"""python -m grader check FILE [--step N | --all] [--json] [--strict [REFERENCE]]
+python -m grader course SUBCOMMAND DIR ...   (grading a class with nbgrader: grader/course.py)
+
+Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
+file that can't be read (with a one-line message on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from grader import STEPS, check_all, check_strict, course
+from grader.engine import FileProblem
+from grader.report import Results
+
+_USE_STEP_REFERENCE = object()  # --strict without REFERENCE: the reference after --step N
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m grader", description="Check the steps of the Horovod workbook."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,course}")
+    check = commands.add_parser(
+        "check",
+        help="check a training script",
+        description="Check which steps of the workbook a training script has done.",
+    )
+    check.add_argument("file", metavar="FILE", help="the script, e.g. notebooks/fashion_mnist.py")
+    which = check.add_mutually_exclusive_group()
+    which.add_argument(
+        "--step", type=int, metavar="N", help=f"check step N only ({STEPS[0]}..{STEPS[-1]})"
+    )
+    which.add_argument("--all", action="store_true", help="check every step (the default)")
+    check.add_argument("--json", action="store_true", help="print the results as JSON")
+    check.add_argument(
+        "--strict",
+        nargs="?",
+        const=_USE_STEP_REFERENCE,
+        metavar="REFERENCE",
+        help="instead, compare the whole file with REFERENCE (default: the reference after "
+        "step N, or the solution), ignoring only comments and formatting",
+    )
+    course.add_parser(commands)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "course":
+        return course.run(args)
+    if args.step is not None and args.step not in STEPS:
+        parser.error(f"--step must be {STEPS[0]}..{STEPS[-1]}, not {args.step}")
+    try:
+        if args.strict is not None:
+            reference = None if args.strict is _USE_STEP_REFERENCE else args.strict
+            results = Results([check_strict(args.file, reference, args.step)])
+        else:
+            results = check_all(args.file, [args.step] if args.step else STEPS)
+    except FileProblem as problem:
+        print(f"grader: error: {problem.message}", file=sys.stderr)
+        return 2
+    unreadable = [result for result in results if result.unreadable]
+    if unreadable:
+        print(f"grader: error: {unreadable[0].message}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(results.to_json())
+    else:
+        print(results)
+    return 0 if results.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

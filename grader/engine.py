@@ -1,0 +1,486 @@
+"""The shared engine: read a learner's script safely, parse it, and answer questions about it.
+
+Plain `ast` only (no TensorFlow, no Horovod), so checking a file takes milliseconds. The rules
+in `grader/rules/` ask a `Script` questions such as "which function does this call resolve to,
+whatever the import alias?", "what value does this name hold here?", "does this line run on
+rank 0 only?" or "which callbacks reach model.fit, in which order?".
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.ranks import RankQuestions
+from grader.scaling import ScaleQuestions
+from grader.syntax import MAX_DEPTH, canonical, end_position, method_name, position
+from grader.training import TrainingQuestions
+
+MAX_BYTES = 1_000_000  # a training script is ~20 kB; anything this big is the wrong file
+MAX_REACHING = 8  # how many assignments in other branches may give a name its value
+
+# Statements whose body may run zero times, or once out of several branches.
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Nodes that bind a name.
+_BINDING = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.NamedExpr,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+    *_SCOPES,
+)
+
+
+class FileProblem(Exception):
+    """The file cannot be checked at all; `unreadable` ones are not even Python text."""
+
+    def __init__(self, message: str, unreadable: bool = False, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.unreadable = unreadable
+        self.line = line
+
+
+@dataclass
+class Failure:
+    """What a rule returns when its step is not done: why, and where."""
+
+    message: str
+    line: int | None = None
+    hint: str | None = None  # overrides the rule's general hint when set
+
+
+def read_source(path) -> str:
+    """Returns the text of the file at `path`, with "\\n" line endings; raises FileProblem."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise FileProblem(f"{path} is a directory, not a Python file", unreadable=True)
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise FileProblem(
+                f"{path} is {size / 1e6:.1f} MB; a training script is a few kB "
+                f"(the limit is {MAX_BYTES // 1000} kB): is it the right file?",
+                unreadable=True,
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileProblem(f"{path}: no such file", unreadable=True) from None
+    except PermissionError:
+        raise FileProblem(f"{path}: permission denied", unreadable=True) from None
+    except OSError as error:
+        raise FileProblem(f"{path}: cannot read it ({error.strerror})", unreadable=True) from None
+    return decode(data, str(path))
+
+
+def decode(data: bytes, name: str = "the file") -> str:
+    """Returns `data` as text; CRLF and CR line endings become "\\n"."""
+    if b"\0" in data:
+        raise FileProblem(
+            f"{name} is a binary file (it contains NUL bytes), not a Python script",
+            unreadable=True,
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise FileProblem(
+            f"{name} is not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}); "
+            "save it as UTF-8",
+            unreadable=True,
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse(text: str) -> ast.Module:
+    """Returns the module's AST; raises FileProblem naming the line of a syntax error."""
+    if not text.strip():
+        raise FileProblem("the file is empty")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        line = error.lineno or 0
+        raise FileProblem(f"line {line}: {error.msg}", line=line) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise FileProblem("the file is too deeply nested for Python to parse") from None
+    if not tree.body:
+        raise FileProblem("the file has no code, only comments or blank lines")
+    return tree
+
+
+@dataclass
+class Binding:
+    """One assignment to a module-level name; `value` is None when the grader can't follow it."""
+
+    name: str
+    value: ast.expr | None
+    statement: ast.AST
+    visible_from: tuple  # the binding holds for uses after this position
+
+
+class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
+    """The learner's parsed script, with alias-aware helpers for the rules."""
+
+    def __init__(self, text: str, tree: ast.Module):
+        self.text = text
+        self.tree = tree
+        self.lines = text.split("\n")
+        self._parents: dict = {}
+        self._in_scope: set = set()  # ids of the nodes inside a function, lambda or class
+        self._scope_locals: dict = {}
+        self._qualified: dict = {}
+        self._chains: dict = {}
+        self._scales: dict = {}
+        self.attributes: set = set()  # every `.name` the script uses
+        calls, imports, assignments = [], [], []
+        for parent in ast.walk(tree):  # one pass over the tree collects everything
+            inside = isinstance(parent, _SCOPES) or id(parent) in self._in_scope
+            for child in ast.iter_child_nodes(parent):
+                self._parents[child] = parent
+                if inside:
+                    self._in_scope.add(id(child))
+            if isinstance(parent, ast.Call):
+                calls.append(parent)
+            elif isinstance(parent, ast.Attribute):
+                self.attributes.add(parent.attr)
+            elif isinstance(parent, (ast.Import, ast.ImportFrom)):
+                imports.append(parent)
+            elif isinstance(parent, _BINDING) and not self.in_function(parent):
+                assignments.append(parent)
+        self.calls = sorted(calls, key=position)
+        self.calls_by_method: dict = {}  # {"fit": [model.fit(...)], "append": [...], ...}
+        for call in self.calls:
+            self.calls_by_method.setdefault(method_name(call), []).append(call)
+        self.imports, self.imported = self._collect_imports(imports)
+        self.bindings = self._collect_bindings(assignments)
+
+    @classmethod
+    def from_text(cls, text: str) -> Script:
+        return cls(text, parse(text))
+
+    # ---- structure ------------------------------------------------------------------------
+
+    def parent(self, node):
+        return self._parents.get(node)
+
+    def ancestors(self, node):
+        node = self._parents.get(node)
+        while node is not None:
+            yield node
+            node = self._parents.get(node)
+
+    def in_function(self, node) -> bool:
+        """True if `node` runs only when a function, lambda or class body runs."""
+        return id(node) in self._in_scope
+
+    def statement_of(self, node):
+        for candidate in [node, *self.ancestors(node)]:
+            if isinstance(candidate, ast.stmt):
+                return candidate
+        return None
+
+    def is_discarded(self, call: ast.Call) -> bool:
+        """True if the call's value is thrown away: `f(x)` or `int(f(x))` as a statement."""
+        node, parent = call, self.parent(call)
+        while isinstance(parent, ast.Call) and node in parent.args:
+            node, parent = parent, self.parent(parent)
+        return isinstance(parent, ast.Expr)
+
+    def source(self, node) -> str:
+        """The expression as written (on one line), for messages."""
+        try:
+            # Column offsets count UTF-8 bytes.
+            lines = [line.encode() for line in self.lines[node.lineno - 1 : node.end_lineno]]
+            lines[-1] = lines[-1][: node.end_col_offset]
+            lines[0] = lines[0][node.col_offset :]
+            text = b"\n".join(lines).decode()
+        except (AttributeError, IndexError, TypeError, UnicodeDecodeError):
+            text = ""
+        return " ".join((text or ast.unparse(node)).split())
+
+    def guards(self, node) -> list:
+        """The (test, polarity) pairs that must hold for `node` to run, innermost first."""
+        found = []
+        child = node
+        for parent in self.ancestors(node):
+            if isinstance(parent, _SCOPES):
+                break
+            if isinstance(parent, ast.IfExp) and child is not parent.test:
+                found.append((parent.test, child is parent.body))
+            elif isinstance(parent, (ast.If, ast.While)) and child is not parent.test:
+                in_body = _contains(parent.body, child)
+                if in_body or isinstance(parent, ast.If):
+                    found.append((parent.test, in_body))
+            elif isinstance(parent, ast.BoolOp):
+                # In `a and f()`, f runs only if a is true; in `a or f()`, only if a is false.
+                before = parent.values[: parent.values.index(child)]
+                polarity = isinstance(parent.op, ast.And)
+                found.extend((test, polarity) for test in before)
+            child = parent
+        return found
+
+    def _branch_chain(self, node) -> frozenset:
+        """The (statement, field) bodies around `node` that may not run every time."""
+        key = id(node)
+        if key not in self._chains:
+            self._chains[key] = frozenset(self._find_branch_chain(node))
+        return self._chains[key]
+
+    def _find_branch_chain(self, node) -> set:
+        chain = set()
+        child = node
+        for parent in self.ancestors(node):
+            if isinstance(parent, _BRANCHING):
+                for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                    if _contains(getattr(parent, name, []), child):
+                        if not (isinstance(parent, ast.Try) and name in ("body", "finalbody")):
+                            chain.add((id(parent), name))
+            child = parent
+        return chain
+
+    # ---- imports and names ----------------------------------------------------------------
+
+    def _collect_imports(self, nodes) -> tuple:
+        """({name: the dotted module or member it is bound to}, {every module imported})."""
+        imports, imported = {}, set()
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    imported.add(canonical(alias.name))
+                    if alias.asname:
+                        imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        imports[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        full = f"{node.module}.{alias.name}"
+                        imported.add(canonical(full))
+                        imports[alias.asname or alias.name] = full
+        return imports, imported
+
+    def imported_modules(self) -> set:
+        """Every module (or module member) the script imports, with its full dotted name."""
+        return set(self.imported)
+
+    def qualified_name(self, expr, depth: int = 0) -> str:
+        """Returns the dotted name of `expr`, with import aliases resolved and canonical.
+
+        `hvd.callbacks.MetricAverageCallback` -> `horovod.tensorflow.keras.callbacks.Metric...`
+        whatever `hvd` is called; `tf.keras.X`, `keras.X` -> `tensorflow.keras.X`. Names that
+        are not imported stay as written (`model.fit`, `restart_epoch`); "" if not a name.
+        """
+        if depth == 0:
+            key = id(expr)
+            if key not in self._qualified:
+                self._qualified[key] = self._qualified_name(expr, 0)
+            return self._qualified[key]
+        return self._qualified_name(expr, depth)
+
+    def _qualified_name(self, expr, depth: int) -> str:
+        parts = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return ""
+        parts.reverse()
+        head = expr.id
+        if head in self.imports and not self._bound_locally(expr):
+            return canonical(".".join([self.imports[head], *parts]))
+        if depth < MAX_DEPTH:
+            value = self.resolve(expr)
+            if value is not expr and isinstance(value, (ast.Name, ast.Attribute)):
+                base = self.qualified_name(value, depth + 1)
+                if base:
+                    return ".".join([base, *parts])
+        return ".".join([head, *parts])
+
+    def call_name(self, node) -> str:
+        """The qualified name of the function a call (or a name holding one) calls."""
+        node = self.resolve(node)
+        if isinstance(node, ast.Call):
+            return self.qualified_name(node.func)
+        return ""
+
+    def calls_to(self, *names: str) -> list:
+        """Every call in the script (in source order) whose function is one of `names`."""
+        return [call for call in self.calls if self.qualified_name(call.func) in names]
+
+    # ---- assignments ----------------------------------------------------------------------
+
+    def _collect_bindings(self, nodes) -> dict:
+        """{name: [Binding, ...] in source order} for the module-level statements `nodes`."""
+        bindings: dict = {}
+
+        def bind(name, value, statement):
+            binding = Binding(name, value, statement, end_position(statement))
+            bindings.setdefault(name, []).append(binding)
+
+        def bind_target(target, value, statement):
+            if isinstance(target, ast.Name):
+                bind(target.id, value, statement)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+                if values is not None and len(values) != len(target.elts):
+                    values = None
+                for index, element in enumerate(target.elts):
+                    bind_target(element, values[index] if values else None, statement)
+            elif isinstance(target, ast.Starred):
+                bind_target(target.value, None, statement)
+
+        for node in nodes:
+            if isinstance(node, _SCOPES):
+                if not isinstance(node, ast.Lambda):
+                    bind(node.name, None, node)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind_target(target, node.value, node)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                bind_target(node.target, node.value, node)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                # x //= n is x = x // n, where the inner x is the value before this statement.
+                previous = ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target)
+                value = ast.copy_location(ast.BinOp(previous, node.op, node.value), node)
+                self._parents[previous] = value
+                self._parents[value] = node
+                bind(node.target.id, value, node)
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target.id, node.value, self.statement_of(node) or node)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                targets = (
+                    [node.target]
+                    if isinstance(node, (ast.For, ast.AsyncFor))
+                    else [item.optional_vars for item in node.items if item.optional_vars]
+                )
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            bind(name.id, None, node)
+        for found in bindings.values():
+            found.sort(key=lambda binding: binding.visible_from)
+        self._binding_positions = {
+            name: [binding.visible_from for binding in found] for name, found in bindings.items()
+        }
+        return bindings
+
+    def _bound_locally(self, name: ast.Name) -> bool:
+        """True if `name` is a parameter or local variable of an enclosing function."""
+        if not self.in_function(name):
+            return False
+        for scope in self.ancestors(name):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if name.id in self._locals_of(scope):
+                    return True
+        return False
+
+    def _locals_of(self, scope) -> set:
+        """The parameters of a function or lambda, and the names its body assigns."""
+        key = id(scope)
+        if key not in self._scope_locals:
+            arguments = scope.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+            names = {arg.arg for arg in every}
+            if not isinstance(scope, ast.Lambda):
+                names.update(
+                    node.id
+                    for node in ast.walk(scope)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                )
+            self._scope_locals[key] = names
+        return self._scope_locals[key]
+
+    def bindings_before(self, name: ast.Name) -> list:
+        """The assignments that may give `name` its value where it is used, latest first.
+
+        Usually one; more when the latest sits in a branch that the use is not in (an `if`
+        and its `else` both assign), up to the nearest assignment that always runs (or
+        MAX_REACHING of them).
+        """
+        if self._bound_locally(name):
+            return []
+        found = self.bindings.get(name.id)
+        if not found:
+            return []
+        visible = bisect_right(self._binding_positions[name.id], position(name))
+        use_chain = self._branch_chain(name)
+        reaching = []
+        for binding in reversed(found[max(0, visible - MAX_REACHING) : visible]):
+            reaching.append(binding)
+            if self._branch_chain(binding.statement) <= use_chain:
+                break
+        return reaching
+
+    def values_of(self, expr, depth: int = 0) -> list:
+        """The expressions `expr` may stand for: itself, or the values the name may hold."""
+        if not isinstance(expr, ast.Name) or depth >= MAX_DEPTH:
+            return [expr]
+        reaching = self.bindings_before(expr)
+        if not reaching or any(b.value is None for b in reaching):
+            return [expr]
+        values = []
+        for binding in reaching:
+            values.extend(self.values_of(binding.value, depth + 1))
+        return values
+
+    def resolve(self, expr):
+        """Follows a name to the value of its latest assignment (through names, a few deep)."""
+        for _ in range(MAX_DEPTH):
+            if not isinstance(expr, ast.Name):
+                return expr
+            reaching = self.bindings_before(expr)
+            if not reaching or reaching[0].value is None:
+                return expr
+            expr = reaching[0].value
+        return expr
+
+    def mentions(self, expr, predicate) -> bool:
+        """True if `predicate` holds for `expr` or anything inside it, following names."""
+        pending, seen = [expr], set()
+        while pending:
+            current = pending.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            for node in ast.walk(current):
+                if predicate(node):
+                    return True
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    pending.extend(value for value in self.values_of(node) if value is not node)
+        return False
+
+    def mentions_call(self, expr, *names: str) -> bool:
+        return self.mentions(
+            expr, lambda n: isinstance(n, ast.Call) and self.qualified_name(n.func) in names
+        )
+
+    def constant(self, expr, default=None):
+        """The constant value `expr` holds (following names), or `default`."""
+        value = self.resolve(expr)
+        if isinstance(value, ast.Constant):
+            return value.value
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            inner = self.constant(value.operand)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return -inner
+        return default
+
+    def same_value(self, a, b) -> bool:
+        """True if `a` and `b` are the same expression once names are followed."""
+        first, second = self.resolve(a), self.resolve(b)
+        if ast.dump(first) == ast.dump(second):
+            return True
+        x, y = self.constant(a), self.constant(b)
+        return x is not None and x == y
+
+
+def _contains(statements, node) -> bool:
+    return any(item is node for item in statements)

@@ -1,0 +1,66 @@
+"""Step 7: MetricAverageCallback averages the metrics before any callback reads them."""
+
+from grader.engine import Failure
+from grader.rules.common import (
+    BROADCAST,
+    METRIC_AVERAGE,
+    SCHEDULE,
+    WARMUP,
+    callbacks,
+    every_rank_failure,
+    missing_callback,
+)
+
+STEP = 7
+HINT = (
+    "Add hvd.callbacks.MetricAverageCallback() to the callbacks of every worker, after the "
+    "broadcast callback and before the callbacks that read metrics (learning rate schedules, "
+    "ModelCheckpoint, TensorBoard)."
+)
+# Keras callbacks that read or record the metrics of an epoch.
+KERAS_METRIC_READERS = {
+    "ModelCheckpoint",
+    "TensorBoard",
+    "EarlyStopping",
+    "CSVLogger",
+    "ReduceLROnPlateau",
+    "LearningRateScheduler",
+    "RemoteMonitor",
+    "BackupAndRestore",
+}
+
+
+def check(script):
+    entries, failure = callbacks(script)
+    if failure:
+        return failure
+    ours = [entry for entry in entries if entry.name == METRIC_AVERAGE]
+    if not ours:
+        return missing_callback(script, entries, METRIC_AVERAGE, "MetricAverageCallback")
+    entry = ours[0]
+    failure = every_rank_failure(script, entry, "MetricAverageCallback")
+    if failure:
+        return failure
+    position = entries.index(entry)
+    readers = [
+        earlier
+        for earlier in entries[:position]
+        if earlier.name in (WARMUP, SCHEDULE)
+        or (earlier.kind in KERAS_METRIC_READERS and not earlier.name.startswith("horovod"))
+    ]
+    if readers:
+        listed = ", ".join(f"{reader.kind} on line {reader.line}" for reader in readers)
+        return Failure(
+            f"line {entry.line}: MetricAverageCallback comes after callbacks that read the "
+            f"metrics ({listed}), which then see the metrics of their own worker only: move it "
+            "before them, right after the broadcast callback",
+            entry.line,
+        )
+    for later in entries[position + 1 :]:
+        if later.name == BROADCAST:
+            return Failure(
+                f"line {entry.line}: MetricAverageCallback comes before the broadcast callback "
+                f"(line {later.line}): put the broadcast first, as in Horovod's examples",
+                entry.line,
+            )
+    return None

@@ -1,0 +1,167 @@
+"""Step 8: rank 0 finds the checkpoint, broadcasts its epoch, and alone loads it."""
+
+import ast
+
+from grader.engine import Failure
+from grader.rules.common import (
+    KERAS_LOAD_MODEL,
+    NO_FIT,
+    optimizer_call,
+    rank0_guard_failure,
+)
+from grader.syntax import HVD, TF, argument
+
+STEP = 8
+HINT = (
+    "Only rank 0 calls restart_epoch; broadcast the epoch it found with hvd.broadcast(..., "
+    "root_rank=0) and give the result to model.fit as initial_epoch. Only rank 0 loads the "
+    "checkpoint, with hvd.load_model (legacy_opts=True for a legacy Keras optimizer); the "
+    "other workers build a fresh model."
+)
+BROADCASTS = (
+    f"{HVD}.broadcast",
+    "horovod.tensorflow.broadcast",
+    "horovod.tensorflow.broadcast_object",
+)
+LOAD_MODEL = f"{HVD}.load_model"
+
+
+def check(script):
+    fit = script.fit_call()
+    if fit is None:
+        return Failure(NO_FIT)
+    return _finding_failure(script) or _broadcast_failure(script, fit) or _loading_failure(script)
+
+
+def _finding_failure(script):
+    finders = [c for c in script.calls_to("restart_epoch") if not script.in_function(c)]
+    if not finders:
+        return Failure("restart_epoch(...) is never called: rank 0 must look for checkpoints")
+    for call in finders:
+        failure = rank0_guard_failure(
+            script.guard_tests(call),
+            call.lineno,
+            "restart_epoch(...)",
+            "; the others get the epoch from rank 0 by broadcast",
+        )
+        if failure:
+            return failure
+    return None
+
+
+def _broadcast_failure(script, fit):
+    initial_epoch = argument(fit, "initial_epoch", 11)
+    if initial_epoch is None:
+        return Failure(f"line {fit.lineno}: model.fit(...) gets no initial_epoch", fit.lineno)
+    broadcasts = [c for c in script.calls_to(*BROADCASTS) if not script.in_function(c)]
+    if not broadcasts:
+        misspelled = script.calls_to(f"{HVD}.broadcast_object")
+        if misspelled:
+            return Failure(
+                f"line {misspelled[0].lineno}: horovod.tensorflow.keras has no broadcast_object "
+                "(horovod.tensorflow has): use hvd.broadcast(value, root_rank=0, name=...)",
+                misspelled[0].lineno,
+            )
+        return Failure(
+            "the epoch found on rank 0 is never broadcast, so the other workers start from "
+            "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
+        )
+    for call in broadcasts:
+        line = call.lineno
+        is_object = _is_object_broadcast(script, call)
+        root = argument(call, "root_rank", 1)
+        if root is None:
+            root_value = 0 if is_object else None  # broadcast_object's root_rank defaults to 0
+        else:
+            root_value = script.constant(root)
+        if root_value != 0 or isinstance(root_value, bool):
+            shown = script.source(root) if root is not None else "nothing"
+            return Failure(
+                f"line {line}: broadcast from rank 0, the one that found the checkpoint: "
+                f"root_rank=0, not {shown}",
+                line,
+            )
+        value = argument(call, "obj" if is_object else "value", 0)
+        if value is None or not script.mentions_call(value, "restart_epoch"):
+            shown = script.source(value) if value is not None else "nothing"
+            return Failure(
+                f"line {line}: the broadcast sends `{shown}`, not the epoch that "
+                "restart_epoch(...) found on rank 0",
+                line,
+            )
+        if script.is_discarded(call):
+            return Failure(
+                f"line {line}: hvd.broadcast(...) returns rank 0's value, but the result is "
+                "thrown away: assign it, and give it to model.fit as initial_epoch",
+                line,
+            )
+    if not script.mentions_call(initial_epoch, *BROADCASTS):
+        return Failure(
+            f"line {fit.lineno}: model.fit(initial_epoch=...) gets "
+            f"`{script.source(initial_epoch)}` as it was before the broadcast: assign the "
+            "broadcast's result to it",
+            fit.lineno,
+        )
+    return None
+
+
+def _is_object_broadcast(script, call):
+    return script.qualified_name(call.func).endswith(".broadcast_object")
+
+
+def _loading_failure(script):
+    keras_loads = script.calls_to(*KERAS_LOAD_MODEL)
+    if keras_loads:
+        line = keras_loads[0].lineno
+        return Failure(
+            f"line {line}: {script.source(keras_loads[0].func)} returns the optimizer unwrapped: "
+            "load with hvd.load_model(...), which wraps it in DistributedOptimizer",
+            line,
+        )
+    loads = [c for c in script.calls_to(LOAD_MODEL) if not script.in_function(c)]
+    if not loads:
+        return Failure("the checkpoint is never loaded: hvd.load_model(...) on rank 0")
+    for call in loads:
+        failure = rank0_guard_failure(
+            script.guard_tests(call),
+            call.lineno,
+            "loading the checkpoint",
+            "; the broadcast callback copies its weights and optimizer state to the others",
+        )
+        if failure:
+            return failure
+        failure = _legacy_failure(script, call)
+        if failure:
+            return failure
+    return _others_need_a_model(script)
+
+
+def _legacy_failure(script, load):
+    optimizer, _ = optimizer_call(script)
+    if optimizer is None:
+        return None
+    if not script.qualified_name(optimizer.func).startswith(f"{TF}.keras.optimizers.legacy."):
+        return None
+    if script.constant(argument(load, "legacy_opts", 4)) is not True:
+        return Failure(
+            f"line {load.lineno}: pass legacy_opts=True: the checkpoint holds a "
+            "tf.keras.optimizers.legacy optimizer, and without it hvd.load_model fails "
+            '("decay is deprecated in the new Keras optimizer")',
+            load.lineno,
+        )
+    return None
+
+
+def _others_need_a_model(script):
+    fit = script.fit_call()
+    receiver = fit.func.value if isinstance(fit.func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name):
+        return None
+    reaching = script.bindings_before(receiver)
+    if reaching and all(script.rank0_only(b.statement) for b in reaching):
+        return Failure(
+            f"line {reaching[0].statement.lineno}: only rank 0 gets a model; build and compile "
+            "one for the other workers too (in the `else:` branch)",
+            reaching[0].statement.lineno,
+        )
+    return None

@@ -1,0 +1,123 @@
+"""How a value grows with the number of workers: steps / hvd.size(), base_lr * hvd.size()."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from grader.syntax import HVD, MAX_DEPTH
+
+
+@dataclass(frozen=True)
+class Scale:
+    """An expression seen as coef * size**p * local_size**q * ... times opaque factors.
+
+    `mixed` means its branches (`a or b`, `x if c else y`, two assignments) scale differently;
+    `unclear` that it adds terms that scale differently (`n // (hvd.rank() + 1)`).
+    """
+
+    powers: tuple = ()  # sorted (horovod quantity, power) pairs, zero powers left out
+    coef: float = 1.0
+    mixed: bool = False
+    unclear: bool = False
+
+    def power(self, quantity: str) -> int:
+        return dict(self.powers).get(quantity, 0)
+
+    def combine(self, other: Scale, sign: int, coef: float) -> Scale:
+        powers = dict(self.powers)
+        for quantity, power in other.powers:
+            powers[quantity] = powers.get(quantity, 0) + sign * power
+        kept = tuple(sorted((q, p) for q, p in powers.items() if p))
+        return Scale(kept, coef, self.mixed or other.mixed, self.unclear or other.unclear)
+
+
+class ScaleQuestions:
+    """Script methods about scaling (a mixin of engine.Script; uses its name resolution)."""
+
+    def scale(self, expr, depth: int = 0) -> Scale:
+        """How `expr` scales with hvd.size() (and local_size, rank, local_rank), see Scale."""
+        if depth > MAX_DEPTH * 4:
+            return Scale()
+        if isinstance(expr, ast.Name):
+            if id(expr) not in self._scales:  # names repeat; each is worked out once
+                self._scales[id(expr)] = self._scale_of_name(expr, depth)
+            return self._scales[id(expr)]
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
+            return Scale((), float(expr.value)) if not isinstance(expr.value, bool) else Scale()
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            inner = self.scale(expr.operand, depth + 1)
+            return Scale(inner.powers, -inner.coef, inner.mixed, inner.unclear)
+        if isinstance(expr, ast.Call):
+            return self._scale_of_call(expr, depth)
+        if isinstance(expr, ast.BinOp):
+            left, right = self.scale(expr.left, depth + 1), self.scale(expr.right, depth + 1)
+            if isinstance(expr.op, ast.Mult):
+                return left.combine(right, +1, left.coef * right.coef)
+            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                coef = left.coef / right.coef if right.coef else left.coef
+                return left.combine(right, -1, coef)
+            if isinstance(expr.op, (ast.Add, ast.Sub)):
+                total = _same_scale([left, right])
+                return Scale(total.powers, total.coef, left.mixed or right.mixed, total.mixed)
+            return Scale()
+        if isinstance(expr, ast.BoolOp):
+            return _same_scale([self.scale(value, depth + 1) for value in expr.values])
+        if isinstance(expr, ast.IfExp):
+            return _same_scale(
+                [self.scale(expr.body, depth + 1), self.scale(expr.orelse, depth + 1)]
+            )
+        return Scale()
+
+    def _scale_of_name(self, name: ast.Name, depth: int) -> Scale:
+        values = self.values_of(name)
+        if values == [name]:
+            return Scale()
+        scales = [self.scale(value, depth + 1) for value in values]
+        first = scales[0]
+        if any(s.powers != first.powers or s.mixed for s in scales):
+            return Scale(first.powers, first.coef, True, first.unclear)
+        return first
+
+    def _scale_of_call(self, call: ast.Call, depth: int) -> Scale:
+        name = self.qualified_name(call.func)
+        if name.startswith(HVD + ".") and not call.args:
+            quantity = name[len(HVD) + 1 :]
+            if quantity in ("size", "local_size", "rank", "local_rank"):
+                return Scale(((quantity, 1),))
+        rounding = ("int", "float", "round", "abs", "math.floor", "math.ceil", "math.trunc")
+        if name in rounding and call.args:
+            return self.scale(call.args[0], depth + 1)
+        if name in ("math.sqrt", "numpy.sqrt") and call.args:
+            inner = self.scale(call.args[0], depth + 1)
+            if inner.power("size") == 1:
+                return Scale((("sqrt_size", 1),))
+            return inner
+        if name == "len" and len(call.args) == 1 and self.is_rank_slice(self.resolve(call.args[0])):
+            return Scale((("size", -1),))  # len(x[hvd.rank()::hvd.size()]) is len(x) / N
+        if name in ("max", "min"):
+            # max(1, n // size) still scales like n // size.
+            varying = [arg for arg in call.args if self.constant(arg) is None]
+            return _same_scale([self.scale(arg, depth + 1) for arg in varying] or [Scale()])
+        return Scale()
+
+    def is_rank_slice(self, node) -> bool:
+        """True for x[hvd.rank()::hvd.size()], this worker's 1/N of x."""
+        return (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Slice)
+            and node.slice.lower is not None
+            and node.slice.step is not None
+            and self.rank_kind(node.slice.lower) == "rank"
+            and self.scale(node.slice.step).powers == (("size", 1),)
+        )
+
+
+def _same_scale(scales: list) -> Scale:
+    """The scale of alternatives (or terms): theirs if they agree, else a `mixed` one."""
+    first = scales[0]
+    unclear = any(s.unclear for s in scales)
+    if any(s.powers != first.powers for s in scales[1:]):
+        return Scale(first.powers, 1.0, True, unclear)
+    coef = first.coef if all(s.coef == first.coef for s in scales) else 1.0
+    return Scale(first.powers, coef, any(s.mixed for s in scales), unclear)

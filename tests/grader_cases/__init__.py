@@ -1,0 +1,1 @@
+"""Test data for the step checker (grader/)."""

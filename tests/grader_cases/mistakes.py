@@ -1,0 +1,938 @@
+"""Realistic wrong (and unusual but right) versions of each step, as edits of the reference.
+
+Each Case starts from a reference script (after step `base`, by default after `step`) and
+replaces code in it; the replaced text must occur exactly once (or, with replace_all, at
+least once), so a case that no longer fits the reference fails loudly instead of testing
+nothing. Several replacements are applied in order.
+
+A wrong case must fail check `step` with a message containing `expect_message`; a right case
+must pass every check that its base script passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Case:
+    step: int
+    description: str
+    replace_from: str | tuple
+    replace_to: str | tuple
+    expect_pass: bool
+    expect_message: str = ""
+    base: int | None = None
+    replace_all: bool = False
+
+    @property
+    def base_step(self) -> int:
+        return self.step if self.base is None else self.base
+
+    @property
+    def id(self) -> str:
+        verdict = "ok" if self.expect_pass else "wrong"
+        return f"step{self.step:02d}-{verdict}-{self.description.replace(' ', '_')}"
+
+    def apply(self, text: str) -> str:
+        """Returns `text` with the replacements made; fails if one doesn't fit."""
+        sources = (self.replace_from,) if isinstance(self.replace_from, str) else self.replace_from
+        targets = (self.replace_to,) if isinstance(self.replace_to, str) else self.replace_to
+        assert len(sources) == len(targets), f"{self.id}: replace_from and replace_to differ"
+        for source, target in zip(sources, targets):
+            found = text.count(source)
+            if self.replace_all:
+                assert found, f"{self.id}: {source!r} not found in the reference"
+            else:
+                assert found == 1, f"{self.id}: {source!r} found {found} times, expected once"
+            text = text.replace(source, target)
+        return text
+
+
+RANK0_BLOCK = "\nif hvd.rank() == 0:\n    callbacks.append("
+CHECKPOINT_APPEND = "    callbacks.append(tf.keras.callbacks.ModelCheckpoint(checkpoint_format))\n"
+BOARD_APPEND = "    callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir))\n"
+BROADCAST_ITEM = "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n"
+AVERAGE_ITEM = "    hvd.callbacks.MetricAverageCallback(),\n"
+LIST_END = "    throughput,\n]\n"
+SHARD = "train_dataset = train_dataset.shard(hvd.size(), hvd.rank())\n"
+STEPS = "steps_per_epoch = steps_per_epoch // hvd.size()"
+VALIDATION = "validation_steps = 3 * validation_steps // hvd.size()"
+FIRST_STEPS = "steps_per_epoch = args.steps_per_epoch or len(x_train) // args.batch_size"
+LOADED = "load_fashion_mnist(\n    args.data_dir, args.train_images, args.test_images\n)\n"
+SLICED = (
+    "x_train = x_train[hvd.rank() :: hvd.size()]\ny_train = y_train[hvd.rank() :: hvd.size()]\n"
+)
+FIND = "resume_from_epoch = restart_epoch(args.log_dir) if hvd.rank() == 0 else 0\n"
+BROADCAST = 'resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch"))'
+LOAD_GUARD = "if resume_from_epoch > 0 and hvd.rank() == 0:"
+LOAD_8 = "hvd.load_model(checkpoint_format.format(epoch=resume_from_epoch), legacy_opts=True)"
+WRAP = "    opt = hvd.DistributedOptimizer(opt)\n"
+COMPILE = "model.compile(optimizer=opt,"
+SCALED = "scaled_lr = args.base_lr * hvd.size()"
+WARMUP_ARGS = "initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=verbose"
+FIRST_SCHEDULE = "start_epoch=args.warmup_epochs, end_epoch=15"
+PIN = 'tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")'
+
+CASES = [
+    # ---- step 1 -------------------------------------------------------------------------
+    Case(1, "init removed", "hvd.init()\n", "\n", False, "never called"),
+    Case(
+        1,
+        "standalone keras module",
+        "import horovod.tensorflow.keras as hvd",
+        "import horovod.keras as hvd",
+        False,
+        "standalone Keras",
+    ),
+    Case(
+        1,
+        "tensorflow module instead of keras",
+        "import horovod.tensorflow.keras as hvd",
+        "import horovod.tensorflow as hvd",
+        False,
+        "import the Keras API",
+    ),
+    Case(
+        1,
+        "init after first use",
+        ("hvd.init()\n", "verbose = 1 if hvd.rank() == 0 else 0\n"),
+        ("\n", "verbose = 1 if hvd.rank() == 0 else 0\nhvd.init()\n"),
+        False,
+        "before hvd.init()",
+        base=3,
+    ),
+    Case(
+        1,
+        "no import at all",
+        "import horovod.tensorflow.keras as hvd\n",
+        "\n",
+        False,
+        "not imported",
+    ),
+    Case(
+        1,
+        "from horovod.tensorflow import keras as hvd",
+        "import horovod.tensorflow.keras as hvd",
+        "from horovod.tensorflow import keras as hvd",
+        True,
+        base=12,
+    ),
+    Case(
+        1,
+        "another alias everywhere",
+        ("import horovod.tensorflow.keras as hvd", "hvd."),
+        ("import horovod.tensorflow.keras as horovod_keras", "horovod_keras."),
+        True,
+        base=12,
+        replace_all=True,
+    ),
+    Case(
+        1,
+        "no alias, full module path",
+        ("import horovod.tensorflow.keras as hvd", "hvd."),
+        ("import horovod.tensorflow.keras", "horovod.tensorflow.keras."),
+        True,
+        base=12,
+        replace_all=True,
+    ),
+    Case(
+        1,
+        "init from the tensorflow module",
+        ("hvd.init()", "import horovod.tensorflow.keras as hvd"),
+        (
+            "horovod_tf.init()",
+            "import horovod.tensorflow as horovod_tf\nimport horovod.tensorflow.keras as hvd",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 2 -------------------------------------------------------------------------
+    Case(2, "pinned by rank", "gpus[hvd.local_rank()]", "gpus[hvd.rank()]", False, "local_rank()"),
+    Case(2, "always GPU 0", "gpus[hvd.local_rank()]", "gpus[0]", False, "GPU 0"),
+    Case(
+        2,
+        "no device type",
+        PIN,
+        "tf.config.set_visible_devices(gpus[hvd.local_rank()])",
+        False,
+        "device type",
+    ),
+    Case(
+        2,
+        "no guard for machines without GPUs",
+        "if gpus:\n    tf.config",
+        "tf.config",
+        False,
+        "IndexError",
+    ),
+    Case(
+        2,
+        "CUDA_VISIBLE_DEVICES set too late",
+        PIN,
+        'os.environ["CUDA_VISIBLE_DEVICES"] = str(hvd.local_rank())',
+        False,
+        "CUDA_VISIBLE_DEVICES",
+    ),
+    Case(
+        2,
+        "pinned after TensorFlow started",
+        ("if gpus:\n    " + PIN + "\n", "\ntrain_dataset = (\n"),
+        ("\n", "\nif gpus:\n    " + PIN + "\ntrain_dataset = (\n"),
+        False,
+        "already running",
+    ),
+    Case(
+        2,
+        "experimental API, list, keyword",
+        PIN,
+        'tf.config.experimental.set_visible_devices([gpus[hvd.local_rank()]], device_type="GPU")',
+        True,
+    ),
+    Case(
+        2,
+        "local rank in a variable",
+        ("if gpus:\n", "gpus[hvd.local_rank()]"),
+        ("local_rank = hvd.local_rank()\nif gpus:\n", "gpus[local_rank]"),
+        True,
+    ),
+    # ---- step 3 -------------------------------------------------------------------------
+    Case(
+        3,
+        "local rank",
+        "1 if hvd.rank() == 0 else 0",
+        "1 if hvd.local_rank() == 0 else 0",
+        False,
+        "one worker per machine",
+    ),
+    Case(
+        3,
+        "rank 1",
+        "1 if hvd.rank() == 0 else 0",
+        "1 if hvd.rank() == 1 else 0",
+        False,
+        "picks rank 1",
+    ),
+    Case(
+        3,
+        "inverted",
+        "1 if hvd.rank() == 0 else 0",
+        "1 if hvd.rank() else 0",
+        False,
+        "except rank 0",
+    ),
+    Case(
+        3,
+        "fit still verbose",
+        "    verbose=verbose,\n)",
+        "    verbose=1,\n)",
+        False,
+        "1 on every worker",
+    ),
+    Case(
+        3,
+        "not rank-dependent",
+        "1 if hvd.rank() == 0 else 0",
+        "1 if hvd.size() > 0 else 0",
+        False,
+        "does not depend",
+    ),
+    Case(3, "int of comparison", "1 if hvd.rank() == 0 else 0", "int(hvd.rank() == 0)", True),
+    Case(
+        3, "reversed comparison", "1 if hvd.rank() == 0 else 0", "1 if 0 == hvd.rank() else 0", True
+    ),
+    Case(3, "not rank", "1 if hvd.rank() == 0 else 0", "0 if hvd.rank() else 1", True),
+    Case(3, "bool", "1 if hvd.rank() == 0 else 0", "not hvd.rank()", True, base=12),
+    # ---- step 4 -------------------------------------------------------------------------
+    Case(
+        4,
+        "wrapped but unused",
+        WRAP,
+        "    dist_opt = hvd.DistributedOptimizer(opt)\n",
+        False,
+        "unwrapped",
+    ),
+    Case(
+        4, "result thrown away", WRAP, "    hvd.DistributedOptimizer(opt)\n", False, "thrown away"
+    ),
+    Case(
+        4,
+        "wrapped twice",
+        WRAP,
+        "    opt = hvd.DistributedOptimizer(hvd.DistributedOptimizer(opt))\n",
+        False,
+        "twice",
+    ),
+    Case(
+        4,
+        "wrapped after compile",
+        (WRAP, 'metrics=["accuracy"])\n'),
+        ("", 'metrics=["accuracy"])\n' + WRAP),
+        False,
+        "after model.compile",
+    ),
+    Case(
+        4,
+        "inline in compile",
+        (WRAP, COMPILE),
+        ("", "model.compile(optimizer=hvd.DistributedOptimizer(opt),"),
+        True,
+    ),
+    Case(4, "positional optimizer", COMPILE, "model.compile(opt,", True, base=12),
+    Case(
+        4,
+        "other name, NovoGrad",
+        (WRAP, COMPILE),
+        (
+            "    distributed = hvd.DistributedOptimizer(opt)\n",
+            "model.compile(optimizer=distributed,",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 5 -------------------------------------------------------------------------
+    Case(
+        5,
+        "root rank 1",
+        "BroadcastGlobalVariablesCallback(0)",
+        "BroadcastGlobalVariablesCallback(1)",
+        False,
+        "rank 1",
+    ),
+    Case(
+        5,
+        "root is the own rank",
+        "BroadcastGlobalVariablesCallback(0)",
+        "BroadcastGlobalVariablesCallback(hvd.rank())",
+        False,
+        "same on every worker",
+    ),
+    Case(
+        5, "missing", BROADCAST_ITEM, "", False, "no hvd.callbacks.BroadcastGlobalVariablesCallback"
+    ),
+    Case(
+        5,
+        "created, not passed",
+        (BROADCAST_ITEM, "callbacks = [\n"),
+        ("", "broadcast = hvd.callbacks.BroadcastGlobalVariablesCallback(0)\ncallbacks = [\n"),
+        False,
+        "never reaches",
+    ),
+    Case(
+        5,
+        "only on rank 0",
+        (BROADCAST_ITEM, RANK0_BLOCK),
+        (
+            "",
+            "\nif hvd.rank() == 0:\n    callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))\n    callbacks.append(",
+        ),
+        False,
+        "every worker must run it",
+        base=9,
+    ),
+    Case(
+        5,
+        "keyword root_rank",
+        "BroadcastGlobalVariablesCallback(0)",
+        "BroadcastGlobalVariablesCallback(root_rank=0)",
+        True,
+        base=12,
+    ),
+    Case(
+        5,
+        "inserted later, imported by name",
+        (BROADCAST_ITEM, LIST_END, "import horovod.tensorflow.keras as hvd\n"),
+        (
+            "",
+            LIST_END + "callbacks.insert(0, BroadcastGlobalVariablesCallback(root_rank=0))\n",
+            "import horovod.tensorflow.keras as hvd\n"
+            "from horovod.tensorflow.keras.callbacks import BroadcastGlobalVariablesCallback\n",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 6 -------------------------------------------------------------------------
+    Case(
+        6,
+        "shard arguments swapped",
+        "shard(hvd.size(), hvd.rank())",
+        "shard(hvd.rank(), hvd.size())",
+        False,
+        "swapped",
+    ),
+    Case(
+        6,
+        "shard by local rank",
+        "shard(hvd.size(), hvd.rank())",
+        "shard(hvd.size(), hvd.local_rank())",
+        False,
+        "local_rank() repeats",
+    ),
+    Case(
+        6,
+        "shard by local size",
+        "shard(hvd.size(), hvd.rank())",
+        "shard(hvd.local_size(), hvd.rank())",
+        False,
+        "local_size()",
+    ),
+    Case(
+        6,
+        "shard thrown away",
+        SHARD,
+        "train_dataset.shard(hvd.size(), hvd.rank())\n",
+        False,
+        "thrown away",
+    ),
+    Case(6, "no shard", SHARD, "", False, "same images"),
+    Case(
+        6,
+        "shard after shuffle",
+        (SHARD, "train_dataset.shuffle(len(x_train))"),
+        ("", "train_dataset.shuffle(len(x_train)).shard(hvd.size(), hvd.rank())"),
+        False,
+        "shard before shuffling",
+    ),
+    Case(
+        6,
+        "steps not divided",
+        STEPS,
+        "steps_per_epoch = steps_per_epoch",
+        False,
+        "steps_per_epoch (`steps_per_epoch`) is not divided",
+    ),
+    Case(
+        6,
+        "steps multiplied",
+        STEPS,
+        "steps_per_epoch = steps_per_epoch * hvd.size()",
+        False,
+        "multiplied",
+    ),
+    Case(
+        6,
+        "steps by local size",
+        STEPS,
+        "steps_per_epoch = steps_per_epoch // hvd.local_size()",
+        False,
+        "local_size()",
+    ),
+    Case(
+        6,
+        "divided on one path only",
+        (STEPS + "\n", "steps_per_epoch = args.steps_per_epoch or len(x_train) // args.batch_size"),
+        (
+            "",
+            "steps_per_epoch = args.steps_per_epoch or len(x_train) // args.batch_size // hvd.size()",
+        ),
+        False,
+        "the same way on every path",
+    ),
+    Case(
+        6,
+        "validation without 3",
+        VALIDATION,
+        "validation_steps = validation_steps // hvd.size()",
+        False,
+        "3 * validation_steps",
+    ),
+    Case(
+        6,
+        "validation not divided",
+        VALIDATION,
+        "validation_steps = 3 * validation_steps",
+        False,
+        "validation_steps (`validation_steps`) is not divided",
+    ),
+    Case(
+        6,
+        "images per step",
+        "images_per_step = args.batch_size * hvd.size()",
+        "images_per_step = args.batch_size",
+        False,
+        "images per step",
+    ),
+    Case(
+        6,
+        "size in a variable",
+        (STEPS, VALIDATION, "images_per_step = args.batch_size * hvd.size()"),
+        (
+            "n_workers = hvd.size()\nsteps_per_epoch = steps_per_epoch // n_workers",
+            "validation_steps = 3 * validation_steps // n_workers",
+            "images_per_step = n_workers * args.batch_size",
+        ),
+        True,
+    ),
+    Case(
+        6,
+        "math.floor, max and int",
+        ("import json\n", STEPS, VALIDATION),
+        (
+            "import json\nimport math\n",
+            "steps_per_epoch = max(1, math.floor(steps_per_epoch / hvd.size()))",
+            "validation_steps = int(validation_steps * 3 / hvd.size())",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        6,
+        "rank-seeded shuffle instead of shard",
+        (SHARD, "train_dataset.shuffle(len(x_train))"),
+        ("", "train_dataset.shuffle(len(x_train), seed=hvd.rank())"),
+        True,
+    ),
+    Case(
+        6,
+        "arrays sliced by rank",
+        (SHARD, LOADED, STEPS + "\n", FIRST_STEPS),
+        (
+            "",
+            LOADED + SLICED,
+            "",
+            FIRST_STEPS.replace("args.steps_per_epoch or", "args.steps_per_epoch // hvd.size() or"),
+        ),
+        True,
+    ),
+    Case(
+        6,
+        "arrays sliced and steps divided again",
+        (SHARD, LOADED),
+        ("", LOADED + SLICED),
+        False,
+        "the same way on every path",
+    ),
+    Case(
+        6,
+        "only the images sliced",
+        (SHARD, "mean, std = "),
+        ("", "x_train = x_train[hvd.rank() :: hvd.size()]\nmean, std = "),
+        False,
+        "same images",
+    ),
+    Case(
+        6,
+        "keyword shard",
+        "shard(hvd.size(), hvd.rank())",
+        "shard(index=hvd.rank(), num_shards=hvd.size())",
+        True,
+    ),
+    Case(
+        6,
+        "augmented assignment",
+        (STEPS, VALIDATION),
+        (
+            "steps_per_epoch //= hvd.size()",
+            "validation_steps = validation_steps * 3\nvalidation_steps //= hvd.size()",
+        ),
+        True,
+    ),
+    # ---- step 7 -------------------------------------------------------------------------
+    Case(7, "missing", AVERAGE_ITEM, "", False, "no hvd.callbacks.MetricAverageCallback"),
+    Case(
+        7,
+        "after the checkpoint",
+        (AVERAGE_ITEM, BOARD_APPEND),
+        ("", BOARD_APPEND + "callbacks.append(hvd.callbacks.MetricAverageCallback())\n"),
+        False,
+        "ModelCheckpoint on line",
+        base=9,
+    ),
+    Case(
+        7,
+        "after the warmup",
+        (AVERAGE_ITEM, LIST_END),
+        ("", "    hvd.callbacks.MetricAverageCallback(),\n" + LIST_END),
+        False,
+        "LearningRateWarmupCallback on line",
+        base=11,
+    ),
+    Case(
+        7,
+        "after the Keras scheduler",
+        (AVERAGE_ITEM, LIST_END),
+        ("", "    hvd.callbacks.MetricAverageCallback(),\n" + LIST_END),
+        False,
+        "LearningRateScheduler on line",
+    ),
+    Case(
+        7,
+        "before the broadcast",
+        (BROADCAST_ITEM, AVERAGE_ITEM),
+        ("", AVERAGE_ITEM + BROADCAST_ITEM),
+        False,
+        "before the broadcast",
+    ),
+    Case(
+        7,
+        "only on rank 0",
+        (AVERAGE_ITEM, RANK0_BLOCK),
+        (
+            "",
+            "\nif hvd.rank() == 0:\n    callbacks.insert(1, hvd.callbacks.MetricAverageCallback())\n    callbacks.append(",
+        ),
+        False,
+        "every worker",
+        base=9,
+    ),
+    Case(
+        7,
+        "inserted after the list",
+        (AVERAGE_ITEM, RANK0_BLOCK),
+        (
+            "",
+            "\ncallbacks.insert(1, hvd.callbacks.MetricAverageCallback())\nif hvd.rank() == 0:\n    callbacks.append(",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        7,
+        "in a variable",
+        (AVERAGE_ITEM, "callbacks = [\n"),
+        (
+            "    average_metrics,\n",
+            "average_metrics = hvd.callbacks.MetricAverageCallback()\ncallbacks = [\n",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 8 -------------------------------------------------------------------------
+    Case(
+        8,
+        "every rank looks for checkpoints",
+        FIND,
+        "resume_from_epoch = restart_epoch(args.log_dir)\n",
+        False,
+        "restart_epoch(...) runs on every worker",
+    ),
+    Case(
+        8,
+        "broadcast from rank 1",
+        BROADCAST,
+        BROADCAST.replace("root_rank=0", "root_rank=1"),
+        False,
+        "root_rank=0",
+    ),
+    Case(
+        8,
+        "broadcast thrown away",
+        BROADCAST,
+        BROADCAST.replace("resume_from_epoch = int(", "int("),
+        False,
+        "thrown away",
+    ),
+    Case(
+        8,
+        "broadcast of the wrong value",
+        BROADCAST,
+        BROADCAST.replace("broadcast(resume_from_epoch,", "broadcast(args.epochs,"),
+        False,
+        "not the epoch",
+    ),
+    Case(
+        8,
+        "broadcast result unused",
+        BROADCAST,
+        BROADCAST.replace("resume_from_epoch = int(", "epoch = int("),
+        False,
+        "before the broadcast",
+    ),
+    Case(8, "no broadcast", BROADCAST + "\n", "", False, "never broadcast"),
+    Case(
+        8,
+        "load on every rank",
+        LOAD_GUARD,
+        "if resume_from_epoch > 0:",
+        False,
+        "loading the checkpoint runs on every worker",
+    ),
+    Case(
+        8,
+        "load on local rank 0",
+        LOAD_GUARD,
+        "if resume_from_epoch > 0 and hvd.local_rank() == 0:",
+        False,
+        "one worker per machine",
+    ),
+    Case(
+        8,
+        "Keras load_model",
+        LOAD_8,
+        "tf.keras.models.load_model(checkpoint_format.format(epoch=resume_from_epoch))",
+        False,
+        "unwrapped",
+    ),
+    Case(
+        8,
+        "no legacy_opts",
+        LOAD_8,
+        LOAD_8.replace(", legacy_opts=True", ""),
+        False,
+        "legacy_opts=True",
+    ),
+    Case(
+        8,
+        "no model on the other ranks",
+        "else:\n    model = wide_resnet(",
+        "if not hvd.rank():\n    model = wide_resnet(",
+        False,
+        "only rank 0 gets a model",
+    ),
+    Case(
+        8,
+        "if-block finding",
+        FIND,
+        "resume_from_epoch = 0\nif hvd.rank() == 0:\n    resume_from_epoch = restart_epoch(args.log_dir)\n",
+        True,
+    ),
+    Case(
+        8,
+        "if/else finding",
+        FIND,
+        "if hvd.rank() == 0:\n    resume_from_epoch = restart_epoch(args.log_dir)\nelse:\n    resume_from_epoch = 0\n",
+        True,
+        base=12,
+    ),
+    Case(8, "not rank", LOAD_GUARD, "if resume_from_epoch > 0 and not hvd.rank():", True),
+    Case(
+        8,
+        "reversed comparison",
+        LOAD_GUARD,
+        "if 0 == hvd.rank() and resume_from_epoch > 0:",
+        True,
+        base=12,
+    ),
+    Case(
+        8,
+        "positional broadcast",
+        BROADCAST,
+        'resume_from_epoch = int(hvd.broadcast(resume_from_epoch, 0, "resume_from_epoch"))',
+        True,
+    ),
+    # ---- step 9 -------------------------------------------------------------------------
+    Case(
+        9,
+        "TensorBoard on every rank",
+        BOARD_APPEND,
+        BOARD_APPEND.lstrip(),
+        False,
+        "TensorBoard(...) runs on every worker",
+    ),
+    Case(
+        9,
+        "local rank",
+        RANK0_BLOCK,
+        RANK0_BLOCK.replace("hvd.rank()", "hvd.local_rank()"),
+        False,
+        "one worker per machine",
+    ),
+    Case(9, "inverted", RANK0_BLOCK, RANK0_BLOCK.replace("==", "!="), False, "except rank 0"),
+    Case(9, "checkpoint dropped", CHECKPOINT_APPEND, "", False, "no ModelCheckpoint"),
+    Case(
+        9,
+        "conditional list",
+        (RANK0_BLOCK + "tf.keras.callbacks.ModelCheckpoint(checkpoint_format))\n" + BOARD_APPEND),
+        (
+            "\ncallbacks += (\n    [tf.keras.callbacks.ModelCheckpoint(checkpoint_format), "
+            "tf.keras.callbacks.TensorBoard(args.log_dir)]\n    if hvd.rank() == 0\n    else []\n)\n"
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        9,
+        "guarded by verbose",
+        RANK0_BLOCK,
+        RANK0_BLOCK.replace("hvd.rank() == 0", "verbose"),
+        True,
+        base=12,
+    ),
+    Case(
+        9,
+        "starred conditional in the list",
+        (
+            RANK0_BLOCK + "tf.keras.callbacks.ModelCheckpoint(checkpoint_format))\n" + BOARD_APPEND,
+            LIST_END,
+            "import tensorflow as tf\n",
+        ),
+        (
+            "\n",
+            "    throughput,\n    *(\n        [ModelCheckpoint(checkpoint_format), TensorBoard(args.log_dir)]\n"
+            "        if hvd.rank() == 0\n        else []\n    ),\n]\n",
+            "import tensorflow as tf\nfrom tensorflow.keras.callbacks import ModelCheckpoint, TensorBoard\n",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 10 ------------------------------------------------------------------------
+    Case(10, "not scaled", SCALED, "scaled_lr = args.base_lr", False, "not scaled"),
+    Case(
+        10,
+        "local size",
+        SCALED,
+        "scaled_lr = args.base_lr * hvd.local_size()",
+        False,
+        "local_size()",
+    ),
+    Case(10, "rank", SCALED, "scaled_lr = args.base_lr * hvd.rank()", False, "rank"),
+    Case(10, "divided", SCALED, "scaled_lr = args.base_lr / hvd.size()", False, "divided"),
+    Case(
+        10,
+        "square root",
+        (SCALED, "import json\n"),
+        ("scaled_lr = args.base_lr * math.sqrt(hvd.size())", "import json\nimport math\n"),
+        False,
+        "square root",
+    ),
+    Case(
+        10,
+        "optimizer gets the base rate",
+        "SGD(learning_rate=scaled_lr,",
+        "SGD(learning_rate=args.base_lr,",
+        False,
+        "not scaled",
+    ),
+    Case(
+        10,
+        "NovoGrad gets the base rate",
+        "NovoGrad(learning_rate=scaled_lr,",
+        "NovoGrad(learning_rate=args.base_lr,",
+        False,
+        "not scaled",
+        base=12,
+    ),
+    Case(
+        10,
+        "scheduler uses the base rate",
+        "lambda epoch: scaled_lr * step_decay(epoch)",
+        "lambda epoch: args.base_lr * step_decay(epoch)",
+        False,
+        "LearningRateScheduler",
+    ),
+    Case(10, "size first", SCALED, "scaled_lr = hvd.size() * args.base_lr", True, base=12),
+    Case(10, "lr keyword", "SGD(learning_rate=scaled_lr,", "SGD(lr=scaled_lr,", True),
+    Case(
+        10,
+        "size in a variable",
+        SCALED,
+        "workers = hvd.size()\nscaled_lr = args.base_lr * workers",
+        True,
+    ),
+    # ---- step 11 ------------------------------------------------------------------------
+    Case(
+        11,
+        "Keras scheduler kept",
+        LIST_END,
+        "    tf.keras.callbacks.LearningRateScheduler(lambda epoch: scaled_lr),\n" + LIST_END,
+        False,
+        "LearningRateScheduler is still there",
+    ),
+    Case(
+        11,
+        "schedule from epoch 0",
+        FIRST_SCHEDULE,
+        "start_epoch=0, end_epoch=15",
+        False,
+        "during the warmup",
+    ),
+    Case(11, "schedule without start", FIRST_SCHEDULE, "end_epoch=15", False, "during the warmup"),
+    Case(
+        11,
+        "warmup from the base rate",
+        WARMUP_ARGS,
+        WARMUP_ARGS.replace("initial_lr=scaled_lr", "initial_lr=args.base_lr"),
+        False,
+        "initial_lr",
+    ),
+    Case(
+        11,
+        "default warmup length",
+        WARMUP_ARGS,
+        "initial_lr=scaled_lr, verbose=verbose",
+        False,
+        "pass warmup_epochs",
+    ),
+    Case(11, "preset without warmup", "        warmup_epochs=1,\n", "", False, "KeyError"),
+    Case(11, "no option", '"--warmup-epochs",', '"--warmup",', False, "--warmup-epochs option"),
+    Case(
+        11,
+        "schedules overlap",
+        "start_epoch=15, end_epoch=25",
+        "start_epoch=10, end_epoch=25",
+        False,
+        "before the one on line",
+    ),
+    Case(
+        11,
+        "warmup on rank 0 only",
+        (
+            "    hvd.callbacks.LearningRateWarmupCallback(\n        " + WARMUP_ARGS + "\n    ),\n",
+            RANK0_BLOCK,
+        ),
+        (
+            "",
+            "\nif hvd.rank() == 0:\n    callbacks.insert(2, hvd.callbacks.LearningRateWarmupCallback("
+            + WARMUP_ARGS
+            + "))\n    callbacks.append(",
+        ),
+        False,
+        "every worker",
+    ),
+    Case(
+        11, "positional warmup", WARMUP_ARGS, "scaled_lr, args.warmup_epochs, verbose=verbose", True
+    ),
+    Case(
+        11,
+        "warmup length in a variable",
+        ("callbacks = [\n", WARMUP_ARGS, FIRST_SCHEDULE),
+        (
+            "warmup = args.warmup_epochs\ncallbacks = [\n",
+            "verbose=verbose, warmup_epochs=warmup, initial_lr=scaled_lr",
+            "end_epoch=15, start_epoch=warmup",
+        ),
+        True,
+        base=12,
+    ),
+    # ---- step 12 ------------------------------------------------------------------------
+    Case(
+        12,
+        "load without NovoGrad",
+        "        custom_optimizers=[tfa.optimizers.NovoGrad],\n",
+        "",
+        False,
+        "custom_optimizers",
+    ),
+    Case(
+        12,
+        "another optimizer",
+        "tfa.optimizers.NovoGrad(learning_rate=",
+        "tfa.optimizers.LAMB(learning_rate=",
+        False,
+        "not NovoGrad",
+    ),
+    Case(
+        12,
+        "NovoGrad not imported",
+        "opt = tfa.optimizers.NovoGrad(",
+        "opt = NovoGrad(",
+        False,
+        "not TensorFlow Addons",
+    ),
+    Case(
+        12,
+        "imported by name",
+        ("import tensorflow_addons as tfa", "tfa.optimizers.NovoGrad"),
+        ("from tensorflow_addons.optimizers import NovoGrad", "NovoGrad"),
+        True,
+        replace_all=True,
+    ),
+    Case(
+        12,
+        "another alias",
+        ("import tensorflow_addons as tfa", "tfa.optimizers"),
+        ("import tensorflow_addons as addons", "addons.optimizers"),
+        True,
+        replace_all=True,
+    ),
+]

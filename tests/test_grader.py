@@ -1,0 +1,310 @@
+"""The step checker (grader/) against the real reference chain and a corpus of mistakes.
+
+Fast: plain `ast`, no TensorFlow. The reference scripts are read at test time, so these tests
+follow the reference when its wording changes.
+"""
+
+import ast
+import html
+import io
+import subprocess
+import sys
+import tokenize
+
+import black
+import pytest
+
+import grader
+from grader import check_all, check_files, check_step, check_strict
+from grader_cases.mistakes import CASES
+from workbook import step_chain
+from workbook.step_chain import LAST_STEP
+
+STEPS = range(1, LAST_STEP + 1)
+SOLUTIONS = step_chain.OUTPUT_DIR
+
+
+def reference_text(step):
+    return (SOLUTIONS / step_chain.output_name(step)).read_text(encoding="utf-8")
+
+
+def passed_steps(results):
+    return [result.step for result in results if result.passed]
+
+
+def check_text(tmp_path, text, name="fashion_mnist.py"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return check_all(path)
+
+
+def strip_comments(text):
+    """The script with every comment blanked out (docstrings stay: they are code)."""
+    lines = text.split("\n")
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            (row, start), (_, end) = token.start, token.end
+            lines[row - 1] = lines[row - 1][:start] + lines[row - 1][end:]
+    return "\n".join(lines)
+
+
+def reformat(text):
+    return black.format_str(text, mode=black.Mode(line_length=60))
+
+
+def reformat_without_comments(text):
+    return reformat(strip_comments(text))
+
+
+# ---- the reference chain ----------------------------------------------------------------
+
+
+def test_starting_script_fails_every_check():
+    results = check_all(SOLUTIONS / "fashion_mnist.py")
+    assert passed_steps(results) == []
+    assert all(result.message and result.hint and result.expected_diff for result in results)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_after_step_n_passes_exactly_checks_1_to_n(step):
+    results = check_all(SOLUTIONS / step_chain.output_name(step))
+    assert passed_steps(results) == list(range(1, step + 1)), str(results)
+
+
+def test_solution_passes_every_check():
+    results = check_all(SOLUTIONS / "fashion_mnist_solution.py")
+    assert results.passed, str(results)
+
+
+@pytest.mark.parametrize("transform", [reformat, strip_comments, reformat_without_comments])
+@pytest.mark.parametrize("step", range(0, LAST_STEP + 1))
+def test_formatting_and_comments_do_not_matter(tmp_path, step, transform):
+    original = check_all(SOLUTIONS / step_chain.output_name(step))
+    changed = check_text(tmp_path, transform(reference_text(step)))
+    assert passed_steps(changed) == passed_steps(original)
+    assert [r.message.split(":", 1)[-1] for r in changed if not r.passed] == [
+        r.message.split(":", 1)[-1] for r in original if not r.passed
+    ]
+
+
+def test_crlf_line_endings_are_accepted(tmp_path):
+    path = tmp_path / "fashion_mnist.py"
+    path.write_bytes(reference_text(LAST_STEP).replace("\n", "\r\n").encode())
+    assert check_all(path).passed
+
+
+def test_expected_diff_shows_only_that_step():
+    for step in STEPS:
+        diff = grader.reference.expected_diff(step)
+        assert diff.startswith("---") and f"after step {step}" in diff
+        added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+        assert added, f"step {step} adds nothing?"
+        source = step_chain.SOURCE.read_text(encoding="utf-8")
+        before, after = step_chain.render(source, step - 1), step_chain.render(source, step)
+        for line in diff.splitlines():
+            if line.startswith("+") and not line.startswith("+++"):
+                assert line[1:] in after
+            if line.startswith("-") and not line.startswith("---"):
+                assert line[1:] in before
+
+
+# ---- the mistakes corpus ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_mistakes_corpus(tmp_path, case):
+    text = case.apply(reference_text(case.base_step))
+    results = check_text(tmp_path, text)
+    result = results[case.step - 1]
+    assert result.step == case.step
+    if case.expect_pass:
+        assert passed_steps(results)[: case.base_step] == list(range(1, case.base_step + 1)), str(
+            results
+        )
+    else:
+        assert not result.passed, f"{case.description}: step {case.step} passed"
+        assert case.expect_message in result.message, result.message
+        assert "could not check" not in result.message
+
+
+def test_corpus_covers_every_step():
+    for step in STEPS:
+        wrong = [case for case in CASES if case.step == step and not case.expect_pass]
+        right = [case for case in CASES if case.step == step and case.expect_pass]
+        assert (
+            len(wrong) >= 3 and len(right) >= 2
+        ), f"step {step}: {len(wrong)} wrong, {len(right)} right"
+
+
+def test_a_wrong_step_does_not_fail_the_others(tmp_path):
+    text = reference_text(LAST_STEP).replace(
+        "BroadcastGlobalVariablesCallback(0)", "BroadcastGlobalVariablesCallback(1)"
+    )
+    results = check_text(tmp_path, text)
+    assert [r.step for r in results if not r.passed] == [5]
+
+
+# ---- the Python API ---------------------------------------------------------------------
+
+
+def test_check_step_defaults_to_fashion_mnist_py_here(tmp_path, monkeypatch):
+    (tmp_path / "fashion_mnist.py").write_text(reference_text(5), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert check_step(5).passed
+    assert not check_step(6).passed
+    assert check_step(5, path="fashion_mnist.py").passed
+    with pytest.raises(ValueError):
+        check_step(13)
+
+
+def test_results_render_as_text_and_escaped_html(tmp_path):
+    text = reference_text(4).replace(
+        "opt = hvd.DistributedOptimizer(opt)", "hvd.DistributedOptimizer(opt)"
+    )
+    results = check_text(tmp_path, text)
+    failed = results[3]
+    plain = str(failed)
+    assert plain.startswith("[FAIL] Step 4: ") and "Hint:" in plain and "Expected change:" in plain
+    page = failed._repr_html_()
+    assert page.count("<details") == 1 and "Expected change" in page
+    assert html.escape(failed.message) in page and html.escape(failed.hint) in page
+    for line in failed.expected_diff.splitlines():
+        assert html.escape(line) in page
+    assert str(results[0]).startswith("[PASS] Step 1: ")
+    assert "3 of 12 checks pass" in str(results)  # steps 1-3 pass, 4 fails, 5-12 aren't done
+    assert "3 of 12 checks pass" in results._repr_html_()
+
+
+def test_html_escapes_learner_text(tmp_path):
+    text = reference_text(LAST_STEP).replace(
+        "BroadcastGlobalVariablesCallback(0)", "BroadcastGlobalVariablesCallback('<b>x</b>')"
+    )
+    result = check_text(tmp_path, text)[4]
+    assert "<b>x</b>" in result.message
+    assert "<b>x</b>" not in result._repr_html_() and "&lt;b&gt;" in result._repr_html_()
+
+
+def test_check_files_keeps_bad_files_to_themselves(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(reference_text(LAST_STEP), encoding="utf-8")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n", encoding="utf-8")
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x00\x01\xff" * 100)
+    missing = tmp_path / "missing.py"
+    results = check_files([broken, good, binary, missing, tmp_path])
+    assert results[good].passed
+    for bad in (broken, binary, missing, tmp_path):
+        assert len(results[bad]) == LAST_STEP and not any(r.passed for r in results[bad])
+    assert "line 1" in results[broken][0].message
+    assert "binary" in results[binary][0].message
+    assert "no such file" in results[missing][0].message
+    assert "directory" in results[tmp_path][0].message
+
+
+@pytest.mark.parametrize(
+    "content, phrase, unreadable",
+    [
+        (b"", "empty", False),
+        (b"# only a comment\n\n", "no code", False),
+        (b"x = (1,\n", "line 1", False),
+        (b"if True:\nprint(1)\n", "line 2", False),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "binary", True),
+        ("x = 'caf\u00e9'\n".encode("latin-1"), "not UTF-8", True),
+        (b"x = " + b"(" * 300 + b"1" + b")" * 300 + b"\n", "nested", False),
+    ],
+)
+def test_bad_files_give_a_clear_message(tmp_path, content, phrase, unreadable):
+    path = tmp_path / "fashion_mnist.py"
+    path.write_bytes(content)
+    results = check_all(path)
+    assert all(not r.passed and r.file_problem for r in results)
+    assert phrase in results[0].message
+    assert results[0].unreadable == unreadable
+    assert phrase in str(results) and "Traceback" not in str(results)
+
+
+def test_huge_file_is_refused(tmp_path):
+    path = tmp_path / "fashion_mnist.py"
+    path.write_bytes(b"x = 1\n" * 900_000)  # 5.4 MB
+    result = check_step(1, path)
+    assert result.unreadable and "MB" in result.message
+
+
+# ---- strict mode ------------------------------------------------------------------------
+
+
+def test_strict_accepts_the_reference_reformatted_without_comments(tmp_path):
+    path = tmp_path / "fashion_mnist.py"
+    path.write_text(reformat(strip_comments(reference_text(LAST_STEP))), encoding="utf-8")
+    result = check_strict(path)
+    assert result.passed, result.message
+    assert check_strict(path, reference_step=LAST_STEP).passed
+    assert not check_strict(path, reference_step=11).passed
+
+
+def test_strict_reports_the_first_differing_lines(tmp_path):
+    text = reference_text(LAST_STEP)
+    # Change the first integer constant of the training code (after the imports) by one.
+    number = next(
+        node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Constant)
+        and type(node.value) is int
+        and node.lineno == node.end_lineno
+        and node.lineno > 40
+    )
+    lines = text.split("\n")
+    original = lines[number.lineno - 1]
+    changed = (
+        original[: number.col_offset] + str(number.value + 1) + original[number.end_col_offset :]
+    )
+    lines[number.lineno - 1] = changed
+    path = tmp_path / "fashion_mnist.py"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    result = check_strict(path)
+    assert not result.passed
+    assert f"your line {number.lineno}" in result.message and changed.strip() in result.message
+    assert "-" + original in result.expected_diff or "+" + original in result.expected_diff
+
+
+def test_strict_counts_docstrings_as_code(tmp_path):
+    text = reference_text(LAST_STEP)
+    docstring = ast.get_docstring(ast.parse(text), clean=False)
+    first_line = docstring.split("\n")[0]
+    changed = text.replace(first_line, first_line + " (edited)", 1)
+    path = tmp_path / "fashion_mnist.py"
+    path.write_text(changed, encoding="utf-8")
+    result = check_strict(path)
+    assert not result.passed and "your line 1" in result.message
+    path.write_text(changed.replace(" (edited)", "", 1) + "# a comment\n", encoding="utf-8")
+    assert check_strict(path).passed
+
+
+def test_strict_reports_extra_code(tmp_path):
+    path = tmp_path / "fashion_mnist.py"
+    path.write_text(reference_text(LAST_STEP) + "print('extra')\n", encoding="utf-8")
+    result = check_strict(path)
+    assert not result.passed and "extra code" in result.message
+
+
+# ---- speed: nothing heavy is imported ---------------------------------------------------
+
+
+def test_checking_imports_no_tensorflow_or_numpy():
+    code = (
+        "import sys, grader\n"
+        f"results = grader.check_all({str(SOLUTIONS / 'fashion_mnist_solution.py')!r})\n"
+        "assert results.passed\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tensorflow', 'numpy', 'horovod', 'keras', 'nbformat', 'tensorflow_addons'))\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=step_chain.REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

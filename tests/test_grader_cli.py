@@ -1,0 +1,168 @@
+"""The step checker's command line: python -m grader check FILE [...], run for real.
+
+Exit status 0: every requested check passes; 1: one fails; 2: usage error or unreadable file,
+with a one-line message on stderr and never a traceback.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from workbook import step_chain
+from workbook.step_chain import LAST_STEP
+
+SOLUTIONS = step_chain.OUTPUT_DIR
+SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"
+STARTER = SOLUTIONS / "fashion_mnist.py"
+
+
+def after(step):
+    return SOLUTIONS / step_chain.output_name(step)
+
+
+def grader(*args):
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", *map(str, args)],
+        cwd=step_chain.REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Traceback" not in done.stderr + done.stdout
+    return done
+
+
+def test_solution_passes_everything():
+    done = grader("check", SOLUTION)
+    assert done.returncode == 0, done.stdout
+    assert f"{LAST_STEP} of {LAST_STEP} checks pass" in done.stdout
+    assert done.stdout.count("[PASS]") == LAST_STEP and done.stderr == ""
+
+
+def test_starting_script_fails():
+    done = grader("check", STARTER, "--all")
+    assert done.returncode == 1
+    assert done.stdout.count("[FAIL]") == LAST_STEP
+    assert "Hint:" in done.stdout and "Expected change:" in done.stdout
+
+
+def test_one_step():
+    assert grader("check", after(5), "--step", "5").returncode == 0
+    done = grader("check", after(5), "--step", "6")
+    assert done.returncode == 1
+    assert "[FAIL] Step 6:" in done.stdout and "Step 5" not in done.stdout
+
+
+def test_json_output():
+    done = grader("check", after(7), "--json")
+    assert done.returncode == 1
+    results = json.loads(done.stdout)
+    assert [r["step"] for r in results] == list(range(1, LAST_STEP + 1))
+    assert [r["passed"] for r in results] == [True] * 7 + [False] * 5
+    for result in results:
+        assert {"step", "title", "passed", "message", "hint", "expected_diff"} <= set(result)
+        assert result["title"] == step_chain.STEP_TITLES[result["step"]]
+    assert results[7]["expected_diff"].startswith("--- after step 7")
+    single = json.loads(grader("check", after(7), "--step", "7", "--json").stdout)
+    assert len(single) == 1 and single[0]["passed"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["check"],
+        ["check", SOLUTION, "--step", "13"],
+        ["check", SOLUTION, "--step", "0"],
+        ["check", SOLUTION, "--step", "x"],
+        ["check", SOLUTION, "--step", "3", "--all"],
+        ["grade", SOLUTION],
+        ["check", SOLUTION, "--bogus"],
+    ],
+)
+def test_usage_errors_exit_2(args):
+    done = grader(*args)
+    assert done.returncode == 2
+    assert done.stderr.strip() and done.stdout == ""
+
+
+def write(tmp_path, content, name="fashion_mnist.py"):
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize(
+    "content, phrase",
+    [
+        (None, "no such file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+        ("print('caf\u00e9')\n".encode("latin-1"), "not UTF-8"),
+        (b"x = 1\n" * 900_000, "MB"),
+    ],
+    ids=["missing", "binary", "latin-1", "5MB"],
+)
+def test_unreadable_files_exit_2_with_one_line(tmp_path, content, phrase):
+    path = tmp_path / "fashion_mnist.py" if content is None else write(tmp_path, content)
+    for extra in ([], ["--json"], ["--step", "3"], ["--strict"]):
+        done = grader("check", path, *extra)
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and phrase in done.stderr
+        assert done.stdout == ""
+
+
+def test_a_directory_exits_2(tmp_path):
+    done = grader("check", tmp_path)
+    assert done.returncode == 2 and "directory" in done.stderr
+
+
+def test_empty_file_fails_with_a_message(tmp_path):
+    done = grader("check", write(tmp_path, b""))
+    assert done.returncode == 1
+    assert "the file is empty" in done.stdout
+    assert f"all {LAST_STEP} checks fail" in done.stdout
+
+
+def test_syntax_error_names_the_line(tmp_path):
+    lines = [f"x{n} = {n}" for n in range(1, 42)] + ["x = = 1", "y = 2"]
+    path = write(tmp_path, "\n".join(lines).encode())
+    done = grader("check", path)
+    assert done.returncode == 1
+    assert "line 42: invalid syntax" in done.stdout
+    results = json.loads(grader("check", path, "--json").stdout)
+    assert all(r["message"].startswith("line 42: invalid syntax") for r in results)
+
+
+def test_crlf_is_accepted(tmp_path):
+    path = write(tmp_path, SOLUTION.read_bytes().replace(b"\n", b"\r\n"))
+    assert grader("check", path).returncode == 0
+
+
+def test_strict_mode(tmp_path):
+    done = grader("check", SOLUTION, "--strict")
+    assert done.returncode == 0 and "matches fashion_mnist_solution.py" in done.stdout
+    done = grader("check", after(11), "--strict")
+    assert done.returncode == 1 and "first difference" in done.stdout
+    assert grader("check", after(11), "--step", "11", "--strict").returncode == 0
+    assert grader("check", after(11), "--strict", after(11)).returncode == 0
+    results = json.loads(grader("check", after(4), "--strict", after(5), "--json").stdout)
+    assert len(results) == 1 and not results[0]["passed"] and results[0]["step"] is None
+    missing = grader("check", SOLUTION, "--strict", tmp_path / "nope.py")
+    assert missing.returncode == 2 and "reference" in missing.stderr
+
+
+def test_command_line_imports_nothing_heavy():
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "grader", "check", SOLUTION, "--all"],
+        cwd=step_chain.REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "grader.engine" in imported  # the measurement works
+    heavy = {"tensorflow", "numpy", "horovod", "keras", "nbformat", "tensorflow_addons"}
+    assert not {name for name in imported if name.split(".")[0] in heavy}

@@ -1,0 +1,919 @@
+"""The notebook runner (workbook/runner.py): layout, parsing, and real runs.
+
+Fast tests check the layout rules, the command-line split (against horovodrun's own parser) and
+the output parsing on output captured from real horovodrun 0.28.1 runs. The slow ones start real
+workers: a notebook kernel runs the solution on 2 workers, a worker fails, a run is interrupted
+from the kernel, a run times out, and TensorBoard shows a run's scalars.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from workbook import runner
+from workbook.runner import (
+    Line,
+    OutputParser,
+    Progress,
+    Transcript,
+    auto_layout,
+    parse_magic_line,
+    plan_run,
+    rank_error,
+    split_horovodrun_args,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
+FAILS_ON_RANK_1 = Path(__file__).resolve().parent / "runner_cases" / "fails_on_rank_1.py"
+SAMPLE = REPO / "data" / "sample"
+VENV_BIN = Path(sys.executable).parent
+QUICK = (
+    f"--data-dir {SAMPLE} --epochs 2 --steps-per-epoch 8 --train-images 1024 "
+    "--test-images 256 --depth 10 --width 1"
+)
+
+needs_horovodrun = pytest.mark.skipif(
+    not (VENV_BIN / "horovodrun").exists() and shutil.which("horovodrun") is None,
+    reason="horovodrun is not installed in this environment",
+)
+needs_sample = pytest.mark.skipif(
+    not (SAMPLE / "train.npz").is_file(),
+    reason=f"no sample data in {SAMPLE}: python -m workbook.fashion_data sample",
+)
+
+# ---------------------------------------------------------------------------------------------
+# Output captured from real runs (horovodrun 0.28.1, Gloo, TF 2.15), progress bars shortened.
+# ---------------------------------------------------------------------------------------------
+
+BS = b"\x08" * 80  # Keras moves back over the previous progress bar with backspaces
+
+# The solution on 2 workers: only rank 0 prints progress; horovodrun's own TensorFlow import and
+# the workers' log unprefixed and prefixed TensorFlow C++ lines.
+SOLUTION_OUTPUT = b"".join([
+    b"2026-11-22 01:04:53.328618: I tensorflow/core/util/port.cc:113] oneDNN custom operations "
+    b"are on. You may see slightly different numerical results.\n",
+    b"2026-11-22 01:04:53.366720: I tensorflow/core/platform/cpu_feature_guard.cc:182] This "
+    b"TensorFlow binary is optimized to use available CPU instructions.\n",
+    b"To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild "
+    b"TensorFlow with the appropriate compiler flags.\n",
+    b"[1]<stderr>:2026-11-22 01:04:58.128311: I tensorflow/core/util/port.cc:113] oneDNN custom "
+    b"operations are on.\n",
+    b"[1]<stderr>:To enable the following instructions: AVX2 AVX512F FMA, in other operations, "
+    b"rebuild TensorFlow with the appropriate compiler flags.\n",
+    b"[0]<stdout>:Epoch 1/2\n",
+    b"[0]<stdout>:\r",
+    b"[0]<stdout>:1/4 [======>.......................] - ETA: 1:12 - loss: 2.4671 - accuracy: "
+    b"0.0312" + BS + b"\r",
+    b"[0]<stdout>:2/4 [==============>...............] - ETA: 0s - loss: 2.3244 - accuracy: "
+    b"0.1562  " + BS + b"\r",
+    b"[0]<stdout>:3/4 [=====================>........] - ETA: 0s - loss: 2.3941 - accuracy: "
+    b"0.1146" + BS + b"\r",
+    b"[0]<stderr>:/work/main/.venv/lib/python3.11/site-packages/keras/src/engine/training.py:3103:"
+    b" UserWarning: You are saving your model as an HDF5 file via `model.save()`.\n",
+    b"[0]<stderr>:  saving_api.save_model(\n",
+    b"[0]<stdout>:4/4 [==============================] - ETA: 0s - loss: 2.3600 - accuracy: "
+    b"0.1328\n",
+    b"[0]<stdout>:Epoch 1: finished gradual learning rate warmup to 0.025.\n",
+    b"[0]<stdout>:" + BS + b"\r",
+    b"[0]<stdout>:4/4 [==============================] - 26s 511ms/step - loss: 2.3604 - accuracy: "
+    b"0.1406 - val_loss: 2.8129 - val_accuracy: 0.1198 - lr: 0.0250\n",
+    b"[0]<stdout>:Epoch 2/2\n",
+    b"[0]<stdout>:\r",
+    b"[0]<stdout>:1/4 [======>.......................] - ETA: 0s - loss: 2.2611 - accuracy: "
+    b"0.2500" + BS + b"\r",
+    b"[1]<stderr>:WARNING:tensorflow:Callback method `on_train_batch_end` is slow compared to the "
+    b"batch time (batch time: 0.1243s vs `on_train_batch_end` time: 0.1850s).\n",
+    b"[0]<stdout>:2/4 [==============>...............] - ETA: 0s - loss: 2.2120 - accuracy: "
+    b"0.1875" + BS + b"\r",
+    b"[0]<stdout>:4/4 [==============================] - 1s 237ms/step - loss: 2.1475 - accuracy: "
+    b"0.2852 - val_loss: 2.8825 - val_accuracy: 0.1576 - lr: 0.0250\n",
+    b"[0]<stdout>:Throughput: 443 images/s, 13.2 s per epoch\n",
+    b"[0]<stdout>:Test loss: 2.9397, test accuracy: 0.1406\n",
+    b'[0]<stdout>:RESULT {"test_loss": 2.9397, "test_accuracy": 0.1406, "train_seconds": 26.9, '
+    b'"images_per_second": 443.1, "epochs": 2, "resumed_from_epoch": 0}\n',
+])  # fmt: skip
+
+# The starting script (no Horovod in it) on 2 workers: both print everything, interleaved.
+STARTER_PIECES = [
+    b"[0]<stdout>:\r",
+    b"[0]<stdout>:1/4 [======>.......................] - ETA: 8s - loss: 2.4350" + BS + b"\r",
+    b"[1]<stdout>:\r",
+    b"[0]<stderr>:/work/main/.venv/lib/python3.11/site-packages/keras/src/engine/training.py:3103:"
+    b" UserWarning: You are saving your model as an HDF5 file via `model.save()`.\n",
+    b"[0]<stderr>:  saving_api.save_model(\n",
+    b"[1]<stdout>:1/4 [======>.......................] - ETA: 7s - loss: 2.4836" + BS + b"\r",
+    b"[0]<stdout>:4/4 [==============================] - 4s 416ms/step - loss: 2.4443\n",
+    b"[1]<stdout>:3/4 [=====================>........] - ETA: 0s - loss: 2.4598" + BS + b"\r",
+    b"[0]<stdout>:Trouser          0.000   0.000\n",
+    b'[0]<stdout>:RESULT {"test_loss": 2.5946, "test_accuracy": 0.0938, "epochs": 1}\n',
+    b"[1]<stderr>:/work/main/.venv/lib/python3.11/site-packages/keras/src/engine/training.py:3103:"
+    b" UserWarning: You are saving your model as an HDF5 file via `model.save()`.\n",
+    b"[1]<stderr>:  saving_api.save_model(\n",
+    b"[1]<stdout>:4/4 [==============================] - 4s 414ms/step - loss: 2.4515\n",
+    b"[1]<stdout>:Trouser          0.000   0.000\n",
+    b'[1]<stdout>:RESULT {"test_loss": 2.821, "test_accuracy": 0.0625, "epochs": 1}\n',
+]  # fmt: skip
+STARTER_OUTPUT = b"".join(STARTER_PIECES)
+
+# tests/runner_cases/fails_on_rank_1.py on 2 workers.
+FAILURE_OUTPUT = b"""\
+[0]<stdout>:worker 0 started with arguments ['x']
+[1]<stdout>:worker 1 started with arguments ['x']
+[1]<stderr>:Traceback (most recent call last):
+[1]<stderr>:  File "/work/main/tests/runner_cases/fails_on_rank_1.py", line 14, in <module>
+[1]<stderr>:    raise RuntimeError("rank 1 fails on purpose")
+[1]<stderr>:RuntimeError: rank 1 fails on purpose
+Process 1 exit with status code 1.
+Terminating remaining workers after failure of Process 1.
+[0]<stderr>:Terminated
+Process 0 exit with status code 143.
+Traceback (most recent call last):
+  File "/work/main/.venv/bin/horovodrun", line 8, in <module>
+    sys.exit(run_commandline())
+RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus \
+causing the job to be terminated. The first process to do so was:
+Process name: 1
+Exit code: 1
+
+"""
+
+
+def parse_in_pieces(data, size, default_rank=None):
+    """Feeds the parser `size` bytes at a time, as a pipe would deliver them."""
+    parser = OutputParser(default_rank=default_rank)
+    events = []
+    for start in range(0, len(data), size):
+        events += parser.feed(data[start : start + size])
+    return events + parser.finish()
+
+
+def transcript_of(data, **kwargs):
+    transcript = Transcript(**kwargs)
+    for event in parse_in_pieces(data, 4096):
+        transcript.add(event)
+    return transcript
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cores, gpus, workers, threads, text",
+    [
+        (1, 0, 1, 1, "1 worker x 1 thread on 1 CPU core"),
+        (2, 0, 2, 1, "2 workers x 1 thread on 2 CPU cores"),
+        (8, 0, 2, 4, "2 workers x 4 threads on 8 CPU cores"),
+        (16, 4, 4, 4, "4 workers x 4 threads on 16 CPU cores, one GPU each (4 GPUs visible)"),
+        (2, 4, 4, 1, "4 workers x 1 thread on 2 CPU cores, one GPU each (4 GPUs visible)"),
+    ],
+)
+def test_auto_layout(cores, gpus, workers, threads, text):
+    layout = auto_layout(cores=cores, gpus=gpus)
+    assert (layout.workers, layout.threads) == (workers, threads)
+    assert layout.workers * layout.threads <= max(cores, layout.workers)
+    assert layout.describe() == text
+    assert layout.env() == {
+        "TF_NUM_INTRAOP_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "TF_NUM_INTEROP_THREADS": "1",
+    }
+
+
+def test_more_workers_than_cores_is_said():
+    assert runner.explicit_layout(4, cores=2, gpus=0).describe() == (
+        "4 workers x 1 thread on 2 CPU cores (more workers than cores: they take turns)"
+    )
+
+
+def test_remote_hosts_keep_tensorflows_thread_default():
+    layout = runner.explicit_layout(8, cores=2, gpus=0, hosts="host1:4,host2:4")
+    assert layout.env() == {}
+    assert layout.describe() == "8 workers on hosts host1:4,host2:4"
+
+
+def test_gpus_are_counted_without_tensorflow(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi here
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert runner.visible_gpus() == 0
+    for visible, count in [("0,1", 2), ("", 0), ("-1", 0), ("3", 1)]:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert runner.visible_gpus() == count, visible
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        "echo 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1)'\n"
+        "echo 'GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-2)'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert runner.visible_gpus() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert runner.visible_gpus() == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+
+def horovodrun_parser():
+    """horovodrun's own argparse parser (built inside horovod.runner.launch.parse_args)."""
+    from horovod.runner import launch
+
+    class Captured(Exception):
+        pass
+
+    captured = {}
+
+    def capture(parser, *args, **kwargs):
+        captured["parser"] = parser
+        raise Captured
+
+    original = argparse.ArgumentParser.parse_args
+    argparse.ArgumentParser.parse_args = capture
+    try:
+        launch.parse_args()
+    except Captured:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    return captured["parser"]
+
+
+@needs_horovodrun
+def test_option_table_matches_horovodrun():
+    parser = horovodrun_parser()
+    flags, two_values = set(), set()
+    for action in parser._actions:
+        if action.nargs == 0:
+            flags.update(action.option_strings)
+        elif action.nargs == 2:
+            two_values.update(action.option_strings)
+        elif action.option_strings:
+            assert action.nargs in (None, 1), action.option_strings
+    assert flags == runner.HOROVODRUN_FLAGS
+    assert two_values == runner.TWO_VALUE_OPTIONS
+
+    for line in [
+        "-np 2 -H localhost:2 python train.py --epochs 3",
+        "--gloo --verbose -np 4 --hostfile hosts.txt --fusion-threshold-mb 32 train.py -np 9",
+        "--blacklist-cooldown-range 10 100 -np=2 --start-timeout 60 train.py --lr 0.1",
+        "-np 2 --tcp --log-level INFO --no-stall-check train.py",
+    ]:
+        tokens = line.split()
+        options, command = split_horovodrun_args(tokens)
+        assert options + command == tokens
+        assert command == parser.parse_args(tokens).command, line
+
+
+def test_magic_line_parsing():
+    args = parse_magic_line("-np auto fashion_mnist.py --epochs 3")
+    assert (args.np, args.timeout, args.run_name) == ("auto", None, None)
+    assert args.command == ["fashion_mnist.py", "--epochs", "3"]
+
+    args = parse_magic_line(
+        "--timeout 600 --name wide -np 8 -H host1:4,host2:4 --verbose fashion_mnist.py "
+        "--epochs 3 -np 5 --name x"
+    )
+    assert (args.np, args.timeout, args.run_name) == ("8", 600.0, "wide")
+    # horovodrun's options pass through; the script's own arguments are left alone.
+    assert args.command == [
+        "-H", "host1:4,host2:4", "--verbose",
+        "fashion_mnist.py", "--epochs", "3", "-np", "5", "--name", "x",
+    ]  # fmt: skip
+
+    args = parse_magic_line("--hostfile hosts.txt 'my script.py' --depth 10")
+    assert args.np == "auto" and args.command == [
+        "--hostfile",
+        "hosts.txt",
+        "my script.py",
+        "--depth",
+        "10",
+    ]
+    with pytest.raises(ValueError):
+        parse_magic_line("-np 2")
+
+
+def a_script(tmp_path, name="train.py", takes_log_dir=True):
+    path = tmp_path / name
+    path.write_text("import argparse  # --log-dir\n" if takes_log_dir else "print('hi')\n")
+    return path
+
+
+@needs_horovodrun
+def test_plan_for_auto_on_two_cores(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    script = a_script(tmp_path)
+    plan = plan_run(
+        "train.py --epochs 3",
+        np="auto",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        run_name="base",
+        cores=2,
+        gpus=0,
+    )
+    assert plan.argv[1:] == [
+        "--gloo", "-np", "2",
+        sys.executable, str(script), "--epochs", "3", "--log-dir", str(tmp_path / "logs/base"),
+    ]  # fmt: skip
+    assert Path(plan.argv[0]).name == "horovodrun"
+    assert plan.display_command == (
+        "horovodrun --gloo -np 2 python train.py --epochs 3 --log-dir logs/base"
+    )
+    assert plan.env["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert plan.env["TF_NUM_INTEROP_THREADS"] == "1"
+    assert plan.env["PATH"].split(os.pathsep)[0] == str(VENV_BIN)
+    assert (plan.np, plan.hosts) == (2, "localhost:2")
+    assert plan.log_path == tmp_path / "logs" / "base" / "horovodrun.log"
+
+
+@needs_horovodrun
+def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    a_script(tmp_path)
+    plan = plan_run(
+        "-np 3 --mpi -H host1:2,host2:2 train.py --log-dir elsewhere",
+        np="auto",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+    )
+    assert plan.argv[1:6] == ["-np", "3", "--mpi", "-H", "host1:2,host2:2"]
+    assert "--gloo" not in plan.argv
+    assert plan.argv.count("--log-dir") == 1 and plan.argv[-1] == "elsewhere"
+    assert plan.run_dir == tmp_path / "elsewhere"
+    assert (plan.np, plan.hosts) == (3, "host1:2,host2:2")
+    assert "TF_NUM_INTRAOP_THREADS" not in plan.env  # remote hosts: their cores are unknown
+
+    plan = plan_run(
+        "-H host1:4,host2:4 train.py",
+        np="auto",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+    )
+    assert plan.np == 8 and plan.run_name.startswith("train-np8-")
+
+    (tmp_path / "hosts.txt").write_text("# two machines\nhost1 slots=2\nhost2 slots=4\n")
+    plan = plan_run(
+        ["--hostfile", "hosts.txt", "train.py"],
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+    )
+    assert (plan.np, plan.hosts) == (6, "host1:2,host2:4")
+
+
+@needs_horovodrun
+def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
+    a_script(tmp_path, takes_log_dir=False)
+    plan = plan_run("train.py", np=2, cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+    assert "--log-dir" not in plan.argv and plan.tensorboard_dir is None
+    assert plan.run_dir.parent == tmp_path / "logs"  # the raw log still has its place
+    # Default names never collide: a reused one would resume from the old checkpoints.
+    plan.run_dir.mkdir(parents=True)
+    again = plan_run("train.py", np=2, cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+    assert again.run_name == plan.run_name + "-2"
+    with pytest.raises(FileNotFoundError):
+        plan_run("missing.py", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output parsing
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_progress_redraws_become_progress_events(size):
+    events = parse_in_pieces(SOLUTION_OUTPUT, size)
+    progress = [e for e in events if isinstance(e, Progress)]
+    assert [e.text.split(" [")[0] for e in progress] == ["1/4", "2/4", "3/4", "1/4", "2/4"]
+    assert all(e.rank == 0 and "\b" not in e.text and "\r" not in e.text for e in progress)
+    lines = [e for e in events if isinstance(e, Line)]
+    assert Line(0, "stdout", "Epoch 1/2") in lines
+    assert (
+        Line(
+            1,
+            "stderr",
+            "WARNING:tensorflow:Callback method `on_train_batch_end` is slow "
+            "compared to the batch time (batch time: 0.1243s vs `on_train_batch_end` time: "
+            "0.1850s).",
+        )
+        in lines
+    )
+    assert lines[0].rank is None  # horovodrun's own output has no prefix
+
+
+def test_transcript_of_the_solution():
+    transcript = transcript_of(SOLUTION_OUTPUT)
+    shown = "\n".join(transcript.shown)
+    assert "[rank 0] Epoch 1/2" in transcript.shown
+    assert "[rank 0] Throughput: 443 images/s, 13.2 s per epoch" in transcript.shown
+    # Of ~10 progress redraws only the finished bars are lines, none with a backspace.
+    assert sum(" [====" in line for line in transcript.shown) == 3
+    assert "\b" not in shown and "\r" not in shown
+    # TensorFlow's C++ logging is kept aside, prefixed or not.
+    assert "tensorflow/core" not in shown and "To enable" not in shown
+    assert len(transcript.hidden_logs) == 5
+    assert transcript.metrics()["test_accuracy"] == 0.1406
+    assert transcript.metrics()["images_per_second"] == 443.1
+    assert transcript.failed_rank() is None
+
+
+def test_transcript_of_two_ranks_printing_everything():
+    transcript = transcript_of(STARTER_OUTPUT)
+    # rank 0's progress bar is the one on the status line; rank 1's redraws are not lines.
+    events = parse_in_pieces(b"".join(STARTER_PIECES[:6]), 4096)
+    partial = Transcript()
+    for event in events:
+        partial.add(event)
+    assert set(partial.progress) == {0, 1}
+    assert partial.current_progress().startswith("[rank 0] 1/4 [")
+    assert not any("ETA" in line for line in transcript.shown)
+    # The warning both ranks print is shown once; stdout (a table row) is shown per rank.
+    assert sum("UserWarning" in line for line in transcript.shown) == 1
+    assert transcript.collapsed == 2
+    assert "[rank 0] Trouser          0.000   0.000" in transcript.shown
+    assert "[rank 1] Trouser          0.000   0.000" in transcript.shown
+    # Both ranks print RESULT; rank 0's is the run's.
+    assert set(transcript.results) == {0, 1}
+    assert transcript.metrics()["test_accuracy"] == 0.0938
+
+
+def test_transcript_of_a_failure():
+    transcript = transcript_of(FAILURE_OUTPUT)
+    assert transcript.failed_rank() == 1
+    assert transcript.exits == [(1, 1), (0, 143)]
+    error = rank_error(transcript.by_rank[1])
+    assert error.startswith("Traceback (most recent call last):")
+    assert error.endswith("RuntimeError: rank 1 fails on purpose")
+    # horovodrun's own traceback after the failure is a consequence: kept out of sight.
+    assert not any("Horovod detected" in line for line in transcript.shown)
+    assert "[horovodrun] Process 1 exit with status code 1." in transcript.shown
+
+
+def test_rank_error_keeps_chained_tracebacks_and_falls_back_to_last_lines():
+    lines = textwrap.dedent("""\
+        Epoch 1/2
+        Traceback (most recent call last):
+          File "a.py", line 1, in <module>
+        KeyError: 'x'
+
+        During handling of the above exception, another exception occurred:
+
+        Traceback (most recent call last):
+          File "a.py", line 3, in <module>
+        ValueError: bad
+        Terminated""").splitlines()
+    error = rank_error(lines)
+    assert error.splitlines()[1] == '  File "a.py", line 1, in <module>'
+    assert error.endswith("ValueError: bad")
+    assert rank_error(["Epoch 1/2", "No prepared data in /x: run prepare"]) == (
+        "Epoch 1/2\nNo prepared data in /x: run prepare"
+    )
+    assert runner.exit_code_meaning(143) == "143: killed by SIGTERM"
+    assert runner.exit_code_meaning(137) == "137: killed by SIGKILL (out of memory?)"
+    assert runner.exit_code_meaning(1) == "1"
+
+
+def test_plain_python_output_is_rank_0_without_prefixes():
+    data = (
+        b"Epoch 1/2\n\r1/4 [==>...] - loss: 2.4" + BS + b"\r4/4 [=====] - loss: 2.3\n"
+        b'RESULT {"test_accuracy": 0.5}\n'
+    )
+    transcript = Transcript(label_ranks=False)
+    for event in parse_in_pieces(data, 3, default_rank=0):
+        transcript.add(event)
+    assert transcript.shown == [
+        "Epoch 1/2",
+        "4/4 [=====] - loss: 2.3",
+        'RESULT {"test_accuracy": 0.5}',
+    ]
+    assert transcript.metrics() == {"test_accuracy": 0.5}
+
+
+def test_result_summary():
+    result = runner.RunResult(
+        exit_code=1,
+        wall_seconds=8.5,
+        np=2,
+        hosts="localhost:2",
+        metrics={},
+        failed_rank=1,
+        error="Traceback (most recent call last):\nRuntimeError: <boom>",
+        log_path=Path("x.log"),
+        run_name="r",
+        layout="2 workers x 1 thread on 2 CPU cores",
+    )
+    assert not result.ok and result.images_per_second is None
+    assert "FAILED (rank 1, exit code 1)" in str(result)
+    assert "RuntimeError: &lt;boom&gt;" in result._repr_html_()
+    ok = runner.RunResult(
+        0,
+        40.0,
+        2,
+        "localhost:2",
+        {"test_accuracy": 0.9, "images_per_second": 512.3},
+        None,
+        "",
+        Path("x.log"),
+    )
+    assert ok.ok and ok.test_accuracy == 0.9 and ok.images_per_second == 512.3
+    assert "512" in ok._repr_html_() and "finished in 40.0 s" in str(ok)
+
+
+def test_importing_the_runner_leaves_tensorflow_out_of_the_kernel():
+    code = (
+        "import sys, workbook.runner; print(sorted({'tensorflow', 'horovod'} & set(sys.modules)))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert output.strip() == "[]"
+
+
+def test_magic_is_registered():
+    registered = {}
+
+    class FakeShell:
+        def register_magic_function(self, function, magic_kind, magic_name):
+            registered[magic_name] = (function, magic_kind)
+
+    runner.load_ipython_extension(FakeShell())
+    assert registered["horovodrun"] == (runner.horovodrun_magic, "line")
+
+
+# ---------------------------------------------------------------------------------------------
+# Real runs
+# ---------------------------------------------------------------------------------------------
+
+
+def processes_running(text):
+    """Processes (not zombies) whose command line mentions `text`."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if process.info["status"] != psutil.STATUS_ZOMBIE and text in " ".join(
+                process.info["cmdline"] or []
+            ):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def wait_until_gone(text, seconds):
+    deadline = time.monotonic() + seconds
+    while processes_running(text) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return processes_running(text)
+
+
+def wait_for(condition, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"waited {seconds} s for {what}")
+
+
+@pytest.fixture
+def quiet_tensorflow(monkeypatch):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]))
+
+
+@pytest.mark.slow
+@needs_horovodrun
+def test_failing_worker_is_named_with_its_traceback(tmp_path, capsys, quiet_tensorflow):
+    result = runner.horovodrun(f"{FAILS_ON_RANK_1} x", np=2, logs_root=tmp_path)
+    assert result.exit_code != 0
+    assert result.failed_rank == 1
+    assert "RuntimeError: rank 1 fails on purpose" in result.error
+    assert "Horovod detected" not in result.error
+    shown = capsys.readouterr().out
+    # The error box comes last, after the output of the workers horovodrun stopped.
+    box = shown.rindex("Rank 1 failed")
+    assert shown.rindex("[horovodrun] Process 0 exit with status code 143.") < box
+    assert shown.index("RuntimeError: rank 1 fails on purpose", box) > box
+    assert "rank 1 fails on purpose" in result.log_path.read_text()
+    assert not wait_until_gone(str(FAILS_ON_RANK_1), 5)
+    assert runner.last_result is result
+
+
+STUBBORN = """\
+import os, signal, time
+# Ignores Ctrl-C and SIGTERM, like a worker stuck in a collective: only SIGKILL stops it.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("worker", os.environ.get("HOROVOD_RANK"), "waiting", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.slow
+@needs_horovodrun
+def test_timeout_stops_even_stubborn_workers(tmp_path, quiet_tensorflow):
+    script = tmp_path / "stubborn_worker.py"
+    script.write_text(STUBBORN)
+    started = time.monotonic()
+    result = runner.horovodrun(str(script), np=2, timeout=10, logs_root=tmp_path, quiet=True)
+    assert result.timed_out and not result.ok
+    assert result.leftover_pids == []
+    assert not processes_running(str(script))
+    assert time.monotonic() - started < 10 + 15
+    assert "worker 1 waiting" in result.log_path.read_text()
+
+
+@pytest.mark.slow
+@needs_horovodrun
+def test_background_run_can_be_watched_and_stopped(tmp_path, quiet_tensorflow):
+    script = tmp_path / "slow_worker.py"
+    script.write_text(
+        "import os, time\n"
+        "for step in range(300):\n"
+        "    print(f'worker {os.environ[\"HOROVOD_RANK\"]} step {step}', flush=True)\n"
+        "    time.sleep(0.5)\n"
+    )
+    handle = runner.start_in_background(str(script), np=2, logs_root=tmp_path, run_name="bg")
+    wait_for(lambda: "[rank 1] worker 1 step 2" in handle.tail(20), 60, "both workers' output")
+    assert not handle.done
+    assert "running" in repr(handle)
+    result = handle.stop()
+    assert handle.done and result.interrupted and result.leftover_pids == []
+    assert not processes_running(str(script))
+    assert result.log_path == tmp_path / "bg" / "horovodrun.log"
+
+
+@pytest.mark.slow
+def test_background_baseline_without_horovodrun(tmp_path):
+    script = tmp_path / "baseline.py"
+    script.write_text(
+        "import sys, time\n"
+        "print('Epoch 1/1')\n"
+        "for step in range(1, 5):\n"
+        "    sys.stdout.write('\\b' * 20 + '\\r' + f'{step}/4 [' + '=' * step + ']')\n"
+        "    sys.stdout.flush(); time.sleep(0.1)\n"
+        "print()\n"
+        'print(\'RESULT {"test_accuracy": 0.5, "images_per_second": 100.0}\')\n'
+    )
+    handle = runner.start_in_background(str(script), np=1, launcher="python", logs_root=tmp_path)
+    result = handle.result(timeout=60)
+    assert result.ok, result.error
+    assert result.images_per_second == 100.0 and result.test_accuracy == 0.5
+    assert handle.tail(3).splitlines() == [
+        "Epoch 1/1",
+        "4/4 [====]",
+        'RESULT {"test_accuracy": 0.5, "images_per_second": ' "100.0}",
+    ]
+
+
+# --- from a notebook kernel -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel_spec_dir(tmp_path_factory):
+    """A kernelspec that runs this environment's Python with the workbook importable."""
+    root = tmp_path_factory.mktemp("kernels")
+    spec = root / "workbook-test"
+    spec.mkdir()
+    path = os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")])
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "workbook test",
+                "language": "python",
+                "env": {"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2", "PATH": path},
+            }
+        )
+    )
+    return root
+
+
+def kernel_manager(kernel_spec_dir):
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return KernelManager(
+        kernel_name="workbook-test",
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernel_spec_dir)]),
+    )
+
+
+@pytest.fixture(scope="module")
+def notebook_run(kernel_spec_dir, tmp_path_factory):
+    """Runs the solution on 2 workers from a notebook; returns (executed notebook, logs root)."""
+    if not (VENV_BIN / "horovodrun").exists() or not (SAMPLE / "train.npz").is_file():
+        pytest.skip("needs horovodrun and the sample data")
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = tmp_path_factory.mktemp("notebook")
+    logs = work / "logs"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import sys\nfrom workbook.runner import horovodrun"),
+        nbformat.v4.new_code_cell(
+            f"r = horovodrun({f'{SOLUTION} {QUICK}'!r}, np=2, logs_root={str(logs)!r}, "
+            "run_name='nb-run')\nr"
+        ),
+        nbformat.v4.new_code_cell(
+            "assert r.exit_code == 0, r.error\n"
+            "assert 'test_accuracy' in r.metrics, r.metrics\n"
+            "assert r.images_per_second > 0\n"
+            "# The kernel only watched: TensorFlow ran in the workers.\n"
+            "assert 'tensorflow' not in sys.modules\n"
+            "print(r.wall_seconds)"
+        ),
+        # The magic, on a script that fails on rank 1.
+        nbformat.v4.new_code_cell("%load_ext workbook.runner"),
+        nbformat.v4.new_code_cell(
+            f"%horovodrun -np 2 --name failing {FAILS_ON_RANK_1} x --log-dir {logs / 'failing'}"
+        ),
+        nbformat.v4.new_code_cell("failed = _\nassert failed.failed_rank == 1, failed"),
+    ]
+    client = NotebookClient(
+        nb,
+        km=kernel_manager(kernel_spec_dir),
+        timeout=300,
+        resources={"metadata": {"path": str(work)}},
+    )
+    client.execute()
+    return nb, logs
+
+
+def outputs_text(cell, output_type):
+    texts = []
+    for output in cell.outputs:
+        if output.output_type == output_type == "stream":
+            texts.append(output.text)
+        elif output.output_type == output_type:
+            texts.append(output.data.get("text/plain", ""))
+    return "\n".join(texts)
+
+
+@pytest.mark.slow
+@needs_sample
+def test_run_from_a_notebook(notebook_run):
+    nb, logs = notebook_run
+    run_cell = nb.cells[1]
+    stream = outputs_text(run_cell, "stream")
+    assert "2 workers x 1 thread on 2 CPU cores" in stream
+    assert "[rank 0] Epoch 1/2" in stream
+    assert "[rank 0] RESULT {" in stream
+    # No progress redraws in the cell: the only bars are the finished ones (4 steps per epoch).
+    bars = [line for line in stream.splitlines() if " [====" in line]
+    assert "\b" not in stream and len(bars) >= 2
+    assert all(line.startswith("[rank 0] 4/4 [") for line in bars), bars
+    displays = outputs_text(run_cell, "display_data")
+    assert "finished in" in displays and "full output:" in displays  # the updated status line
+    summary = outputs_text(run_cell, "execute_result")
+    assert "test accuracy" in summary
+    assert (logs / "nb-run" / "horovodrun.log").is_file()
+    assert list((logs / "nb-run" / "train").glob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+@needs_sample
+def test_magic_shows_the_failing_rank_in_a_box(notebook_run):
+    nb, logs = notebook_run
+    magic_cell = nb.cells[4]
+    types = [output.output_type for output in magic_cell.outputs]
+    # Output lines, then the red box with rank 1's traceback, then the summary table.
+    assert types[-2:] == ["display_data", "execute_result"]
+    box = magic_cell.outputs[-2].data
+    assert "Rank 1 failed" in box["text/html"] and "#cf222e" in box["text/html"]
+    assert "RuntimeError: rank 1 fails on purpose" in box["text/plain"]
+    assert "Horovod detected" not in box["text/plain"]
+    stream = outputs_text(magic_cell, "stream")
+    assert "[rank 0] worker 0 started with arguments ['x', '--log-dir'," in stream
+    assert (logs / "failing" / "horovodrun.log").is_file()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return json.load(reply)
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.mark.slow
+@needs_sample
+def test_tensorboard_shows_the_run(notebook_run):
+    from workbook.tensorboard import ensure_tensorboard
+
+    _, logs = notebook_run
+    board = ensure_tensorboard(logdir=logs, port=free_port())
+    try:
+        assert board.started_pid
+        tags = {}
+
+        def scalars_loaded():
+            tags.update(get_json(board.url + "data/plugin/scalars/tags") or {})
+            runs = get_json(board.url + "data/runs") or []
+            return "nb-run/train" in runs and {"epoch_loss", "epoch_accuracy"} <= set(
+                tags.get("nb-run/train", {})
+            )
+
+        wait_for(scalars_loaded, 60, "the run's scalars in TensorBoard")
+        assert {"epoch_loss", "epoch_accuracy"} <= set(tags["nb-run/validation"])
+    finally:
+        board.stop()
+    wait_for(
+        lambda: not psutil.pid_exists(board.started_pid)
+        or psutil.Process(board.started_pid).status() == psutil.STATUS_ZOMBIE,
+        10,
+        "TensorBoard to stop",
+    )
+
+
+@pytest.mark.slow
+@needs_horovodrun
+@needs_sample
+def test_interrupting_the_kernel_stops_every_worker(kernel_spec_dir, tmp_path):
+    # A copy of the solution with a name of its own, so that only this run's processes match.
+    script = tmp_path / "interrupted_solution.py"
+    shutil.copyfile(SOLUTION, script)
+    logs = tmp_path / "logs"
+    log = logs / "interrupted" / "horovodrun.log"
+    km = kernel_manager(kernel_spec_dir)
+    km.start_kernel(cwd=str(tmp_path))
+    client = km.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        args = QUICK.replace("--epochs 2", "--epochs 50")
+        msg_id = client.execute(
+            "from workbook.runner import horovodrun\n"
+            f"horovodrun({f'{script} {args}'!r}, np=2, logs_root={str(logs)!r}, "
+            "run_name='interrupted')"
+        )
+        wait_for(
+            lambda: log.is_file() and b"Epoch 1/" in log.read_bytes(),
+            150,
+            "the workers to start training",
+        )
+        workers = [
+            p
+            for p in processes_running(str(script))
+            if "horovod" not in " ".join(p.cmdline()) and "sh" != p.name()
+        ]
+        assert len(workers) >= 2, "both workers should be running"
+
+        interrupted = time.monotonic()
+        km.interrupt_kernel()
+        reply = client.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = client.get_shell_msg(timeout=60)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        left = wait_until_gone(str(script), max(0.0, 10 - (time.monotonic() - interrupted)))
+        assert not left, [p.cmdline() for p in left]
+        assert time.monotonic() - interrupted < 10
+
+        # The kernel is still usable, and kept what the run got to.
+        msg_id = client.execute(
+            "from workbook import runner\n"
+            "print(runner.last_result.interrupted, runner.last_result.leftover_pids)",
+        )
+        output = ""
+        while True:
+            message = client.get_iopub_msg(timeout=30)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                output += message["content"]["text"]
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                break
+        assert output.strip() == "True []"
+    finally:
+        client.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -1,0 +1,179 @@
+"""The step chain: the annotated source, its renderer and the committed step scripts.
+
+Fast: no TensorFlow, no Horovod.
+"""
+
+import difflib
+import re
+
+import pytest
+
+from workbook import step_chain
+from workbook.step_chain import LAST_STEP, StepSyntaxError, render
+
+SOURCE_TEXT = step_chain.SOURCE.read_text(encoding="utf-8")
+STEPS = range(LAST_STEP + 1)
+REGENERATE = "python -m workbook.step_chain build"
+
+
+def rendered(step):
+    return render(SOURCE_TEXT, step)
+
+
+def committed(step):
+    return (step_chain.OUTPUT_DIR / step_chain.output_name(step)).read_text(encoding="utf-8")
+
+
+def todo_steps(text):
+    return {int(number) for number in re.findall(r"# TODO: Step (\d+)\b", text)}
+
+
+def test_step_titles_cover_every_step():
+    assert sorted(step_chain.STEP_TITLES) == list(range(1, LAST_STEP + 1))
+    assert all(title and len(title) <= 60 for title in step_chain.STEP_TITLES.values())
+
+
+def test_rendering_is_deterministic():
+    for step in STEPS:
+        assert rendered(step) == rendered(step)
+        assert rendered(step).endswith("\n")
+        assert "#@" not in rendered(step)
+
+
+def test_committed_files_are_up_to_date():
+    stale = step_chain.stale_files()
+    assert not stale, f"stale step scripts {stale}: regenerate with `{REGENERATE}`"
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_committed_file_equals_rendering(step):
+    assert committed(step) == rendered(step), f"regenerate with `{REGENERATE}`"
+
+
+def test_solution_is_step_12():
+    solution = (step_chain.OUTPUT_DIR / "fashion_mnist_solution.py").read_text(encoding="utf-8")
+    assert solution == committed(LAST_STEP) == rendered(LAST_STEP)
+
+
+def test_starting_script_has_every_todo_and_no_horovod():
+    text = rendered(0)
+    assert todo_steps(text) == set(range(1, LAST_STEP + 1))
+    # Only the TODO comments may name Horovod.
+    code = [line for line in text.splitlines() if not line.strip().startswith("#")]
+    assert not [line for line in code if "hvd" in line or "horovod" in line.lower()]
+    assert not [line for line in code if "tensorflow_addons" in line or "tfa." in line]
+
+
+@pytest.mark.parametrize("step", range(1, LAST_STEP + 1))
+def test_after_step_has_only_the_later_todos(step):
+    assert todo_steps(rendered(step)) == set(range(step + 1, LAST_STEP + 1))
+
+
+@pytest.mark.parametrize("step", range(1, LAST_STEP + 1))
+def test_diff_touches_only_this_steps_blocks(step):
+    old_text, new_text = rendered(step - 1).splitlines(), rendered(step).splitlines()
+    old_steps, new_steps = step_chain.changed_steps_by_line(SOURCE_TEXT, step)
+    assert len(old_steps) == len(old_text) and len(new_steps) == len(new_text)
+    matcher = difflib.SequenceMatcher(None, old_text, new_text, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    assert changes, f"step {step} changes nothing"
+    for _, i1, i2, j1, j2 in changes:
+        for i in range(i1, i2):
+            assert step in old_steps[i], f"step {step} removes a line outside its blocks: " + repr(
+                old_text[i]
+            )
+        for j in range(j1, j2):
+            assert step in new_steps[j], f"step {step} adds a line outside its blocks: " + repr(
+                new_text[j]
+            )
+
+
+@pytest.mark.parametrize("step", range(1, LAST_STEP + 1))
+def test_every_step_explains_itself_with_a_horovod_comment(step):
+    diff = difflib.ndiff(rendered(step - 1).splitlines(), rendered(step).splitlines())
+    added = [line[2:].strip() for line in diff if line.startswith("+ ")]
+    assert any(line.startswith("# Horovod:") for line in added), added
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_script_compiles_and_lines_are_short(step):
+    text = rendered(step)
+    compile(text, step_chain.output_name(step), "exec")
+    long_lines = [line for line in text.splitlines() if len(line) > 100]
+    assert not long_lines
+
+
+TF1_ERA = ["ConfigProto", "Session(", "set_session", "fit_generator", "horovod.keras"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_no_tf1_era_apis(step):
+    text = rendered(step)
+    for needle in TF1_ERA:
+        assert needle not in text, needle
+    assert not re.search(r"^\s*(import keras|from keras)\b", text, re.MULTILINE)
+    # learning_rate=, never the deprecated lr= (initial_lr= of Horovod's callbacks is fine).
+    assert not re.search(r"(?<![\w.])lr\s*=", text)
+    assert "optimizers.SGD" not in text.replace("optimizers.legacy.SGD", "")
+
+
+def test_renders_nested_blocks_and_else_branches():
+    source = "\n".join(
+        [
+            "a",
+            "#@ step 2",
+            "b2",
+            "    #@ step 5",
+            "    c5",
+            "    #@ else",
+            "    c",
+            "    #@ end",
+            "#@ else",
+            "b",
+            "#@ end",
+            "#@ step 3",
+            "d3",
+            "#@ end",
+            "e",
+        ]
+    )
+    assert render(source, 0) == "a\nb\ne\n"
+    assert render(source, 2) == "a\nb2\n    c\ne\n"
+    assert render(source, 3) == "a\nb2\n    c\nd3\ne\n"
+    assert render(source, 5) == "a\nb2\n    c5\nd3\ne\n"
+    lines = step_chain.render_lines(source, 5)
+    assert [sorted(steps) for _, steps in lines] == [[], [2], [2, 5], [3], []]
+
+
+@pytest.mark.parametrize(
+    "source, line, message",
+    [
+        ("a\n#@ step 3\nb\n", 2, "never closed"),
+        ("a\n#@ else\nb\n", 2, "without '#@ step'"),
+        ("a\n#@ end\n", 2, "without '#@ step'"),
+        ("#@ step 0\na\n#@ end\n", 1, "outside 1..12"),
+        ("a\nb\n#@ step 13\nc\n#@ end\n", 3, "outside 1..12"),
+        ("#@ step two\na\n#@ end\n", 1, "expected '#@ step N'"),
+        ("#@ step 2\na\n#@ else\nb\n#@ else\nc\n#@ end\n", 5, "second '#@ else'"),
+        ("#@ step 2\na\n    #@ end\n", 3, "indented differently"),
+        ("#@ stop 2\na\n", 1, "unknown marker"),
+        ("#@ step 2\n#@ step 4\na\n#@ end\n", 1, "never closed"),
+    ],
+)
+def test_parser_rejects_malformed_markers(source, line, message):
+    with pytest.raises(StepSyntaxError, match=message) as error:
+        render(source, 12, "x.steps.py")
+    assert error.value.line == line
+    assert f"x.steps.py:{line}:" in str(error.value)
+
+
+def test_check_and_build_commands(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(step_chain, "OUTPUT_DIR", tmp_path)
+    assert step_chain.main(["check"]) == 1
+    assert REGENERATE in capsys.readouterr().err
+    assert step_chain.main(["build"]) == 0
+    assert len(list(tmp_path.glob("*.py"))) == LAST_STEP + 2
+    assert step_chain.main(["check"]) == 0
+    (tmp_path / "fashion_mnist_after_step_07.py").write_text("# edited by hand\n")
+    assert step_chain.main(["check"]) == 1
+    assert "fashion_mnist_after_step_07.py" in capsys.readouterr().err

@@ -1,0 +1,117 @@
+"""Processes: stop everything horovodrun started, wherever its launcher put it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+import psutil
+
+# Seconds each stage of stopping waits before the next, harsher signal.
+STOP_STAGES = ((signal.SIGINT, 3.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0))
+
+
+class ProcessTree:
+    """horovodrun and every process below it, remembered even after their parent died.
+
+    horovodrun's Gloo launcher starts each worker through a "middleman" process that calls
+    setsid(), so the workers are in sessions and process groups of their own: signalling
+    horovodrun's process group alone would leave them running.
+    """
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+        self.known: dict[int, psutil.Process] = {}
+
+    def snapshot(self) -> None:
+        """Records the processes below horovodrun, and below any already known (orphans too)."""
+        children = defaultdict(list)
+        for process in psutil.process_iter(["ppid"]):
+            children[process.info["ppid"]].append(process)
+        parents = [self.process.pid] + [p.pid for p in self.alive_descendants()]
+        seen = set(parents)
+        while parents:
+            for child in children.get(parents.pop(), []):
+                if child.pid in seen:
+                    continue
+                seen.add(child.pid)
+                parents.append(child.pid)
+                if not _is_alive(self.known.get(child.pid)):
+                    self.known[child.pid] = child
+
+    def alive_descendants(self) -> list[psutil.Process]:
+        return [p for p in self.known.values() if _is_alive(p)]
+
+    def root_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)  # horovodrun and its own helpers
+        except (ProcessLookupError, PermissionError):
+            pass
+        for child in self.alive_descendants():
+            try:
+                child.send_signal(signum)
+            except psutil.Error:
+                pass
+
+    def wait(self, seconds: float) -> bool:
+        """Waits until every process is gone; True if they are."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self.snapshot()
+            if not self.root_alive() and not self.alive_descendants():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+
+    def stop(self, stages=STOP_STAGES) -> list[int]:
+        """SIGINT, then SIGTERM, then SIGKILL to all; returns the pids still alive after."""
+        self.snapshot()
+        for signum, seconds in stages:
+            if not self.root_alive() and not self.alive_descendants():
+                break
+            self.signal(signum)
+            if self.wait(seconds):
+                break
+        return ([self.process.pid] if self.root_alive() else []) + [
+            p.pid for p in self.alive_descendants()
+        ]
+
+
+def _is_alive(process: psutil.Process | None) -> bool:
+    if process is None:
+        return False
+    try:
+        # is_running() also compares the start time, so a reused pid does not count.
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait_briefly(process: subprocess.Popen, seconds: float) -> None:
+    """Gives the process up to `seconds` to end; whoever asks checks whether it did."""
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+@contextmanager
+def sigint_deferred():
+    """Keeps a second Ctrl-C / interrupt from cutting the cleanup short (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

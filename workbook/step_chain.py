@@ -1,0 +1,259 @@
+"""The chain of training scripts, rendered from one annotated source.
+
+`solutions/source/fashion_mnist.steps.py` holds the starting script and all 12 Horovod steps.
+Block markers, each on its own line and indented like the code around them, say which lines
+belong to which step:
+
+    #@ step 4
+    # Horovod: wrap the optimizer so that every step averages the gradients of all workers.
+    opt = hvd.DistributedOptimizer(opt)
+    #@ else
+    # TODO: Step 4 - wrap the optimizer in hvd.DistributedOptimizer.
+    #@ end
+
+Rendering at step n keeps the `#@ step k` branch if n >= k and the `#@ else` branch (optional)
+if n < k. Blocks nest, so a later step can rewrite lines an earlier one introduced. Marker
+lines are never emitted.
+
+    python -m workbook.step_chain build   # write the scripts in solutions/
+    python -m workbook.step_chain check   # exit 1 if any of them is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workbook.paths import REPO, SOLUTIONS_DIR
+
+LAST_STEP = 12
+
+STEP_TITLES = {
+    1: "Initialize Horovod",
+    2: "Pin one GPU per process",
+    3: "Print only on rank 0",
+    4: "Wrap the optimizer in DistributedOptimizer",
+    5: "Broadcast the initial weights from rank 0",
+    6: "Split the data and the steps among workers",
+    7: "Average the metrics across workers",
+    8: "Resume from checkpoints on rank 0",
+    9: "Write checkpoints and logs on rank 0 only",
+    10: "Scale the learning rate by the number of workers",
+    11: "Warm up the learning rate",
+    12: "Switch to the NovoGrad optimizer",
+}
+
+SOURCE = SOLUTIONS_DIR / "source" / "fashion_mnist.steps.py"
+OUTPUT_DIR = SOLUTIONS_DIR
+
+_MARKER = re.compile(r"^(?P<indent>[ \t]*)#@(?P<rest>.*)$")
+_STEP = re.compile(r"step\s+(\d+)")
+
+
+class StepSyntaxError(ValueError):
+    """A malformed `#@` marker in the annotated source."""
+
+    def __init__(self, message: str, line: int, filename: str = "<source>"):
+        super().__init__(f"{filename}:{line}: {message}")
+        self.line = line
+
+
+@dataclass
+class Block:
+    """A `#@ step k` block: lines kept from step k on, and the optional else lines before it."""
+
+    step: int
+    line: int  # 1-based line of the `#@ step` marker
+    indent: str
+    then: list = field(default_factory=list)
+    orelse: list = field(default_factory=list)
+    has_else: bool = False
+
+
+@dataclass(frozen=True)
+class Line:
+    """A source line, with its 1-based line number in the annotated source."""
+
+    text: str
+    line: int
+
+
+def parse(source_text: str, filename: str = "<source>") -> list:
+    """Returns the source as a tree: a list of `Line` and `Block` items.
+
+    Raises StepSyntaxError (with the line number) for a malformed marker: an unknown
+    directive, a step number outside 1..12, `else` or `end` without a `step`, a second
+    `else`, a marker indented differently from its block's `step`, or an unclosed block.
+    """
+    root: list = []
+    stack: list = []  # open blocks, innermost last
+
+    def current() -> list:
+        if not stack:
+            return root
+        block = stack[-1]
+        return block.orelse if block.has_else else block.then
+
+    for number, text in enumerate(source_text.splitlines(), start=1):
+        match = _MARKER.match(text)
+        if not match:
+            current().append(Line(text, number))
+            continue
+        indent, directive = match.group("indent"), match.group("rest").strip()
+        if directive.startswith("step"):
+            step_match = _STEP.fullmatch(directive)
+            if not step_match:
+                raise StepSyntaxError(
+                    f"expected '#@ step N', got {text.strip()!r}", number, filename
+                )
+            step = int(step_match.group(1))
+            if not 1 <= step <= LAST_STEP:
+                raise StepSyntaxError(
+                    f"step number {step} is outside 1..{LAST_STEP}", number, filename
+                )
+            block = Block(step=step, line=number, indent=indent)
+            current().append(block)
+            stack.append(block)
+        elif directive in ("else", "end"):
+            if not stack:
+                raise StepSyntaxError(f"'#@ {directive}' without '#@ step'", number, filename)
+            block = stack[-1]
+            if indent != block.indent:
+                raise StepSyntaxError(
+                    f"'#@ {directive}' is indented differently from its '#@ step {block.step}' "
+                    f"on line {block.line}",
+                    number,
+                    filename,
+                )
+            if directive == "else":
+                if block.has_else:
+                    raise StepSyntaxError(
+                        f"second '#@ else' in the block of line {block.line}", number, filename
+                    )
+                block.has_else = True
+            else:
+                stack.pop()
+        else:
+            raise StepSyntaxError(
+                f"unknown marker {text.strip()!r} (expected '#@ step N', '#@ else' or '#@ end')",
+                number,
+                filename,
+            )
+    if stack:
+        block = stack[-1]
+        raise StepSyntaxError(
+            f"'#@ step {block.step}' is never closed with '#@ end'", block.line, filename
+        )
+    return root
+
+
+def render_lines(source_text: str, step: int, filename: str = "<source>") -> list:
+    """Returns the script at `step` as (text, steps) pairs, one per output line.
+
+    `steps` is the frozenset of the step numbers of all blocks enclosing that source line
+    (in either branch): a line that changes between step n-1 and step n lies in a step-n block.
+    """
+    if not 0 <= step <= LAST_STEP:
+        raise ValueError(f"step must be in 0..{LAST_STEP}, not {step}")
+    out: list = []
+
+    def walk(items: list, enclosing: frozenset) -> None:
+        for item in items:
+            if isinstance(item, Line):
+                out.append((item.text, enclosing))
+            else:
+                inner = enclosing | {item.step}
+                walk(item.then if step >= item.step else item.orelse, inner)
+
+    walk(parse(source_text, filename), frozenset())
+    return out
+
+
+def render(source_text: str, step: int, filename: str = "<source>") -> str:
+    """Returns the script at `step` (0: the starting script, 12: the solution)."""
+    return "".join(text + "\n" for text, _ in render_lines(source_text, step, filename))
+
+
+def changed_steps_by_line(source_text: str, step: int) -> tuple:
+    """Returns, for step-1 and step, the enclosing block steps of each rendered line.
+
+    Use it with difflib on the two renderings: every line that the diff replaces, deletes or
+    inserts must have `step` among its enclosing steps.
+    """
+    return (
+        [steps for _, steps in render_lines(source_text, step - 1)],
+        [steps for _, steps in render_lines(source_text, step)],
+    )
+
+
+def output_name(step: int) -> str:
+    """Returns the file name of the script at `step` in solutions/."""
+    if step == 0:
+        return "fashion_mnist.py"
+    return f"fashion_mnist_after_step_{step:02d}.py"
+
+
+def expected_files(source_path: Path | None = None) -> dict:
+    """Returns {file name: text} of every generated script, the solution included."""
+    source_path = Path(source_path or SOURCE)
+    source_text = source_path.read_text(encoding="utf-8")
+    files = {}
+    for step in range(LAST_STEP + 1):
+        files[output_name(step)] = render(source_text, step, str(source_path))
+    files["fashion_mnist_solution.py"] = files[output_name(LAST_STEP)]
+    return files
+
+
+def stale_files(source_path: Path | None = None, output_dir: Path | None = None) -> list:
+    """Returns the names of the generated scripts that are missing or out of date."""
+    output_dir = Path(output_dir or OUTPUT_DIR)
+    stale = []
+    for name, text in expected_files(source_path).items():
+        path = output_dir / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            stale.append(name)
+    return stale
+
+
+def build(source_path: Path | None = None, output_dir: Path | None = None) -> list:
+    """Writes the scripts that changed; returns their names."""
+    output_dir = Path(output_dir or OUTPUT_DIR)
+    written = []
+    for name, text in expected_files(source_path).items():
+        path = output_dir / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(name)
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workbook.step_chain",
+        description="Render the step scripts in solutions/ from "
+        + str(SOURCE.relative_to(REPO)),
+    )
+    parser.add_argument("command", choices=["build", "check"])
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            written = build()
+            print(f"wrote {len(written)} file(s)" + "".join(f"\n  {name}" for name in written))
+            return 0
+        stale = stale_files()
+    except StepSyntaxError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if stale:
+        print("stale: " + ", ".join(stale), file=sys.stderr)
+        print("regenerate with: python -m workbook.step_chain build", file=sys.stderr)
+        return 1
+    print("all step scripts are up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
