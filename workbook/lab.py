@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
-from workbook.tensorboard import DEFAULT_PORT, ensure_tensorboard
+from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
 
 WELCOME_NOTEBOOK = NOTEBOOKS_DIR / "00_welcome.ipynb"
 START_TIMEOUT_S = 90
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ensure_learner_script()
     tensorboard = ensure_tensorboard(port=args.tensorboard_port)
+    os.environ[PORT_VARIABLE] = str(args.tensorboard_port)  # inherited by JupyterLab's kernels
     existing = server_for_repo()
     if existing:
         print("JupyterLab is already running for this workbook.")

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from workbook.paths import LOGS_DIR
 
-DEFAULT_PORT = 6006
+# `make lab --tensorboard-port` passes its choice to the notebooks' kernels through this variable.
+PORT_VARIABLE = "WORKBOOK_TENSORBOARD_PORT"
+DEFAULT_PORT = int(os.environ.get(PORT_VARIABLE, "6006"))
 START_TIMEOUT_S = 60
 
 

@@ -1,0 +1,377 @@
+"""The notebooks: built from notebooks/src, graded where they should be, and they run.
+
+Fast tests check the committed .ipynb against the builder and against the chain of scripts.
+Slow tests execute every notebook top to bottom with a real kernel (this environment's
+Python), in a throw-away copy of the workbook, with WORKBOOK_QUICK=1 so every training run is
+seconds long: once with the reference solution as the learner's script (no cell may fail),
+once with the starting script (only the check cells may fail, with their own message). The
+second pass leaves out the cells tagged `experiment`: they run reference scripts from
+solutions/ and demo scripts, never the learner's, so the first pass has already run them as
+they are, and they are the slowest cells.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from workbook import notebooks as builder
+from workbook.paths import NOTEBOOKS_DIR, REPO
+from workbook.step_chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+from workbook.tensorboard import PORT_VARIABLE
+
+BUILD_COMMAND = "python -m workbook.notebooks build"
+SOURCES = builder.source_files()
+NOTEBOOK_NAMES = [f"{source.stem}.ipynb" for source in SOURCES]
+STEP_NOTEBOOKS = {
+    builder.step_of(source.stem): f"{source.stem}.ipynb"
+    for source in SOURCES
+    if builder.step_of(source.stem) is not None
+}
+NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution", "task"}
+
+
+def read_notebook(name: str):
+    return nbformat.read(NOTEBOOKS_DIR / name, as_version=4)
+
+
+def chain_scripts() -> list:
+    text = SOURCE.read_text(encoding="utf-8")
+    return [render(text, step) for step in range(LAST_STEP + 1)]
+
+
+def markdown_of(notebook) -> str:
+    return "\n\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def graded_cells(notebook) -> list:
+    return [cell for cell in notebook.cells if "nbgrader" in cell.metadata]
+
+
+# --- fast: the committed notebooks are what the builder makes ---------------------------------
+
+
+def test_there_is_a_notebook_for_every_step_plus_welcome_and_final():
+    assert sorted(STEP_NOTEBOOKS) == list(range(1, LAST_STEP + 1))
+    assert NOTEBOOK_NAMES[0] == "00_welcome.ipynb"
+    assert NOTEBOOK_NAMES[-1].startswith(f"{LAST_STEP + 1}_")
+
+
+def test_committed_notebooks_are_up_to_date():
+    stale = builder.stale_notebooks()
+    assert not stale, f"stale notebooks {stale}: regenerate them with `{BUILD_COMMAND}`"
+    committed = sorted(path.name for path in NOTEBOOKS_DIR.glob("*.ipynb"))
+    assert committed == NOTEBOOK_NAMES, (
+        f"notebooks without a source in notebooks/src: {sorted(set(committed) - set(NOTEBOOK_NAMES))}"
+    )
+
+
+def test_build_is_deterministic(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    assert len(builder.build(output_dir=first)) == len(SOURCES)
+    assert len(builder.build(output_dir=second)) == len(SOURCES)
+    for name in NOTEBOOK_NAMES:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert builder.build(output_dir=first) == []  # nothing changed: nothing written
+    assert builder.stale_notebooks(output_dir=first) == []
+
+
+def test_check_lists_a_stale_notebook(tmp_path):
+    builder.build(output_dir=tmp_path)
+    edited = tmp_path / NOTEBOOK_NAMES[3]
+    edited.write_text(edited.read_text().replace("Step", "Stage", 1))
+    (tmp_path / NOTEBOOK_NAMES[5]).unlink()
+    assert builder.stale_notebooks(output_dir=tmp_path) == [NOTEBOOK_NAMES[3], NOTEBOOK_NAMES[5]]
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_notebook_is_clean_and_valid(name):
+    notebook = read_notebook(name)
+    nbformat.validate(notebook)
+    assert notebook.metadata.kernelspec.name == "python3"
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+        assert "{{" not in cell.source, f"a placeholder was left unfilled in {name}"
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code[0].source == builder.SETUP_CELL, "the first code cell must be the set-up cell"
+    assert len({cell.id for cell in notebook.cells}) == len(notebook.cells)
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_links_to_notebooks_point_to_notebooks(name):
+    for target in re.findall(r"\]\(([^)]+\.ipynb)\)", markdown_of(read_notebook(name))):
+        assert (NOTEBOOKS_DIR / target).is_file(), f"{name} links to a missing {target}"
+
+
+# --- fast: step notebooks derive from the chain and carry one graded check --------------------
+
+
+@pytest.mark.parametrize("step", sorted(STEP_NOTEBOOKS))
+def test_step_notebook_has_one_graded_check(step):
+    notebook = read_notebook(STEP_NOTEBOOKS[step])
+    graded = graded_cells(notebook)
+    assert len(graded) == 1, f"step {step}: {len(graded)} graded cells"
+    cell = graded[0]
+    assert cell.cell_type == "code"
+    assert cell.metadata.nbgrader == {
+        "grade": True,
+        "grade_id": f"check_step_{step:02d}",
+        "locked": True,
+        "points": 1,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
+    assert set(cell.metadata.nbgrader) == NBGRADER_KEYS
+    assert "check" in cell.metadata.tags
+    assert cell.source == (
+        "from grader import check_step\n\n"
+        f"result = check_step({step})\n"
+        "display(result)\n"
+        f'assert result.passed, "Step {step} is not done yet; see the message above."'
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in NOTEBOOK_NAMES if n not in STEP_NOTEBOOKS.values()])
+def test_other_notebooks_have_no_graded_cells(name):
+    assert graded_cells(read_notebook(name)) == []
+
+
+@pytest.mark.parametrize("step", sorted(STEP_NOTEBOOKS))
+def test_reference_diff_is_the_chains_diff(step):
+    scripts = chain_scripts()
+    expected = "".join(
+        difflib.unified_diff(
+            scripts[step - 1].splitlines(keepends=True),
+            scripts[step].splitlines(keepends=True),
+            fromfile=f"solutions/{output_name(step - 1)}",
+            tofile=f"solutions/{output_name(step)}",
+        )
+    )
+    text = markdown_of(read_notebook(STEP_NOTEBOOKS[step]))
+    blocks = re.findall(
+        r"<details><summary>Reference solution</summary>.*?(`{3,})diff\n(.*?)\n\1\n.*?</details>",
+        text,
+        re.S,
+    )
+    assert len(blocks) == 1, f"step {step}: expected one folded reference solution"
+    assert blocks[0][1] + "\n" == expected
+
+
+@pytest.mark.parametrize("step", sorted(STEP_NOTEBOOKS))
+def test_title_and_todos_come_from_the_chain(step):
+    notebook = read_notebook(STEP_NOTEBOOKS[step])
+    assert notebook.cells[0].source.startswith(f"# Step {step}: {STEP_TITLES[step]}\n")
+    text = markdown_of(notebook)
+    todos = [
+        line.strip()
+        for line in chain_scripts()[0].splitlines()
+        if re.search(rf"# TODO: Step {step}\b", line)
+    ]
+    assert todos, f"the starting script has no TODO for step {step}"
+    for todo in todos:
+        assert todo in text
+    assert "[fashion_mnist.py](fashion_mnist.py)" in text
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_experiment_cells_leave_the_learners_script_alone(name):
+    """The starting-script pass skips them, which is only right if they never run it."""
+    for cell in read_notebook(name).cells:
+        if "experiment" in cell.metadata.get("tags", []):
+            assert not re.search(r"(?<![\w/])fashion_mnist\.py", cell.source), cell.source
+
+
+def write_source(directory: Path, name: str, text: str) -> Path:
+    directory.mkdir(exist_ok=True)
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+CHECK = "```{code-cell} ipython3\n:tags: [check]\n```\n"
+
+
+def test_builder_rejects_an_unknown_placeholder(tmp_path):
+    source = write_source(tmp_path, "01_first.md", "# Step {{ step }}\n\n{{ tod }}\n\n" + CHECK)
+    with pytest.raises(builder.NotebookSourceError, match=r"01_first\.md.*\{\{ tod \}\}"):
+        builder.build_notebook(source)
+
+
+def test_builder_rejects_a_step_placeholder_outside_a_step(tmp_path):
+    source = write_source(tmp_path, "00_intro.md", "# Intro\n\n{{ reference_diff }}\n")
+    with pytest.raises(builder.NotebookSourceError, match="needs a step notebook"):
+        builder.build_notebook(source)
+
+
+def test_builder_rejects_a_placeholder_in_code(tmp_path):
+    text = "# Intro\n\n```{code-cell} ipython3\nprint('{{ mystery }}')\n```\n"
+    source = write_source(tmp_path, "00_intro.md", text)
+    with pytest.raises(builder.NotebookSourceError, match="mystery"):
+        builder.build_notebook(source)
+
+
+def test_builder_wants_exactly_one_empty_check_cell(tmp_path):
+    no_check = write_source(tmp_path, "02_a.md", "# Step {{ step }}\n")
+    with pytest.raises(builder.NotebookSourceError, match="exactly one check cell"):
+        builder.build_notebook(no_check)
+    filled = write_source(
+        tmp_path, "03_b.md", "# Step\n\n```{code-cell} ipython3\n:tags: [check]\n1 + 1\n```\n"
+    )
+    with pytest.raises(builder.NotebookSourceError, match="leave the check cell empty"):
+        builder.build_notebook(filled)
+
+
+def test_builder_fills_placeholders(tmp_path):
+    text = "# Step {{ step }}: {{ step_title }}\n\n{{ todo }}\n\n{{ reference_diff }}\n\n" + CHECK
+    notebook = builder.build_notebook(write_source(tmp_path, "04_x.md", text))
+    assert notebook.cells[0].source.startswith(f"# Step 4: {STEP_TITLES[4]}")
+    assert "# TODO: Step 4 -" in notebook.cells[0].source
+    assert "+    opt = hvd.DistributedOptimizer(opt)" in notebook.cells[0].source
+
+
+# --- slow: every notebook runs, in a copy of the workbook -------------------------------------
+
+# Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
+COPIED = ("workbook", "grader", "solutions")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def workbook_copy(root: Path, learner_script: Path) -> Path:
+    """A throw-away copy of the workbook in root; returns its notebooks folder."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in COPIED:
+        shutil.copytree(REPO / name, root / name, ignore=ignore)
+    (root / "data").mkdir()
+    for prepared in ("sample", "fashion_mnist"):
+        if (REPO / "data" / prepared).is_dir():
+            (root / "data" / prepared).symlink_to(REPO / "data" / prepared)
+    notebooks = root / "notebooks"
+    notebooks.mkdir()
+    for name in NOTEBOOK_NAMES:
+        shutil.copyfile(NOTEBOOKS_DIR / name, notebooks / name)
+    shutil.copyfile(learner_script, notebooks / "fashion_mnist.py")
+    return notebooks
+
+
+@pytest.fixture(scope="module")
+def kernel_name(tmp_path_factory):
+    """A kernel that runs this Python with WORKBOOK_QUICK=1, found through JUPYTER_PATH."""
+    jupyter = tmp_path_factory.mktemp("jupyter")
+    spec = jupyter / "kernels" / "workbook-test"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "workbook test",
+                "language": "python",
+                # A TensorBoard of its own, so that it never meets the one `make lab` runs.
+                "env": {"WORKBOOK_QUICK": "1", "PYTHONPATH": "",
+                        PORT_VARIABLE: str(free_port())},
+            }
+        )
+    )
+    patch = pytest.MonkeyPatch()
+    patch.setenv("JUPYTER_PATH", str(jupyter))
+    yield "workbook-test"
+    patch.undo()
+
+
+def stop_tensorboards_under(root: Path) -> None:
+    """TensorBoard outlives the kernel that started it (on purpose): stop the tests' ones."""
+    import psutil
+
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if "tensorboard" in cmdline and str(root) in cmdline:
+            try:
+                process.terminate()
+                process.wait(10)
+            except psutil.Error:
+                pass
+
+
+def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    if skip_tag:
+        notebook.cells = [c for c in notebook.cells if skip_tag not in c.metadata.get("tags", [])]
+    client = NotebookClient(
+        notebook,
+        kernel_name=kernel,
+        timeout=600,
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    nbformat.write(notebook, path)  # executed copies stay in the temp folder, for debugging
+    print(f"{path.name}: {time.monotonic() - started:.0f} s")
+    return notebook
+
+
+def errors(notebook) -> list:
+    """(cell index, the cell, its error output) of every cell that raised."""
+    return [
+        (index, cell, output)
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
+
+
+@pytest.mark.slow
+def test_notebooks_run_with_the_solution(tmp_path, kernel_name):
+    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
+    try:
+        for name in NOTEBOOK_NAMES:
+            execute(notebooks / name, kernel_name)  # raises CellExecutionError on an error
+    finally:
+        stop_tensorboards_under(tmp_path)
+    # The welcome notebook's baseline finished, and the last notebook found it.
+    final = nbformat.read(notebooks / NOTEBOOK_NAMES[-1], as_version=4)
+    shown = json.dumps([cell.get("outputs", []) for cell in final.cells])
+    assert "No baseline has finished yet" not in shown
+    assert list((notebooks / "logs").glob("baseline-*/horovodrun.log"))
+
+
+@pytest.mark.slow
+def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, kernel_name):
+    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist.py")
+    try:
+        for name in NOTEBOOK_NAMES[1:]:  # the welcome notebook does not read the script
+            notebook = execute(notebooks / name, kernel_name, True, skip_tag="experiment")
+            step = builder.step_of(Path(name).stem)
+            failed = errors(notebook)
+            if step is None:
+                assert not failed, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
+                continue
+            assert len(failed) == 1, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
+            _, cell, output = failed[0]
+            assert cell.metadata.nbgrader.grade_id == f"check_step_{step:02d}"
+            assert output.ename == "AssertionError"
+            assert output.evalue == f"Step {step} is not done yet; see the message above."
+            shown = json.dumps(cell.outputs)
+            assert "not yet" in shown  # the grader's verdict was displayed before the assert
+    finally:
+        stop_tensorboards_under(tmp_path)

@@ -1,0 +1,405 @@
+"""The workbook's notebooks, generated from text sources.
+
+Each `notebooks/src/NN_name.md` (MyST markdown: prose, with code in ```{code-cell} blocks)
+becomes `notebooks/NN_name.ipynb`, without outputs and byte-for-byte the same for the same
+inputs:
+
+    python -m workbook.notebooks build    # write the notebooks that changed
+    python -m workbook.notebooks check    # exit 1 and list them if any is stale
+
+What depends on the chain of scripts is derived here at build time, never copied into a source.
+A source says where it goes with a placeholder:
+
+    {{ step }}            the step number N (from the file name, 01..12)
+    {{ step_title }}      STEP_TITLES[N]
+    {{ todo }}            the `# TODO: Step N` comments of the starting script, as a code block
+    {{ reference_diff }}  the change of step N (a unified diff of the reference scripts after
+                          steps N-1 and N), in a collapsed <details> block
+    {{ previous_file }}   the reference script before step N (fashion_mnist_after_step_04.py)
+    {{ step_file }}       the reference script after step N
+    {{ sample_args }}     the data and model options of the quick runs (a small WideResNet on
+                          part of the committed sample), without --epochs
+    {{ quick_args }}      the same, plus one short epoch: a training run of seconds
+    {{ run_settings }}    code that sets QUICK and RUN_ARGS: the options of the full-size runs
+                          (the baseline, the final run), quick when WORKBOOK_QUICK=1
+    {{ steps_table }}     the twelve steps, each linked to its notebook
+    {{ next }}            a link to the next notebook
+
+An unknown placeholder, or one that needs a step in a notebook that is not a step, is an error
+naming the source file. Two cells are made by the builder from one template each:
+
+- the set-up cell, the first code cell of every notebook, which lets it import `grader` and
+  `workbook` from the workbook's top folder;
+- the "check my step" cell: the source marks it with an empty code cell tagged `check`; the
+  builder writes the check, its nbgrader metadata (one point, locked) and its id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from pathlib import Path
+
+from workbook.paths import NOTEBOOKS_DIR
+from workbook.step_chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+
+SOURCE_DIR = NOTEBOOKS_DIR / "src"
+OUTPUT_DIR = NOTEBOOKS_DIR
+SOURCE_FORMAT = "md:myst"
+
+# A small model on part of the committed sample (paths from notebooks/): the experiments of the
+# step notebooks add their own --epochs and --steps-per-epoch.
+SAMPLE_ARGS = "--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1"
+# One short epoch of it, seconds on a CPU: what the baseline (00) and the final run (13) train
+# when WORKBOOK_QUICK=1 (the tests).
+QUICK_ARGS = f"{SAMPLE_ARGS} --epochs 1 --steps-per-epoch 8"
+
+RUN_SETTINGS = "\n".join(
+    [
+        "# How big this notebook's training runs are: the script's defaults on the full data set, or,",
+        "# with WORKBOOK_QUICK=1 (the workbook's tests set it), a run of seconds on the small sample.",
+        'QUICK = os.environ.get("WORKBOOK_QUICK") == "1"',
+        f'RUN_ARGS = "{QUICK_ARGS}" if QUICK else ""',
+    ]
+)
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGE_INFO = {"name": "python"}
+
+SETUP_CELL = """\
+# Set-up: import the workbook's code (grader/, workbook/) from the first folder above that has it.
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow: warnings and errors, no chatter
+ROOT = next((folder for folder in Path.cwd().parents if (folder / "workbook").is_dir()), None)
+if ROOT and str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))"""
+
+CHECK_TAG = "check"
+CHECK_CELL = """\
+from grader import check_step
+
+result = check_step({step})
+display(result)
+assert result.passed, "Step {step} is not done yet; see the message above.\""""
+
+
+def check_cell_source(step: int) -> str:
+    """The code of step N's graded "check my step" cell."""
+    return CHECK_CELL.format(step=step)
+
+
+def check_cell_metadata(step: int) -> dict:
+    """nbgrader's metadata of step N's check cell: an autograded test worth one point."""
+    return {
+        "nbgrader": {
+            "grade": True,
+            "grade_id": f"check_step_{step:02d}",
+            "locked": True,
+            "points": 1,
+            "schema_version": 3,
+            "solution": False,
+            "task": False,
+        },
+        "tags": [CHECK_TAG],
+    }
+
+
+class NotebookSourceError(ValueError):
+    """A notebook source that cannot be built: unknown placeholder, misplaced check cell..."""
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+_STEM = re.compile(r"(\d\d)_[a-z0-9_]+")
+_TODO = re.compile(r"#\s*TODO: Step (\d+)\b")
+
+
+def step_of(stem: str) -> int | None:
+    """The step a notebook teaches: 5 for `05_broadcast_weights`, None for 00 and 13."""
+    match = _STEM.fullmatch(stem)
+    if not match:
+        raise NotebookSourceError(f"{stem}: notebook names look like NN_words_in_lowercase")
+    number = int(match.group(1))
+    return number if 1 <= number <= LAST_STEP else None
+
+
+# --- what is derived from the chain -------------------------------------------------------
+
+
+def chain_scripts(chain_text: str) -> list:
+    """The reference script after each step, 0 (the starting script) to LAST_STEP."""
+    return [render(chain_text, step) for step in range(LAST_STEP + 1)]
+
+
+def fenced(text: str, language: str) -> str:
+    """A fenced code block whose fence is longer than any run of backticks in `text`."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip(chr(10))}\n{fence}"
+
+
+def step_diff(scripts: list, step: int) -> str:
+    """The unified diff of step N: from the script after step N-1 to the one after step N."""
+    return "".join(
+        difflib.unified_diff(
+            scripts[step - 1].splitlines(keepends=True),
+            scripts[step].splitlines(keepends=True),
+            fromfile=f"solutions/{output_name(step - 1)}",
+            tofile=f"solutions/{output_name(step)}",
+        )
+    )
+
+
+def reference_block(scripts: list, step: int) -> str:
+    whole = f"solutions/{output_name(step)}"
+    return (
+        "<details><summary>Reference solution</summary>\n\n"
+        f"The change of step {step}, as `diff` shows it (`-` lines go, `+` lines come):\n\n"
+        f"{fenced(step_diff(scripts, step), 'diff')}\n\n"
+        f"The whole script after this step: [{whole}](../{whole}).\n\n"
+        "</details>"
+    )
+
+
+def todo_lines(scripts: list, step: int) -> list:
+    """The `# TODO: Step N` comments of the starting script, without their indentation."""
+    return [
+        line.strip()
+        for line in scripts[0].splitlines()
+        if (match := _TODO.search(line)) and int(match.group(1)) == step
+    ]
+
+
+def todo_block(scripts: list, step: int) -> str:
+    lines = todo_lines(scripts, step)
+    if not lines:
+        raise NotebookSourceError(f"the starting script has no '# TODO: Step {step}' comment")
+    return fenced("\n".join(lines), "python")
+
+
+def notebook_title(source: Path) -> str:
+    """The text of a source's first `# ` heading (step notebooks: `Step N: title`)."""
+    step = step_of(source.stem)
+    if step is not None:
+        return f"Step {step}: {STEP_TITLES[step]}"
+    for line in source.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return source.stem
+
+
+def steps_table(sources: list) -> str:
+    by_step = {step_of(s.stem): s for s in sources if step_of(s.stem) is not None}
+    rows = ["| step | what changes | notebook |", "|---|---|---|"]
+    for step in range(1, LAST_STEP + 1):
+        source = by_step.get(step)
+        link = f"[{source.stem}]({source.stem}.ipynb)" if source else "(missing)"
+        rows.append(f"| {step} | {STEP_TITLES[step]} | {link} |")
+    return "\n".join(rows)
+
+
+def next_link(sources: list, source: Path) -> str:
+    names = [s.name for s in sources]
+    index = names.index(source.name)
+    if index + 1 == len(sources):
+        raise NotebookSourceError(f"{source.name}: {{{{ next }}}} in the last notebook")
+    following = sources[index + 1]
+    return f"**Next:** [{notebook_title(following)}]({following.stem}.ipynb)"
+
+
+def placeholder_values(source: Path, sources: list, scripts: list) -> dict:
+    """Every placeholder this source may use, as {name: function returning its text}."""
+    step = step_of(source.stem)
+    values = {
+        "sample_args": lambda: SAMPLE_ARGS,
+        "quick_args": lambda: QUICK_ARGS,
+        "run_settings": lambda: RUN_SETTINGS,
+        "steps_table": lambda: steps_table(sources),
+        "next": lambda: next_link(sources, source),
+    }
+    if step is not None:
+        values.update(
+            {
+                "step": lambda: str(step),
+                "step_title": lambda: STEP_TITLES[step],
+                "todo": lambda: todo_block(scripts, step),
+                "reference_diff": lambda: reference_block(scripts, step),
+                "previous_file": lambda: output_name(step - 1),
+                "step_file": lambda: output_name(step),
+            }
+        )
+    return values
+
+
+STEP_PLACEHOLDERS = frozenset(
+    {"step", "step_title", "todo", "reference_diff", "previous_file", "step_file"}
+)
+
+
+def fill(text: str, values: dict, where: str) -> str:
+    """Replaces every `{{ name }}` in text; NotebookSourceError names an unknown one."""
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(sorted(values))
+            why = (
+                "it needs a step notebook (01..12)"
+                if name in STEP_PLACEHOLDERS
+                else f"known here: {known}"
+            )
+            raise NotebookSourceError(f"{where}: unknown placeholder {{{{ {name} }}}} ({why})")
+        return values[name]()
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+# --- one notebook ---------------------------------------------------------------------------
+
+
+def build_notebook(source: Path, sources: list | None = None, chain_text: str | None = None):
+    """The notebook (an nbformat NotebookNode) generated from one source."""
+    import jupytext
+    import nbformat
+
+    source = Path(source)
+    sources = sorted(sources or [source])
+    chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
+    scripts = chain_scripts(chain_text)
+    values = placeholder_values(source, sources, scripts)
+    step = step_of(source.stem)
+
+    parsed = jupytext.reads(source.read_text(encoding="utf-8"), fmt=SOURCE_FORMAT)
+    cells = []
+    checks = 0
+    for number, cell in enumerate(parsed.cells, start=1):
+        where = f"{source.name}, cell {number}"
+        tags = list(cell.metadata.get("tags", []))
+        unknown_metadata = set(cell.metadata) - {"tags"}
+        if unknown_metadata:
+            raise NotebookSourceError(f"{where}: only tags may be set, not {unknown_metadata}")
+        if cell.cell_type == "markdown":
+            cells.append(nbformat.v4.new_markdown_cell(fill(cell.source, values, where)))
+        elif cell.cell_type == "code" and CHECK_TAG in tags:
+            if step is None:
+                raise NotebookSourceError(f"{where}: a check cell in a notebook that is no step")
+            if cell.source.strip():
+                raise NotebookSourceError(f"{where}: leave the check cell empty; it is generated")
+            checks += 1
+            check = nbformat.v4.new_code_cell(check_cell_source(step))
+            check.metadata = check_cell_metadata(step)
+            cells.append(check)
+        elif cell.cell_type == "code":
+            code = nbformat.v4.new_code_cell(fill(cell.source, values, where))
+            if tags:
+                code.metadata["tags"] = tags
+            cells.append(code)
+        else:
+            raise NotebookSourceError(f"{where}: {cell.cell_type} cells are not supported")
+    if step is not None and checks != 1:
+        raise NotebookSourceError(f"{source.name}: needs exactly one check cell, has {checks}")
+
+    # The set-up cell goes first, after the title if the notebook opens with one.
+    setup = nbformat.v4.new_code_cell(SETUP_CELL)
+    setup.metadata["tags"] = ["setup"]
+    at = 1 if cells and cells[0].cell_type == "markdown" else 0
+    cells.insert(at, setup)
+
+    # Ids that stay the same from build to build (nbformat would draw random ones).
+    for index, cell in enumerate(cells):
+        if cell.metadata.get("nbgrader", {}).get("grade_id"):
+            cell.id = cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
+        elif "setup" in cell.metadata.get("tags", []):
+            cell.id = "setup"
+        else:
+            cell.id = f"cell-{index:02d}"
+
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": dict(LANGUAGE_INFO),
+        "workbook": {"generated_from": f"src/{source.name}", "build": "python -m workbook.notebooks build"},
+    }
+    nbformat.validate(notebook)
+    return notebook
+
+
+def notebook_text(notebook) -> str:
+    import nbformat
+
+    text = nbformat.writes(notebook, version=4)
+    return text if text.endswith("\n") else text + "\n"
+
+
+# --- all notebooks --------------------------------------------------------------------------
+
+
+def source_files(source_dir: Path | None = None) -> list:
+    return sorted(Path(source_dir or SOURCE_DIR).glob("[0-9][0-9]_*.md"))
+
+
+def expected_notebooks(source_dir: Path | None = None, chain_text: str | None = None) -> dict:
+    """{notebook file name: its JSON text} for every source."""
+    sources = source_files(source_dir)
+    if not sources:
+        raise NotebookSourceError(f"no notebook sources (NN_*.md) in {source_dir or SOURCE_DIR}")
+    chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
+    return {
+        f"{source.stem}.ipynb": notebook_text(build_notebook(source, sources, chain_text))
+        for source in sources
+    }
+
+
+def stale_notebooks(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
+    """The names of the notebooks that are missing or differ from what their source builds."""
+    output_dir = Path(output_dir or OUTPUT_DIR)
+    return [
+        name
+        for name, text in expected_notebooks(source_dir).items()
+        if not (output_dir / name).is_file()
+        or (output_dir / name).read_text(encoding="utf-8") != text
+    ]
+
+
+def build(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
+    """Writes the notebooks that changed; returns their names."""
+    output_dir = Path(output_dir or OUTPUT_DIR)
+    written = []
+    for name, text in expected_notebooks(source_dir).items():
+        path = output_dir / name
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(name)
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workbook.notebooks",
+        description="Generate notebooks/*.ipynb from notebooks/src/*.md",
+    )
+    parser.add_argument("command", choices=["build", "check"])
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "build":
+            written = build()
+            print(f"wrote {len(written)} notebook(s)" + "".join(f"\n  {n}" for n in written))
+            return 0
+        stale = stale_notebooks()
+    except NotebookSourceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if stale:
+        print("stale: " + ", ".join(stale), file=sys.stderr)
+        print("regenerate with: python -m workbook.notebooks build", file=sys.stderr)
+        return 1
+    print("all notebooks are up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
