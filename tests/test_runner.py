@@ -383,6 +383,31 @@ def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
     assert (plan.np, plan.hosts) == (6, "host1:2,host2:4")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        "--log-dir first --log-dir second",
+        "--log-dir=first --log-dir=second",
+        "--log-dir first --log-dir=second",
+        "--log-dir=first --epochs 2 --log-dir second",
+    ],
+)
+def test_plan_takes_the_last_log_dir_like_argparse(tmp_path, args):
+    a_script(tmp_path)
+    plan = plan_run(
+        f"train.py {args}",
+        np=1,
+        launcher="python",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+    )
+    assert plan.tensorboard_dir == tmp_path / "second"
+    assert plan.run_dir == tmp_path / "second"
+    assert plan.argv[2:] == args.split()  # the script's own --log-dir: none is added
+
+
 @needs_horovodrun
 def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
     a_script(tmp_path, takes_log_dir=False)

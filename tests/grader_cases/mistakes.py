@@ -69,6 +69,14 @@ LOAD_GUARD = "if resume_from_epoch > 0 and hvd.rank() == 0:"
 LOAD_8 = "hvd.load_model(checkpoint_format.format(epoch=resume_from_epoch), legacy_opts=True)"
 WRAP = "    opt = hvd.DistributedOptimizer(opt)\n"
 COMPILE = "model.compile(optimizer=opt,"
+RESUMING = "if resume_from_epoch > 0 and verbose:\n"
+CREATE = "opt._create_all_weights(model.trainable_variables)"
+CREATE_BLOCK = (
+    "    if resume_from_epoch > 0:\n"
+    "        # Horovod: create the optimizer's variables as rank 0's load_model does, so that the\n"
+    "        # broadcast (which matches variables by name) finds the same ones on every worker.\n"
+    "        opt._create_all_weights(model.trainable_variables)\n"
+)
 SCALED = "scaled_lr = args.base_lr * hvd.size()"
 WARMUP_ARGS = "initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=verbose"
 FIRST_SCHEDULE = "start_epoch=args.warmup_epochs, end_epoch=15"
@@ -282,10 +290,11 @@ CASES = [
     Case(
         4,
         "other name, NovoGrad",
-        (WRAP, COMPILE),
+        (WRAP, COMPILE, CREATE),
         (
             "    distributed = hvd.DistributedOptimizer(opt)\n",
             "model.compile(optimizer=distributed,",
+            CREATE.replace("opt.", "distributed."),
         ),
         True,
         base=12,
@@ -694,7 +703,104 @@ CASES = [
         True,
         base=12,
     ),
+    Case(
+        8,
+        "optimizer variables not created",
+        CREATE_BLOCK,
+        "",
+        False,
+        "never create their optimizer's variables",
+    ),
+    Case(
+        8,
+        "optimizer variables created on every rank",
+        (CREATE_BLOCK, RESUMING),
+        ("", "if resume_from_epoch > 0:\n    " + CREATE + "\n" + RESUMING),
+        False,
+        "also runs on rank 0 when it loads the checkpoint",
+    ),
+    Case(
+        8,
+        "optimizer variables created before the wrap",
+        (CREATE_BLOCK, WRAP),
+        ("", CREATE_BLOCK + WRAP),
+        False,
+        "hvd.DistributedOptimizer(...) wraps",
+    ),
+    Case(
+        8,
+        "model.optimizer before compile",
+        (CREATE_BLOCK, WRAP),
+        ("", WRAP + CREATE_BLOCK.replace("opt._create", "model.optimizer._create")),
+        False,
+        "None until model.compile",
+    ),
+    Case(
+        8,
+        "optimizer variables created on rank 0 only",
+        CREATE_BLOCK,
+        CREATE_BLOCK.replace("if resume_from_epoch > 0:", "if hvd.rank() == 0:"),
+        False,
+        "never runs on the workers that build a fresh model",
+    ),
+    Case(
+        8,
+        "optimizer variables when not resuming",
+        CREATE_BLOCK,
+        CREATE_BLOCK.replace("resume_from_epoch > 0", "resume_from_epoch == 0"),
+        False,
+        "never runs on the workers that build a fresh model",
+    ),
+    Case(
+        8,
+        "optimizer variables of every model variable",
+        CREATE,
+        CREATE.replace("trainable_variables", "weights"),
+        False,
+        "trainable_variables",
+    ),
+    Case(
+        8,
+        "optimizer variables on the other ranks even on a fresh run",
+        CREATE_BLOCK,
+        CREATE_BLOCK.replace("if resume_from_epoch > 0:", "if hvd.rank() != 0:"),
+        False,
+        "on a fresh run (nothing to resume) it runs on every worker but rank 0",
+    ),
     Case(8, "not rank", LOAD_GUARD, "if resume_from_epoch > 0 and not hvd.rank():", True),
+    Case(
+        8,
+        "model.optimizer and trainable_weights",
+        CREATE,
+        "model.optimizer._create_all_weights(model.trainable_weights)",
+        True,
+        base=12,
+    ),
+    Case(
+        8,
+        "optimizer variables in a separate block",
+        (CREATE_BLOCK, RESUMING),
+        ("", "if hvd.rank() != 0 and resume_from_epoch > 0:\n    " + CREATE + "\n" + RESUMING),
+        True,
+    ),
+    Case(
+        8,
+        "model.optimizer on every rank",
+        (CREATE_BLOCK, RESUMING),
+        ("", CREATE.replace("opt.", "model.optimizer.") + "\n" + RESUMING),
+        True,
+    ),
+    Case(
+        8,
+        "loading condition in a name",
+        (LOAD_GUARD, CREATE_BLOCK),
+        (
+            "loading = resume_from_epoch > 0 and hvd.rank() == 0\nif loading:",
+            CREATE_BLOCK.replace("if resume_from_epoch > 0:", "if resume_from_epoch:"),
+        ),
+        True,
+        base=12,
+    ),
     Case(
         8,
         "reversed comparison",

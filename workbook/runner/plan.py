@@ -85,12 +85,8 @@ def _shown_path(path: str | Path, cwd: Path) -> str:
 
 
 def _has_log_dir(args: list[str]) -> str | None:
-    for index, arg in enumerate(args):
-        if arg == "--log-dir" and index + 1 < len(args):
-            return args[index + 1]
-        if arg.startswith("--log-dir="):
-            return arg.split("=", 1)[1]
-    return None
+    """The script's --log-dir: the last one given (`--log-dir X` or `--log-dir=X`), as argparse."""
+    return option_value(args, ("--log-dir",))
 
 
 def plan_run(
