@@ -50,7 +50,9 @@ def read_gradebook(course: Course) -> tuple:
         try:
             assignment = gradebook.find_assignment(course.assignment)
         except MissingEntry:
-            raise CourseError(f"no {course.assignment} in the gradebook (run `course generate`)") from None
+            raise CourseError(
+                f"no {course.assignment} in the gradebook (run `course generate`)"
+            ) from None
         steps = sorted(
             step
             for notebook in assignment.notebooks
@@ -74,10 +76,12 @@ def read_gradebook(course: Course) -> tuple:
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     step = step_of(grade.name, notebook.name)
-                    score = grade.manual_score if grade.manual_score is not None else grade.auto_score
+                    score = (
+                        grade.manual_score if grade.manual_score is not None else grade.auto_score
+                    )
                     if step in row.steps and score is not None:
                         row.steps[step] = score >= grade.max_score
-            row.note = script_note(course, student, steps[0])
+            row.note = script_note(course, student, steps[0]) if steps else ""
             rows.append(row)
     return steps, rows
 
@@ -98,7 +102,11 @@ def script_note(course: Course, student: str, step: int) -> str:
     if not script.is_file():
         return f"no {LEARNER_SCRIPT} in the submission"
     result = check_step(step, path=script)
-    return f"{LEARNER_SCRIPT}: {result.message.removeprefix(str(script) + ': ')}" if result.file_problem else ""
+    return (
+        f"{LEARNER_SCRIPT}: {result.message.removeprefix(str(script) + ': ')}"
+        if result.file_problem
+        else ""
+    )
 
 
 @dataclass
@@ -117,7 +125,8 @@ class ClassReport:
         graded = self.graded
         lines = [
             f"{self.assignment}: {len(self.rows)} students, {len(graded)} graded, "
-            f"{sum(row.passed == len(self.steps) for row in graded)} passed all {len(self.steps)} steps",
+            f"{sum(row.passed == len(self.steps) for row in graded)} passed all "
+            f"{len(self.steps)} steps",
             "",
             "step  passed  stuck here  title",
         ]
@@ -130,7 +139,10 @@ class ClassReport:
         notes = [row for row in graded if row.note]
         if ungraded:
             lines += ["", "Not graded:"]
-            lines += [f"  {row.student}: {row.status}" + (f": {row.note}" if row.note else "") for row in ungraded]
+            lines += [
+                f"  {row.student}: {row.status}" + (f": {row.note}" if row.note else "")
+                for row in ungraded
+            ]
         if notes:
             lines += ["", "Notes:"] + [f"  {row.student}: {row.note}" for row in notes]
         return "\n".join(lines)
@@ -138,7 +150,9 @@ class ClassReport:
     def write_csv(self, path: Path) -> Path:
         with open(path, "w", newline="", encoding="utf-8") as out:
             writer = csv.writer(out)
-            writer.writerow(["student_id", "status", "passed", *(f"step_{s:02d}" for s in self.steps), "note"])
+            writer.writerow(
+                ["student_id", "status", "passed", *(f"step_{s:02d}" for s in self.steps), "note"]
+            )
             for row in self.rows:
                 cells = ["" if row.steps[s] is None else int(row.steps[s]) for s in self.steps]
                 passed = row.passed if row.status == "graded" else ""
@@ -154,16 +168,26 @@ class ClassReport:
         from matplotlib.colors import ListedColormap
         from matplotlib.patches import Patch
 
-        codes = [[{None: 0, False: 1, True: 2}[row.steps[s]] for s in self.steps] for row in self.rows]
-        labels = [row.student if row.status == "graded" else f"{row.student} ({row.status})"
-                  for row in self.rows]
+        codes = [
+            [{None: 0, False: 1, True: 2}[row.steps[s]] for s in self.steps] for row in self.rows
+        ]
+        labels = [
+            row.student if row.status == "graded" else f"{row.student} ({row.status})"
+            for row in self.rows
+        ]
         graded = self.graded
         figure, axes = plt.subplots(figsize=(8, 1.6 + 0.32 * max(len(self.rows), 1)))
-        axes.imshow(codes or [[0] * len(self.steps)], cmap=ListedColormap([MISSING_COLOR, FAIL_COLOR, PASS_COLOR]),
-                    vmin=0, vmax=2, aspect="auto")
-        axes.set_xticks(range(len(self.steps)), [
-            f"{s}\n{sum(bool(row.steps[s]) for row in graded)}/{len(graded)}" for s in self.steps
-        ])
+        axes.imshow(
+            codes or [[0] * len(self.steps)],
+            cmap=ListedColormap([MISSING_COLOR, FAIL_COLOR, PASS_COLOR]),
+            vmin=0,
+            vmax=2,
+            aspect="auto",
+        )
+        axes.set_xticks(
+            range(len(self.steps)),
+            [f"{s}\n{sum(bool(row.steps[s]) for row in graded)}/{len(graded)}" for s in self.steps],
+        )
         axes.set_yticks(range(len(labels)), labels)
         axes.set_xticks([x - 0.5 for x in range(1, len(self.steps))], minor=True)
         axes.set_yticks([y - 0.5 for y in range(1, len(labels))], minor=True)
@@ -176,9 +200,14 @@ class ClassReport:
             f"{all_steps} passed all {len(self.steps)} steps"
         )
         axes.legend(
-            handles=[Patch(color=PASS_COLOR, label="passed"), Patch(color=FAIL_COLOR, label="failed"),
-                     Patch(color=MISSING_COLOR, label="no grade")],
-            loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False,
+            handles=[
+                Patch(color=PASS_COLOR, label="passed"),
+                Patch(color=FAIL_COLOR, label="failed"),
+                Patch(color=MISSING_COLOR, label="no grade"),
+            ],
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1),
+            frameon=False,
         )
         figure.tight_layout()
         figure.savefig(path, dpi=120)

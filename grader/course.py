@@ -66,7 +66,7 @@ def raw_string(text: str) -> str:
     return f'r"{text}"'
 
 
-CONFIG_TEMPLATE = '''\
+CONFIG_TEMPLATE = """\
 # nbgrader's configuration of the Horovod workbook's course.
 # Written by `python -m grader course init`; nbgrader reads it when run in this folder.
 from grader.nbgrader_plugins import autograde_preprocessors
@@ -100,7 +100,7 @@ c.IgnorePattern.pattern = "(?m)" + "|".join(
 # zip_collect: downloaded/{assignment}/archive/*.zip holds one folder per student id.
 c.FileNameCollectorPlugin.named_regexp = {zip_regexp}
 c.FileNameCollectorPlugin.valid_ext = [".ipynb", ".py"]
-'''
+"""
 
 
 class CourseError(Exception):
@@ -127,7 +127,7 @@ class Course:
         return cls(root, config.CourseDirectory.get("course_id", COURSE_ID))
 
     def folder(self, kind: str, student: str | None = None) -> Path:
-        """nbgrader's folder of this assignment: source, release, submitted, autograded, feedback."""
+        """nbgrader's folder of the assignment: source, release, submitted, autograded..."""
         if student is None:
             return self.root / kind / self.assignment
         return self.root / kind / student / self.assignment
@@ -212,18 +212,28 @@ def config_text(course: Course, exchange: Path) -> str:
         assignment=course.assignment,
         script=LEARNER_SCRIPT,
         timeout=CELL_TIMEOUT,
-        pattern="\n".join(f"        {raw_string(regexp)},  # {why}" for regexp, why in IGNORED_STDERR_LINES),
+        pattern="\n".join(
+            f"        {raw_string(regexp)},  # {why}" for regexp, why in IGNORED_STDERR_LINES
+        ),
         zip_regexp=raw_string(ZIP_REGEXP),
     )
 
 
-def init(root, course_id: str = COURSE_ID, exchange=None, force: bool = False,
-         steps=ALL_STEPS, notebooks_dir: Path = NOTEBOOKS_DIR) -> Course:
+def init(
+    root,
+    course_id: str = COURSE_ID,
+    exchange=None,
+    force: bool = False,
+    steps=ALL_STEPS,
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+) -> Course:
     """Creates the course: source/<assignment>/ (the step notebooks, the starter), its config."""
     course = Course(Path(root).resolve(), course_id)
     source = course.folder("source")
     if (course.root / CONFIG_FILE).exists() and not force:
-        raise CourseError(f"{course.root} is a course already (--force rewrites source/ and config)")
+        raise CourseError(
+            f"{course.root} is a course already (--force rewrites source/ and config)"
+        )
     notebooks = step_notebooks(notebooks_dir, steps)
     if source.exists():
         shutil.rmtree(source)
@@ -237,11 +247,13 @@ def init(root, course_id: str = COURSE_ID, exchange=None, force: bool = False,
 
 
 def generate(course: Course, force: bool = False) -> None:
-    course.nbgrader_or_fail("generate_assignment", course.assignment, *(["--force"] if force else []))
+    course.nbgrader_or_fail(
+        "generate_assignment", course.assignment, *(["--force"] if force else [])
+    )
 
 
 def add_students(course: Course, students: list) -> None:
-    """Adds students to the gradebook: ids, or CSV files (columns id, first_name, last_name, email)."""
+    """Adds students to the gradebook: ids, or CSV files (id, first_name, last_name, email)."""
     for entry in students:
         if entry.endswith(".csv"):
             course.nbgrader_or_fail("db", "student", "import", Path(entry).resolve())
@@ -250,7 +262,9 @@ def add_students(course: Course, students: list) -> None:
 
 
 def release(course: Course, force: bool = False) -> None:
-    course.nbgrader_or_fail("release_assignment", course.assignment, *(["--force"] if force else []))
+    course.nbgrader_or_fail(
+        "release_assignment", course.assignment, *(["--force"] if force else [])
+    )
 
 
 def collect(course: Course) -> None:
@@ -289,17 +303,33 @@ class AutogradeOutcome:
         return f"{self.student}: {score}{extra}"
 
 
-_TRACEBACK_END = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception)): (.*)$")
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception)): (.*)$")
+_ERROR_LINE = re.compile(r"^\[\w+ \| ERROR\] (.*)$")
+_GENERIC_ERRORS = ("There was an error processing", "Please see the", "Traceback")
 
 
 def failure_reason(output: str) -> str:
-    """The last exception of nbgrader's output, e.g. `NotJSONError: Notebook does not appear...`."""
-    reasons = [m for line in output.splitlines() if (m := _TRACEBACK_END.match(line.strip()))]
-    if not reasons:
-        return "nbgrader could not grade this submission"
-    name, message = reasons[-1].groups()
-    message = message if len(message) <= 160 else message[:157] + "..."
-    return f"{name}: {message}"
+    """Why nbgrader failed, from its output: the last exception of a traceback, else the last
+    error it logged (e.g. 'One or more notebooks ... use an old version of the nbgrader metadata').
+    """
+    lines = output.splitlines()
+    exceptions = [m.group(1, 2) for line in lines if (m := _EXCEPTION_LINE.match(line.strip()))]
+    if exceptions:
+        reason = ": ".join(exceptions[-1])
+    else:
+        reason = ""
+        for index, line in enumerate(lines):
+            match = _ERROR_LINE.match(line)
+            if match and not match.group(1).startswith(_GENERIC_ERRORS):
+                following = []
+                for more in lines[index + 1 :]:
+                    if not more.startswith((" ", "\t")) or not more.strip():
+                        break
+                    following.append(more.strip())
+                reason = " ".join([match.group(1).strip(), *following])
+        if not reason:
+            return "nbgrader could not grade this submission"
+    return reason if len(reason) <= 160 else reason[:157] + "..."
 
 
 def invalid_notebooks(folder: Path) -> list:
@@ -339,15 +369,18 @@ def autograde_student(course: Course, student: str, force: bool = False) -> Auto
             gradebook.remove_submission(course.assignment, student)
         except MissingEntry:
             pass
-    if graded_dir.is_dir():
-        shutil.rmtree(graded_dir)
+    # What nbgrader left of this run, and feedback on an earlier submission.
+    for stale in (graded_dir, course.folder("feedback", student)):
+        if stale.is_dir():
+            shutil.rmtree(stale)
     problems = invalid_notebooks(course.folder("submitted", student))
     reason = "invalid notebook " + "; ".join(problems) if problems else failure_reason(output)
     return AutogradeOutcome(student, "failed", reason=reason, log=relative_log)
 
 
-def autograde(course: Course, students: list | None = None, force: bool = False,
-              echo=print) -> list:
+def autograde(
+    course: Course, students: list | None = None, force: bool = False, echo=print
+) -> list:
     """Autogrades each student (all of submitted/ by default); one failure stops nobody else."""
     students = students or course.submitted_students()
     if not students:
@@ -365,7 +398,11 @@ def save_status(course: Course, outcomes: list) -> None:
     path = course.root / STATUS_FILE
     status = load_status(course)
     for outcome in outcomes:
-        status[outcome.student] = {"status": outcome.status, "reason": outcome.reason, "log": outcome.log}
+        status[outcome.student] = {
+            "status": outcome.status,
+            "reason": outcome.reason,
+            "log": outcome.log,
+        }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(status, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -411,28 +448,51 @@ def add_parser(commands) -> None:
             parser.add_argument("--force", action="store_true", help=force_help)
         return parser
 
-    init_parser = command("init", "create the course folder from the step notebooks",
-                          "rewrite source/ and nbgrader_config.py of an existing course")
+    init_parser = command(
+        "init",
+        "create the course folder from the step notebooks",
+        "rewrite source/ and nbgrader_config.py of an existing course",
+    )
     init_parser.add_argument("--course-id", default=COURSE_ID, help=f"default: {COURSE_ID}")
-    init_parser.add_argument("--exchange", metavar="PATH",
-                             help="nbgrader's exchange folder (default: DIR/exchange)")
-    init_parser.add_argument("--steps", default="1-12",
-                             help="the steps to grade, e.g. 1-7 or 1,6,9-12 (default: 1-12)")
-    command("generate", "nbgrader generate_assignment: the student version in release/",
-            "regenerate over an existing release")
+    init_parser.add_argument(
+        "--exchange", metavar="PATH", help="nbgrader's exchange folder (default: DIR/exchange)"
+    )
+    init_parser.add_argument(
+        "--steps", default="1-12", help="the steps to grade, e.g. 1-7 or 1,6,9-12 (default: 1-12)"
+    )
+    command(
+        "generate",
+        "nbgrader generate_assignment: the student version in release/",
+        "regenerate over an existing release",
+    )
     students = command("add-students", "add students to the gradebook")
-    students.add_argument("students", nargs="+", metavar="ID_OR_CSV",
-                          help="student ids, or CSV files with columns id,first_name,last_name,email")
+    students.add_argument(
+        "students",
+        nargs="+",
+        metavar="ID_OR_CSV",
+        help="student ids, or CSV files with columns id,first_name,last_name,email",
+    )
     command("release", "nbgrader release_assignment: put it in the exchange", "release again")
     command("collect", "nbgrader collect: submissions from the exchange into submitted/")
-    zip_parser = command("zip-collect", "nbgrader zip_collect: an LMS download into submitted/",
-                         "replace earlier extracted files and submissions of the same students")
+    zip_parser = command(
+        "zip-collect",
+        "nbgrader zip_collect: an LMS download into submitted/",
+        "replace earlier extracted files and submissions of the same students",
+    )
     zip_parser.add_argument("zip", metavar="ZIP", help="one folder per student id inside")
-    grade = command("autograde", "nbgrader autograde, one student at a time",
-                    "grade again students graded before")
-    grade.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
-    fb = command("feedback", "nbgrader generate_feedback: HTML feedback in feedback/",
-                 "regenerate existing feedback")
+    grade = command(
+        "autograde",
+        "nbgrader autograde, one student at a time",
+        "grade again students graded before",
+    )
+    grade.add_argument(
+        "--student", action="append", metavar="ID", help="only this student (repeatable)"
+    )
+    fb = command(
+        "feedback",
+        "nbgrader generate_feedback: HTML feedback in feedback/",
+        "regenerate existing feedback",
+    )
     fb.add_argument("--release", action="store_true", help="also release_feedback to the exchange")
     export_parser = command("export", "nbgrader export: the grades as CSV")
     export_parser.add_argument("csv", metavar="CSV", help="where to write it")
