@@ -36,12 +36,12 @@ naming the source file. Two cells are made by the builder from one template each
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
 import sys
 from pathlib import Path
 
+from workbook.generated import build_or_check_main, stale_names, write_changed
 from workbook.paths import NOTEBOOKS_DIR
 from workbook.step_chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
 
@@ -356,49 +356,19 @@ def expected_notebooks(source_dir: Path | None = None, chain_text: str | None = 
 
 def stale_notebooks(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
     """The names of the notebooks that are missing or differ from what their source builds."""
-    output_dir = Path(output_dir or OUTPUT_DIR)
-    return [
-        name
-        for name, text in expected_notebooks(source_dir).items()
-        if not (output_dir / name).is_file()
-        or (output_dir / name).read_text(encoding="utf-8") != text
-    ]
+    return stale_names(expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR))
 
 
 def build(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
     """Writes the notebooks that changed; returns their names."""
-    output_dir = Path(output_dir or OUTPUT_DIR)
-    written = []
-    for name, text in expected_notebooks(source_dir).items():
-        path = output_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            written.append(name)
-    return written
+    return write_changed(expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m workbook.notebooks",
+    return build_or_check_main(
+        argv, prog="python -m workbook.notebooks", what="notebooks",
         description="Generate notebooks/*.ipynb from notebooks/src/*.md",
-    )
-    parser.add_argument("command", choices=["build", "check"])
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "build":
-            written = build()
-            print(f"wrote {len(written)} notebook(s)" + "".join(f"\n  {n}" for n in written))
-            return 0
-        stale = stale_notebooks()
-    except NotebookSourceError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if stale:
-        print("stale: " + ", ".join(stale), file=sys.stderr)
-        print("regenerate with: python -m workbook.notebooks build", file=sys.stderr)
-        return 1
-    print("all notebooks are up to date")
-    return 0
+        build=build, stale=stale_notebooks, source_error=NotebookSourceError)
 
 
 if __name__ == "__main__":

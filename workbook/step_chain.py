@@ -21,12 +21,12 @@ lines are never emitted.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbook.generated import build_or_check_main, stale_names, write_changed
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 LAST_STEP = 12
@@ -209,50 +209,19 @@ def expected_files(source_path: Path | None = None) -> dict:
 
 def stale_files(source_path: Path | None = None, output_dir: Path | None = None) -> list:
     """Returns the names of the generated scripts that are missing or out of date."""
-    output_dir = Path(output_dir or OUTPUT_DIR)
-    stale = []
-    for name, text in expected_files(source_path).items():
-        path = output_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            stale.append(name)
-    return stale
+    return stale_names(expected_files(source_path), Path(output_dir or OUTPUT_DIR))
 
 
 def build(source_path: Path | None = None, output_dir: Path | None = None) -> list:
     """Writes the scripts that changed; returns their names."""
-    output_dir = Path(output_dir or OUTPUT_DIR)
-    written = []
-    for name, text in expected_files(source_path).items():
-        path = output_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-            written.append(name)
-    return written
+    return write_changed(expected_files(source_path), Path(output_dir or OUTPUT_DIR))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m workbook.step_chain",
-        description="Render the step scripts in solutions/ from "
-        + str(SOURCE.relative_to(REPO)),
-    )
-    parser.add_argument("command", choices=["build", "check"])
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "build":
-            written = build()
-            print(f"wrote {len(written)} file(s)" + "".join(f"\n  {name}" for name in written))
-            return 0
-        stale = stale_files()
-    except StepSyntaxError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if stale:
-        print("stale: " + ", ".join(stale), file=sys.stderr)
-        print("regenerate with: python -m workbook.step_chain build", file=sys.stderr)
-        return 1
-    print("all step scripts are up to date")
-    return 0
+    return build_or_check_main(
+        argv, prog="python -m workbook.step_chain", what="step scripts",
+        description=f"Render the step scripts in solutions/ from {SOURCE.relative_to(REPO)}",
+        build=build, stale=stale_files, source_error=StepSyntaxError)
 
 
 if __name__ == "__main__":
