@@ -13,7 +13,7 @@ VPY := $(VENV)/bin/python
 RUN := PATH="$(abspath $(VENV))/bin:$$PATH"
 BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HOROVOD)),--rebuild-horovod)
 
-.PHONY: lab test env data preflight lock help course grade
+.PHONY: lab test env data preflight lock help course grade browser
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -21,6 +21,7 @@ help:
 	@echo "make env        create/update .venv only (DEVICE=gpu, REBUILD_HOROVOD=1)"
 	@echo "make data       prepare Fashion-MNIST into data/fashion_mnist"
 	@echo "make preflight  check that the workbook can run here"
+	@echo "make browser    install Chromium for the browser test (Debian: apt-get)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
 
@@ -36,8 +37,11 @@ preflight: env
 lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
-test: env
+test: env browser
 	$(RUN) $(VPY) -m pytest $(PYTEST_ARGS)
+
+browser:
+	@sh tests/setup_browser.sh
 
 # Refresh the full pin list after changing requirements/*.txt (CPU variant).
 lock: env

@@ -1,9 +1,5 @@
 """`make lab`, really started: JupyterLab answers on its URL and `jupyter server list` shows it."""
 
-import os
-import re
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,45 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from lab_helpers import START_TIMEOUT_S, URL, free_port, make_lab, read_until_url, stop_lab
 from workbook.paths import REPO
 from workbook.tensorboard import serving_logdir
 
 pytestmark = pytest.mark.slow
-URL = re.compile(r"JupyterLab:\s+(http://\S+)")
-START_TIMEOUT_S = 600  # the first `make lab` on a machine may still prepare the data
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def make_lab(env, lab_port, tb_port):
-    return subprocess.Popen(
-        ["make", "--no-print-directory", "lab", f"VENV={sys.prefix}",
-         f"LAB_ARGS=--port {lab_port} --tensorboard-port {tb_port}"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
-
-
-def read_until_url(process, deadline):
-    seen = []
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = URL.search(line)
-        if match:
-            return match.group(1), "".join(seen)
-    raise AssertionError("make lab printed no JupyterLab URL:\n" + "".join(seen[-40:]))
-
-
-@pytest.fixture
-def lab_env(tmp_path):
-    # A private runtime dir: only the servers started here are listed.
-    return dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
 
 
 def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
@@ -78,8 +40,7 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         assert URL.search(second.stdout).group(1) == url
         assert time.monotonic() - started < 60
     finally:
-        os.killpg(first.pid, signal.SIGTERM)
-        first.wait(timeout=60)
+        stop_lab(first)
     # Stopping `make lab` stops what it started.
     deadline = time.monotonic() + 30
     while serving_logdir(tb_port) is not None and time.monotonic() < deadline:

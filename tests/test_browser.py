@@ -1,0 +1,140 @@
+"""What a learner sees, in a real browser: `make lab`, a step notebook opened in headless Chromium,
+its set-up and check cells run with Shift+Enter, and the grader's red feedback on the screen.
+
+Chromium is Debian's (`make browser`, run by `make test`, installs it); Playwright only drives
+it. The screenshot is kept in test-artifacts/browser-step01-check.png, whether the test passes
+or not.
+"""
+
+import json
+import os
+import shutil
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect, sync_playwright
+
+from grader import check_step
+from grader.report import FAIL_COLOR
+from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
+from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Root needs --no-sandbox; the rest keep an offline machine's Chromium from calling home.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+NOTEBOOK = NOTEBOOKS_DIR / "01_initialize_horovod.ipynb"
+ARTIFACTS = REPO / "test-artifacts"
+SCREENSHOT = ARTIFACTS / "browser-step01-check.png"
+STEP_TIMEOUT_MS = 60_000  # one wait in the page: the notebook, the kernel, a cell's output
+
+
+def in_ci():
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+@pytest.fixture
+def chromium():
+    if not os.access(CHROMIUM, os.X_OK):
+        reason = (f"Chromium not found at {CHROMIUM}: `make browser` installs it (Debian "
+                  "packages chromium, chromium-driver), or set CHROMIUM to its path")
+        if in_ci():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    # launch() gives the browser a fresh profile (user data dir) of its own, removed on close.
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def step_folder():
+    """The step notebook next to a fresh copy of the starting script, as `make lab` sets up
+    notebooks/, but in a folder of its own: the learner's fashion_mnist.py and the committed
+    notebook stay untouched, and the starter makes the check fail. JupyterLab serves only the
+    repository, so the folder is in it, under test-artifacts/ (ignored by git)."""
+    folder = ARTIFACTS / "browser"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    shutil.copy(NOTEBOOK, folder / NOTEBOOK.name)
+    shutil.copy(STARTER_SCRIPT, folder / LEARNER_SCRIPT.name)
+    return folder
+
+
+def cell_index(tag):
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    return next(i for i, cell in enumerate(cells) if tag in cell["metadata"].get("tags", []))
+
+
+def run_cell(cell):
+    """Select the cell by its prompt, as a learner clicks it, and press Shift+Enter."""
+    cell.locator(".jp-InputPrompt").click()
+    cell.page.keyboard.press("Shift+Enter")
+
+
+def test_check_cell_shows_the_red_feedback_in_chromium(lab_env, chromium, step_folder):
+    expected = check_step(1, step_folder / LEARNER_SCRIPT.name)
+    assert not expected.passed and expected.message and expected.hint
+
+    started = time.monotonic()
+    lab = make_lab(lab_env, free_port(), free_port())
+    try:
+        url, _ = read_until_url(lab, time.monotonic() + START_TIMEOUT_S)
+        parts = urlsplit(url)
+        token = parse_qs(parts.query)["token"][0]
+        notebook_url = (f"{parts.scheme}://{parts.netloc}/lab/tree/"
+                        f"{(step_folder / NOTEBOOK.name).relative_to(REPO).as_posix()}"
+                        f"?token={token}")
+        page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
+        cells = page.locator(".jp-NotebookPanel-notebook .jp-Cell")
+        setup, check = cells.nth(cell_index("setup")), cells.nth(cell_index("check"))
+        try:
+            page.goto(notebook_url)
+            expect(check).to_contain_text("check_step(1)")
+            # The kernel is ready when the toolbar names it (before that it says "No Kernel",
+            # and its status indicator starts out "idle" too) and the indicator is idle.
+            kernel = json.loads(NOTEBOOK.read_text())["metadata"]["kernelspec"]["display_name"]
+            expect(page.locator(".jp-Toolbar-kernelName")).to_have_text(kernel)
+            expect(page.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+                "data-status", "idle")
+
+            run_cell(setup)
+            expect(setup.locator(".jp-InputPrompt")).to_contain_text("[1]")
+            run_cell(check)
+            expect(check.locator(".jp-InputPrompt")).to_contain_text("[2]")
+
+            feedback = check.locator('.jp-OutputArea-output[data-mime-type="text/html"]')
+            expect(feedback).to_be_visible()
+            for text in ("\u2718 not yet", expected.label, expected.message,
+                         "Hint:", expected.hint, "Expected change"):
+                expect(feedback).to_contain_text(text)
+            expect(feedback.get_by_text("\u2718 not yet")).to_have_css(
+                "color", "rgb({}, {}, {})".format(*bytes.fromhex(FAIL_COLOR[1:])))
+            # The diff is folded away until the learner opens it.
+            expect(feedback.locator("details pre")).to_be_hidden()
+
+            error = check.locator(
+                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+            expect(error).to_be_visible()
+            expect(error).to_contain_text("AssertionError")
+            expect(error).to_contain_text("Step 1 is not done yet")
+        finally:
+            try:
+                check.scroll_into_view_if_needed(timeout=5_000)
+            except PlaywrightError:
+                pass  # the screenshot shows whatever there is
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SCREENSHOT, full_page=True)
+    finally:
+        stop_lab(lab)
+    print(f"browser test: {time.monotonic() - started:.0f} s; screenshot {SCREENSHOT}")
