@@ -16,13 +16,14 @@ import difflib
 import json
 import re
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from lab_helpers import free_port
 
 from workbook import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
@@ -246,12 +247,6 @@ def test_builder_fills_placeholders(tmp_path):
 
 # Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
 COPIED = ("workbook", "grader", "solutions")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def workbook_copy(root: Path, learner_script: Path) -> Path:

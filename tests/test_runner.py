@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from lab_helpers import free_port
 
 from workbook import runner
 from workbook.runner import (
@@ -834,12 +835,6 @@ def test_magic_shows_the_failing_rank_in_a_box(notebook_run):
     stream = outputs_text(magic_cell, "stream")
     assert "[rank 0] worker 0 started with arguments ['x', '--log-dir'," in stream
     assert (logs / "failing" / "horovodrun.log").is_file()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url):
