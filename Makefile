@@ -13,7 +13,7 @@ VPY := $(VENV)/bin/python
 RUN := PATH="$(abspath $(VENV))/bin:$$PATH"
 BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HOROVOD)),--rebuild-horovod)
 
-.PHONY: lab test env data preflight lock help course grade browser
+.PHONY: lab test env data preflight lock help course grade browser sshd bench
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -22,6 +22,8 @@ help:
 	@echo "make data       prepare Fashion-MNIST into data/fashion_mnist"
 	@echo "make preflight  check that the workbook can run here"
 	@echo "make browser    install Chromium for the browser test (Debian: apt-get)"
+	@echo "make sshd       install OpenSSH's server for the multi-host test (Debian: apt-get)"
+	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
 
@@ -37,11 +39,19 @@ preflight: env
 lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
-test: env browser
+test: env browser sshd
 	$(RUN) $(VPY) -m pytest $(PYTEST_ARGS)
 
 browser:
 	@sh tests/setup_browser.sh
+
+sshd:
+	@sh tests/setup_sshd.sh
+
+# Benchmarks: JSON and PNG in bench/results (about 40 min on 2 cores; BENCH_ARGS="scaling --tiny").
+BENCH_ARGS ?= all
+bench: data
+	$(RUN) $(VPY) -m bench $(BENCH_ARGS)
 
 # Refresh the full pin list after changing requirements/*.txt (CPU variant).
 lock: env

@@ -6,8 +6,11 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
     check_step(5)                       # one step; shows green or red, with a hint and a diff
     check_all()                         # all 12 steps
     check_strict(reference_step=12)     # the whole file equals the solution, up to formatting
+    check_bonus("alexnet")              # a bonus exercise (no points; grader/bonus/)
+    train_bonus("alexnet")              # ... and a few real training steps of it on 2 workers
 
-In a terminal: python -m grader check FILE [--step N | --all] [--json] [--strict [REFERENCE]]
+In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--json]
+[--strict [REFERENCE]]
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from grader.rules import RULES
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
 
-__all__ = ["check_step", "check_all", "check_files", "check_strict", "StepResult", "Results"]
+__all__ = [
+    "check_step",
+    "check_all",
+    "check_files",
+    "check_strict",
+    "check_bonus",
+    "train_bonus",
+    "StepResult",
+    "Results",
+]
 
 
 def check_step(step: int, path=DEFAULT_PATH) -> StepResult:
@@ -81,6 +93,44 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
         line=found[0] or None,
         path=str(path),
     )
+
+
+def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
+    """Checks a bonus exercise (see grader/bonus/) in the script at `path`; no points."""
+    from grader.bonus import BONUSES
+
+    if name not in BONUSES:
+        raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
+    bonus = BONUSES[name]
+    try:
+        script = Script.from_text(read_source(path))
+    except FileProblem as problem:
+        return _problem_result(None, bonus.TITLE, path, problem)
+    try:
+        failure = bonus.check(script)
+    except RecursionError:
+        failure = Failure("the file is too deeply nested to check")
+    except Exception as error:  # a grader bug must read as one, not as the learner's mistake
+        failure = Failure(f"the grader could not check this ({type(error).__name__}: {error})")
+    if failure is None:
+        return StepResult(None, bonus.TITLE, True, "done", path=str(path))
+    return StepResult(
+        None,
+        bonus.TITLE,
+        False,
+        failure.message,
+        hint=failure.hint or bonus.HINT,
+        expected_diff=reference.bonus_diff(name),
+        line=failure.line,
+        path=str(path),
+    )
+
+
+def train_bonus(name: str, path=DEFAULT_PATH, **options) -> StepResult:
+    """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/run.py)."""
+    from grader.bonus.run import train_bonus as run_bonus
+
+    return run_bonus(name, path, **options)
 
 
 def _check(path, steps: list) -> Results:

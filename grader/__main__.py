@@ -1,4 +1,5 @@
-"""python -m grader check FILE [--step N | --all] [--json] [--strict [REFERENCE]]
+"""python -m grader check FILE [--step N | --all | --bonus NAME] [--json] [--strict [REFERENCE]]
+python -m grader batch PATH... [--csv FILE] [--json]   (a whole class at once: grader/batch.py)
 python -m grader course SUBCOMMAND DIR ...   (grading a class with nbgrader: grader/course.py)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
@@ -10,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader import STEPS, check_all, check_strict, course
+from grader import STEPS, batch, check_all, check_bonus, check_strict, course
+from grader.bonus import BONUSES
 from grader.engine import FileProblem
 from grader.report import Results
 
@@ -21,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m grader", description="Check the steps of the Horovod workbook."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,course}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,batch,course}")
     check = commands.add_parser(
         "check",
         help="check a training script",
@@ -33,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--step", type=int, metavar="N", help=f"check step N only ({STEPS[0]}..{STEPS[-1]})"
     )
     which.add_argument("--all", action="store_true", help="check every step (the default)")
+    which.add_argument(
+        "--bonus",
+        choices=sorted(BONUSES),
+        metavar="NAME",
+        help=f"check a bonus exercise instead ({', '.join(sorted(BONUSES))}); no points",
+    )
     check.add_argument("--json", action="store_true", help="print the results as JSON")
     check.add_argument(
         "--strict",
@@ -42,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead, compare the whole file with REFERENCE (default: the reference after "
         "step N, or the solution), ignoring only comments and formatting",
     )
+    batch.add_parser(commands)
     course.add_parser(commands)
     return parser
 
@@ -51,10 +60,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "course":
         return course.run(args)
+    if args.command == "batch":
+        return batch.run(args)
     if args.step is not None and args.step not in STEPS:
         parser.error(f"--step must be {STEPS[0]}..{STEPS[-1]}, not {args.step}")
     try:
-        if args.strict is not None:
+        if args.bonus and args.strict is not None:
+            parser.error("--bonus and --strict do not go together")
+        if args.bonus:
+            results = Results([check_bonus(args.bonus, args.file)])
+        elif args.strict is not None:
             reference = None if args.strict is _USE_STEP_REFERENCE else args.strict
             results = Results([check_strict(args.file, reference, args.step)])
         else:

@@ -6,7 +6,7 @@
     python -m grader course release DIR         nbgrader release_assignment (to the exchange)
     python -m grader course collect DIR         nbgrader collect --update
     python -m grader course zip-collect DIR ZIP nbgrader zip_collect (an LMS download)
-    python -m grader course autograde DIR       nbgrader autograde, one student at a time
+    python -m grader course autograde DIR       nbgrader autograde (the class in one run; failures alone)
     python -m grader course feedback DIR        nbgrader generate_feedback
     python -m grader course export DIR CSV      nbgrader export
     python -m grader course report DIR          where the class got stuck: CSV, heatmap, summary
@@ -381,17 +381,67 @@ def autograde_student(course: Course, student: str, force: bool = False) -> Auto
 def autograde(
     course: Course, students: list | None = None, force: bool = False, echo=print
 ) -> list:
-    """Autogrades each student (all of submitted/ by default); one failure stops nobody else."""
+    """Autogrades each student (all of submitted/ by default); one failure stops nobody else.
+
+    nbgrader runs over the whole class at once (one process, one kernel: seconds per student).
+    A student it fails on, or stops at, is set aside and the run goes on with the others; the
+    students set aside are then graded alone, which gives each failure its own log and reason
+    and removes partial grades.
+    """
     students = students or course.submitted_students()
     if not students:
         raise CourseError(f"nothing to grade in {course.root / 'submitted'} (collect first)")
+    graded, pending, attempt = {}, list(students), 0
+    while len(pending) > 1:
+        attempt += 1
+        done, culprits = autograde_together(course, pending, force, attempt)
+        graded.update(done)
+        left = [student for student in pending if student not in done and student not in culprits]
+        if left == pending:
+            break  # no progress and nobody to blame: grade them one by one
+        pending = left
     outcomes = []
     for student in students:
-        outcome = autograde_student(course, student, force)
+        outcome = graded.get(student) or autograde_student(course, student, force)
         echo(str(outcome))
         outcomes.append(outcome)
     save_status(course, outcomes)
     return outcomes
+
+
+def autograde_together(course: Course, students: list, force: bool, attempt: int = 1) -> tuple:
+    """One nbgrader run over `students`: ({student: outcome} of those it graded, {the students
+    it failed on or stopped at})."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    log = course.root / "logs" / "autograde" / f"class-{attempt}.log"
+    others = sorted(set(course.submitted_students()) - set(students))
+    args = ["autograde", course.assignment, *(["--force"] if force else [])]
+    if others:
+        args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
+    finished = course.nbgrader(*args, log=log)
+    output = log.read_text(encoding="utf-8", errors="replace")
+    culprits = set(re.findall(r"error processing assignment '[^']*' for student '([^']*)'", output))
+    if finished.returncode != 0 and not culprits:
+        # nbgrader stopped (e.g. at old metadata) without naming anyone: the one it was on.
+        seen = re.findall(r"/submitted/([^/\s]+)/", output)
+        culprits = {seen[-1]} if seen else set()
+    relative_log = str(log.relative_to(course.root))
+    outcomes = {}
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        for student in students:
+            if student in culprits or not course.folder("autograded", student).is_dir():
+                continue
+            try:
+                submission = gradebook.find_submission(course.assignment, student)
+            except MissingEntry:
+                continue
+            skipped = f"Skipping existing assignment: {course.folder('autograded', student)}"
+            status = "skipped" if skipped in output else "graded"
+            outcomes[student] = AutogradeOutcome(
+                student, status, submission.score, submission.max_score, log=relative_log
+            )
+    return outcomes, culprits
 
 
 def save_status(course: Course, outcomes: list) -> None:

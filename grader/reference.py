@@ -10,7 +10,16 @@ import difflib
 from functools import lru_cache
 from pathlib import Path
 
-from workbook.step_chain import LAST_STEP, OUTPUT_DIR, SOURCE, STEP_TITLES, output_name, render
+from workbook.step_chain import (
+    BONUSES,
+    LAST_STEP,
+    OUTPUT_DIR,
+    SOURCE,
+    STEP_TITLES,
+    output_name,
+    render,
+    render_bonus,
+)
 
 STEPS = range(1, LAST_STEP + 1)
 DIFF_CONTEXT = 2  # lines of context around each change in the expected diff
@@ -63,5 +72,26 @@ def expected_diff(step: int) -> str:
         fromfile=f"after step {step - 1}" if step > 1 else "starting script",
         tofile=f"after step {step}",
         n=DIFF_CONTEXT,
+    )
+    return "".join(diff)
+
+
+@lru_cache(maxsize=None)
+def bonus_diff(name: str) -> str:
+    """The unified diff from the solution to the reference of a bonus (its blocks only)."""
+    text = _source_text()
+    try:
+        if text is None:
+            raise ValueError("no annotated source")
+        before = render(text, LAST_STEP).splitlines(keepends=True)
+        after = render_bonus(text, name).splitlines(keepends=True)
+    except ValueError:
+        try:
+            before = reference_path(LAST_STEP).read_text(encoding="utf-8").splitlines(True)
+            after = (OUTPUT_DIR / BONUSES[name]).read_text(encoding="utf-8").splitlines(True)
+        except (OSError, KeyError):
+            return ""
+    diff = difflib.unified_diff(
+        before, after, fromfile="solution", tofile=f"with the {name} bonus", n=DIFF_CONTEXT
     )
     return "".join(diff)

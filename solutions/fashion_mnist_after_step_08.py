@@ -9,6 +9,8 @@ Full run on the prepared data set (`python -m workbook.fashion_data prepare`):
 
     python fashion_mnist.py --log-dir logs/baseline
 
+`--model` picks the model from MODELS (default: wide_resnet).
+
 Horovod: run it on N workers with `horovodrun -np N python fashion_mnist.py ...`.
 """
 
@@ -39,8 +41,10 @@ CLASS_NAMES = [
     "Ankle boot",
 ]
 
-# The prepared data: python -m workbook.fashion_data prepare
-REPO_DIR = Path(__file__).resolve().parent.parent
+# The prepared data: python -m workbook.fashion_data prepare. The workbook's top folder is the
+# first one above this script that has a data/ folder (scripts live in notebooks/, solutions/...).
+SCRIPT_DIR = Path(__file__).resolve().parent
+REPO_DIR = next((folder for folder in SCRIPT_DIR.parents if (folder / "data").is_dir()), SCRIPT_DIR)
 DEFAULT_DATA_DIR = os.environ.get("FASHION_MNIST_DATA", REPO_DIR / "data" / "fashion_mnist")
 SAMPLE_DATA_DIR = REPO_DIR / "data" / "sample"
 
@@ -82,6 +86,7 @@ def parse_args():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         parents=[preset_parser],
     )
+    parser.add_argument("--model", choices=sorted(MODELS), default="wide_resnet", help="the model")
     parser.add_argument("--log-dir", default="logs/run", help="checkpoints and TensorBoard logs")
     parser.add_argument(
         "--data-dir",
@@ -126,12 +131,13 @@ def load_fashion_mnist(data_dir, train_images=0, test_images=0):
     return splits
 
 
-def wide_resnet(depth, width, weight_decay, input_shape=(28, 28, 1), classes=10):
+def wide_resnet(args, input_shape=(28, 28, 1), classes=10):
     """Returns a WideResNet-depth-width (https://arxiv.org/abs/1605.07146) as a Keras model."""
+    depth, width = args.depth, args.width
     if (depth - 4) % 6:
         raise ValueError(f"WideResNet depth must be 6n+4 (10, 16, 22, 28...), not {depth}")
     blocks_per_group = (depth - 4) // 6
-    l2 = tf.keras.regularizers.l2(weight_decay)
+    l2 = tf.keras.regularizers.l2(args.wd)
 
     def conv(x, filters, kernel_size, strides=1):
         return tf.keras.layers.Conv2D(
@@ -163,8 +169,15 @@ def wide_resnet(depth, width, weight_decay, input_shape=(28, 28, 1), classes=10)
             y = conv(bn_relu(y), filters, 3)
             x = tf.keras.layers.Add()([shortcut, y])
     x = tf.keras.layers.GlobalAveragePooling2D()(bn_relu(x))
-    outputs = tf.keras.layers.Dense(10, activation="softmax", kernel_regularizer=l2)(x)
-    return tf.keras.Model(inputs, outputs, name=f"wrn_{depth}_{width}")
+    outputs = tf.keras.layers.Dense(classes, activation="softmax", kernel_regularizer=l2)(x)
+    return tf.keras.Model(inputs, outputs, name=f"wide_resnet_{depth}_{width}")
+
+
+# The models --model can pick. Each builder takes the parsed options and returns a Keras model
+# for 28x28 grayscale images and 10 classes, with the registry name in the model's name.
+MODELS = {
+    "wide_resnet": wide_resnet,
+}
 
 
 def restart_epoch(log_dir):
@@ -302,7 +315,7 @@ if resume_from_epoch > 0 and hvd.rank() == 0:
     # Horovod: load_model wraps the saved (legacy Keras) optimizer in DistributedOptimizer.
     model = hvd.load_model(checkpoint_format.format(epoch=resume_from_epoch), legacy_opts=True)
 else:
-    model = wide_resnet(args.depth, args.width, args.wd)
+    model = MODELS[args.model](args)
     # TODO: Step 12 - switch to the NovoGrad optimizer of TensorFlow Addons.
     opt = tf.keras.optimizers.legacy.SGD(learning_rate=scaled_lr, momentum=args.momentum)
     # Horovod: wrap the optimizer so that every step averages the gradients of all workers.
@@ -351,6 +364,7 @@ if verbose:
     print(report)
     # One line for programs that read the results.
     result = {
+        "model": model.name,
         "test_loss": round(test_loss, 4),
         "test_accuracy": round(test_accuracy, 4),
         "train_seconds": round(train_seconds, 1),

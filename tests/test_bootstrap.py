@@ -68,3 +68,90 @@ def test_horovod_check_build_parsing():
     output = "Available Frameworks:\n    [X] TensorFlow\n    [ ] PyTorch\n"
     assert bootstrap.horovod_has(output, "TensorFlow")
     assert not bootstrap.horovod_has(output, "PyTorch")
+
+
+# --- MPI: built when OpenMPI's mpicxx is there, decided once, and cached by build inputs -------
+
+
+@pytest.fixture
+def path_with_mpicxx(tmp_path):
+    """A PATH on which an executable named mpicxx is found (the decision only looks for it)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "mpicxx"
+    wrapper.write_text("#!/bin/sh\nexit 0\n")
+    wrapper.chmod(0o755)
+    return str(folder)
+
+
+def gloo_only_stamp(device="cpu"):
+    """What bootstrap wrote before MPI was decided automatically (the keys and the flags)."""
+    return {"device": device, "requirements_sha256": "x",
+            "horovod_inputs_sha256": bootstrap.horovod_inputs_sha256(device),
+            "horovod_build": {**bootstrap.HOROVOD_BUILD_ENV[device], "HOROVOD_WITHOUT_MPI": "1"}}
+
+
+def test_mpi_is_built_when_mpicxx_is_on_path(path_with_mpicxx, tmp_path):
+    found = bootstrap.mpi_decision("cpu", environ={"PATH": path_with_mpicxx})
+    assert found.build and path_with_mpicxx in found.reason
+    assert found.controllers() == ["Gloo", "MPI"]
+    assert found.describe().startswith("Horovod controllers: Gloo and MPI (")
+    missing = bootstrap.mpi_decision("cpu", environ={"PATH": str(tmp_path)})
+    assert not missing.build and "apt-get install openmpi-bin libopenmpi-dev" in missing.reason
+    assert missing.describe().startswith("Horovod controllers: Gloo (")
+
+
+def test_the_user_variables_decide_over_what_is_found(path_with_mpicxx, tmp_path):
+    assert not bootstrap.mpi_decision("cpu", environ={"PATH": path_with_mpicxx,
+                                                      "HOROVOD_WITHOUT_MPI": "1"}).build
+    assert bootstrap.mpi_decision("cpu", environ={"PATH": str(tmp_path),
+                                                  "HOROVOD_WITH_MPI": "1"}).build
+
+
+def test_exactly_one_mpi_flag_reaches_the_build():
+    for build in (True, False):
+        flags = bootstrap.wanted_state("gpu", bootstrap.MpiDecision(build, "test"))["horovod_build"]
+        assert flags["HOROVOD_GPU_OPERATIONS"] == "NCCL"
+        assert ("HOROVOD_WITH_MPI" in flags, "HOROVOD_WITHOUT_MPI" in flags) == (build, not build)
+
+
+def test_installing_openmpi_later_does_not_rebuild_a_working_environment(path_with_mpicxx):
+    """An environment built before OpenMPI was there stays up to date, and says how to add MPI."""
+    stamp = gloo_only_stamp()
+    kept = bootstrap.mpi_decision("cpu", stamp, environ={"PATH": path_with_mpicxx})
+    assert not kept.build and "REBUILD_HOROVOD=1" in kept.reason
+    state = bootstrap.wanted_state("cpu", kept)
+    assert state["horovod_build"] == stamp["horovod_build"]
+    assert bootstrap.stamp_matches({**state, "horovod_controllers": ["Gloo"]}, state)
+    # Asked to rebuild, or when TensorFlow changed, it looks again and takes MPI.
+    assert bootstrap.mpi_decision("cpu", stamp, rebuild=True,
+                                  environ={"PATH": path_with_mpicxx}).build
+    assert bootstrap.mpi_decision("cpu", {**stamp, "horovod_inputs_sha256": "old"},
+                                  environ={"PATH": path_with_mpicxx}).build
+
+
+def test_wheel_cache_is_keyed_by_the_build(tmp_path, monkeypatch):
+    monkeypatch.setenv(bootstrap.WHEEL_CACHE_VARIABLE, str(tmp_path / "wheels"))
+    with_mpi = bootstrap.wanted_state("cpu", bootstrap.MpiDecision(True, "test"))
+    without = bootstrap.wanted_state("cpu", bootstrap.MpiDecision(False, "test"))
+    this_env = Path(sys.prefix)
+    first = bootstrap.wheel_cache_dir(this_env, with_mpi)
+    assert first.parent == tmp_path / "wheels"
+    assert bootstrap.wheel_cache_dir(this_env, with_mpi) == first
+    assert bootstrap.wheel_cache_dir(this_env, without) != first
+    gpu = bootstrap.wanted_state("gpu", bootstrap.MpiDecision(False, "test"))
+    assert bootstrap.wheel_cache_dir(this_env, gpu) != bootstrap.wheel_cache_dir(this_env, without)
+    # What the venv holds is part of the key: its TensorFlow and its Python.
+    inputs = bootstrap.installed_build_inputs(this_env)
+    assert inputs["python"] == sys.version.split()[0]
+    assert any(name.lower().startswith("tensorflow") for name in inputs["tensorflow"])
+
+
+def test_only_a_finished_build_counts_as_cached(tmp_path):
+    folder = tmp_path / "key"
+    folder.mkdir()
+    assert bootstrap.cached_wheel(folder) is None
+    wheel = folder / "horovod-0.28.1-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"")
+    assert bootstrap.cached_wheel(folder) == wheel
+    assert bootstrap.cached_wheel(tmp_path / "key.partial") is None

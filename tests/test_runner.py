@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ import pytest
 from lab_helpers import free_port
 
 from workbook import runner
+from workbook.runner import hosts
 from workbook.runner import (
     Line,
     OutputParser,
@@ -421,6 +423,93 @@ def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
     assert again.run_name == plan.run_name + "-2"
     with pytest.raises(FileNotFoundError):
         plan_run("missing.py", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hosts: which ones horovodrun reaches with ssh, and the check before a run (real ssh, no server)
+# ---------------------------------------------------------------------------------------------
+
+needs_ssh = pytest.mark.skipif(
+    shutil.which("ssh") is None, reason="no ssh client (Debian: apt-get install openssh-client)"
+)
+
+
+def test_ssh_settings_come_from_horovodruns_options():
+    options, command = split_horovodrun_args("-np 4 -p 2222 -i /k/id -H a:2,b:2 x.py -p 9".split())
+    assert command == ["x.py", "-p", "9"]  # the script's own -p is the script's
+    assert hosts.ssh_settings(options) == hosts.SshSettings(port="2222", identity_file="/k/id")
+    long = hosts.ssh_settings(["--ssh-port=22", "--ssh-identity-file", "key"])
+    assert long.args() == ["-p", "22", "-i", "key"]
+    assert hosts.ssh_settings(["-H", "a:1"]).args() == []
+    assert hosts.ssh_command("a", long)[-6:] == ["-p", "22", "-i", "key", "a", "true"]
+    plain = hosts.ssh_command("a")
+    assert "BatchMode=yes" in plain and "ConnectTimeout=5" in plain
+
+
+def test_which_hosts_are_remote():
+    assert hosts.host_names("a:2,b:2,a:1, c") == ["a", "b", "c"]
+    this_machine = [
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and not address.address.startswith("127.")
+    ]
+    local = ["localhost", "127.0.0.1", socket.gethostname(), *this_machine]
+    given = ",".join(f"{name}:1" for name in [*local, "elsewhere.invalid", "10.254.253.252"])
+    # horovodrun's rule: a name that resolves to an address of this machine is local; one that
+    # does not resolve is remote (ssh may know it from its config).
+    assert hosts.remote_hosts(given) == ["elsewhere.invalid", "10.254.253.252"]
+
+
+@needs_horovodrun
+def test_plan_bounds_the_start_on_remote_hosts(tmp_path, monkeypatch):
+    monkeypatch.delenv("HOROVOD_START_TIMEOUT", raising=False)
+    a_script(tmp_path)
+    common = dict(cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+    plan = plan_run("-H host1:2,host2:2 -p 2222 train.py", **common)
+    assert plan.argv[plan.argv.index("--start-timeout") + 1] == "60"
+    assert "--start-timeout 60" in plan.display_command
+    assert plan.ssh == hosts.SshSettings(port="2222")
+    given = plan_run("-H host1:2,host2:2 --start-timeout 120 train.py", **common)
+    assert given.argv.count("--start-timeout") == 1 and "120" in given.argv
+    from_env = plan_run("-H host1:2 train.py", env={"HOROVOD_START_TIMEOUT": "90"}, **common)
+    assert "--start-timeout" not in from_env.argv
+    local = plan_run("-H localhost:2 train.py", **common)
+    assert "--start-timeout" not in local.argv and local.ssh == hosts.SshSettings()
+
+
+@needs_ssh
+def test_ssh_check_names_each_failing_host_with_sshs_reason():
+    closed = hosts.SshSettings(port=str(free_port()))  # nothing listens there
+    started = time.monotonic()
+    problems = hosts.check_ssh(["127.0.0.1", "nowhere.invalid"], closed)
+    assert time.monotonic() - started < hosts.SSH_TIMEOUT_S
+    assert problems["127.0.0.1"].endswith("Connection refused"), problems
+    assert "Could not resolve hostname nowhere.invalid" in problems["nowhere.invalid"]
+
+    with pytest.raises(hosts.HostsUnreachable) as raised:
+        hosts.ensure_reachable(["127.0.0.1"], closed)
+    message = str(raised.value)
+    assert message.startswith("cannot start the run: ssh cannot reach 127.0.0.1 (127.0.0.1: ssh:")
+    assert f"`ssh -p {closed.port} 127.0.0.1 true` works" in message
+    assert "\n" not in message
+    # In Jupyter the message alone, no traceback of the runner's frames.
+    assert raised.value._render_traceback_() == [f"\x1b[31mHostsUnreachable\x1b[0m: {message}"]
+
+
+@needs_horovodrun
+@needs_ssh
+def test_run_on_an_unreachable_host_stops_before_starting(tmp_path, capsys):
+    a_script(tmp_path)
+    where = dict(cwd=tmp_path, logs_root=tmp_path)
+    started = time.monotonic()
+    with pytest.raises(runner.HostsUnreachable, match=r"ssh cannot reach nowhere\.invalid \("):
+        runner.horovodrun("-H localhost:1,nowhere.invalid:1 train.py", np=2, **where)
+    assert time.monotonic() - started < hosts.SSH_TIMEOUT_S
+    assert list(tmp_path.iterdir()) == [tmp_path / "train.py"]  # no log folder: nothing ran
+    assert "Checking that ssh reaches nowhere.invalid" in capsys.readouterr().out
+    with pytest.raises(runner.HostsUnreachable):
+        runner.start_in_background("-H nowhere.invalid:2 train.py", **where)
 
 
 # ---------------------------------------------------------------------------------------------

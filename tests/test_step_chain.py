@@ -173,7 +173,83 @@ def test_check_and_build_commands(tmp_path, monkeypatch, capsys):
     assert REGENERATE in capsys.readouterr().err
     assert step_chain.main(["build"]) == 0
     assert len(list(tmp_path.glob("*.py"))) == LAST_STEP + 2
+    for name in step_chain.BONUSES.values():
+        assert (tmp_path / name).is_file(), f"build did not write {name}"
     assert step_chain.main(["check"]) == 0
     (tmp_path / "fashion_mnist_after_step_07.py").write_text("# edited by hand\n")
     assert step_chain.main(["check"]) == 1
     assert "fashion_mnist_after_step_07.py" in capsys.readouterr().err
+
+
+# --- bonus references: the solution plus the `#@ bonus NAME` blocks ---------------------------
+
+BONUS_NAMES = sorted(step_chain.BONUSES)
+
+
+def bonus_rendered(name):
+    return step_chain.render_bonus(SOURCE_TEXT, name)
+
+
+@pytest.mark.parametrize("name", BONUS_NAMES)
+def test_committed_bonus_reference_equals_rendering(name):
+    committed_text = (step_chain.OUTPUT_DIR / step_chain.BONUSES[name]).read_text(encoding="utf-8")
+    assert committed_text == bonus_rendered(name), f"regenerate with `{REGENERATE}`"
+
+
+@pytest.mark.parametrize("name", BONUS_NAMES)
+def test_bonus_reference_is_the_solution_plus_only_its_blocks(name):
+    solution = step_chain.render_lines(SOURCE_TEXT, LAST_STEP)
+    bonus = step_chain.render_lines(SOURCE_TEXT, LAST_STEP, bonus=name)
+    # Nothing of the solution is replaced (no `#@ else` in this bonus's blocks)...
+    assert not [text for text, keys in solution if name in keys]
+    # ...and taking the bonus's block lines out of its reference gives back the solution.
+    added = [text for text, keys in bonus if name in keys]
+    assert [text for text, keys in bonus if name not in keys] == [text for text, _ in solution]
+    assert any(line.startswith("def ") for line in added), f"the {name} bonus adds no function"
+    text = bonus_rendered(name)
+    compile(text, step_chain.BONUSES[name], "exec")
+    assert not [line for line in text.splitlines() if len(line) > 100]
+
+
+@pytest.mark.parametrize("name", BONUS_NAMES)
+def test_bonus_answers_stay_out_of_the_chain(name):
+    inside = {
+        text.strip()
+        for text, keys in step_chain.render_lines(SOURCE_TEXT, LAST_STEP, bonus=name)
+        if name in keys and text.strip() and not text.strip().startswith("#")
+    }
+    assert inside
+    for step in STEPS:
+        lines = {line.strip() for line in rendered(step).splitlines()}
+        assert f'"{name}": {name},' not in lines and f"def {name}(" not in rendered(step)
+
+
+def test_bonus_blocks_render_only_into_their_bonus():
+    source = "\n".join(
+        ["a", "#@ bonus alexnet", "b", "#@ else", "c", "#@ end",
+         "#@ step 3", "    #@ bonus alexnet", "    d", "    #@ end", "#@ end", ""]
+    )  # fmt: skip
+    assert render(source, LAST_STEP) == "a\nc\n"
+    assert render(source, 2, bonus="alexnet") == "a\nb\n"
+    assert render(source, LAST_STEP, bonus="alexnet") == "a\nb\n    d\n"
+    lines = step_chain.render_lines(source, 3, bonus="alexnet")
+    keys = [sorted(map(str, keys)) for _, keys in lines]
+    assert keys == [[], ["alexnet"], ["3", "alexnet"]]
+    with pytest.raises(ValueError, match="bonus must be one of"):
+        render(source, LAST_STEP, bonus="lenet")
+
+
+@pytest.mark.parametrize(
+    "source, line, message",
+    [
+        ("a\n#@ bonus lenet\nb\n#@ end\n", 2, "unknown bonus 'lenet'"),
+        ("#@ bonus\na\n#@ end\n", 1, "expected '#@ bonus NAME'"),
+        ("#@ bonus AlexNet\na\n#@ end\n", 1, "expected '#@ bonus NAME'"),
+        ("a\n#@ bonus alexnet\nb\n", 2, "'#@ bonus alexnet' is never closed"),
+        ("#@ bonus alexnet\na\n  #@ end\n", 3, "from its '#@ bonus alexnet' on line 1"),
+    ],
+)
+def test_parser_rejects_malformed_bonus_markers(source, line, message):
+    with pytest.raises(StepSyntaxError, match=message) as error:
+        render(source, LAST_STEP, "x.steps.py", bonus="alexnet")
+    assert error.value.line == line

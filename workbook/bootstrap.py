@@ -7,6 +7,11 @@ Runs with any Python 3 (standard library only), because it is what creates the e
 Order matters: TensorFlow first, then the other pins, then Horovod compiled against that
 TensorFlow (Horovod's sdist links to the TensorFlow it finds at build time). A stamp file records
 what was installed, so a second run with unchanged requirements returns in well under a second.
+
+Horovod always gets the Gloo controller; it also gets MPI when OpenMPI's compiler wrapper
+`mpicxx` is on PATH (HOROVOD_WITHOUT_MPI=1 or HOROVOD_WITH_MPI=1 decide instead). The compiled
+wheel is kept in a cache folder named after everything it was built from (build flags,
+TensorFlow, Python, MPI), so a rebuilt environment with the same settings installs it in seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from workbook.paths import REPO
@@ -29,25 +35,29 @@ STAMP_NAME = "workbook-env.json"
 PYTHON_VERSION = (3, 11)
 
 # Build variables for Horovod: TensorFlow + Gloo always; NCCL for GPU allreduce on CUDA machines.
-# MPI is opt-in (HOROVOD_WITH_MPI=1 in the environment) because it needs OpenMPI installed first.
+# MPI is decided per machine by mpi_decision() and adds one of the two variables below.
 HOROVOD_BUILD_ENV = {
     "cpu": {
         "HOROVOD_WITH_TENSORFLOW": "1",
         "HOROVOD_WITH_GLOO": "1",
-        "HOROVOD_WITHOUT_MPI": "1",
         "HOROVOD_WITHOUT_PYTORCH": "1",
         "HOROVOD_WITHOUT_MXNET": "1",
     },
     "gpu": {
         "HOROVOD_WITH_TENSORFLOW": "1",
         "HOROVOD_WITH_GLOO": "1",
-        "HOROVOD_WITHOUT_MPI": "1",
         "HOROVOD_WITHOUT_PYTORCH": "1",
         "HOROVOD_WITHOUT_MXNET": "1",
         "HOROVOD_GPU_OPERATIONS": "NCCL",
     },
 }
 HOROVOD_BUILD_ENV["macos"] = HOROVOD_BUILD_ENV["cpu"]
+# HOROVOD_WITH_MPI=1 makes Horovod's build fail when it cannot find MPI, rather than quietly
+# leaving it out; HOROVOD_WITHOUT_MPI=1 stops it from picking up an MPI it happens to find.
+WITH_MPI = {"HOROVOD_WITH_MPI": "1"}
+WITHOUT_MPI = {"HOROVOD_WITHOUT_MPI": "1"}
+INSTALL_OPENMPI = "apt-get install openmpi-bin libopenmpi-dev"
+WHEEL_CACHE_VARIABLE = "WORKBOOK_WHEEL_CACHE"
 
 
 def default_device() -> str:
@@ -81,19 +91,69 @@ def files_sha256(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def wanted_state(device: str) -> dict:
+@dataclass(frozen=True)
+class MpiDecision:
+    """Whether Horovod gets the MPI controller, and why (shown to the user, kept in the stamp)."""
+
+    build: bool
+    reason: str
+
+    def controllers(self) -> list[str]:
+        return ["Gloo", "MPI"] if self.build else ["Gloo"]
+
+    def describe(self) -> str:
+        built = " and ".join(self.controllers())
+        return f"Horovod controllers: {built} ({self.reason})"
+
+
+def horovod_inputs_sha256(device: str) -> str:
+    # Horovod must be recompiled only when TensorFlow, Horovod or the build flags change.
+    return files_sha256([REQUIREMENTS / f"tensorflow-{device}.txt", REQUIREMENTS / "horovod.txt"])
+
+
+def mpi_decision(device: str, previous: dict | None = None, rebuild: bool = False,
+                 environ: dict | None = None) -> MpiDecision:
+    """MPI or not: the user's variable, else keep a working build as it is, else look for mpicxx."""
+    environ = os.environ if environ is None else environ
+    if environ.get("HOROVOD_WITHOUT_MPI") == "1":
+        return MpiDecision(False, "HOROVOD_WITHOUT_MPI=1 is set")
+    if environ.get("HOROVOD_WITH_MPI") == "1":
+        return MpiDecision(True, "HOROVOD_WITH_MPI=1 is set")
+    mpicxx = shutil.which("mpicxx", path=environ.get("PATH"))
+    previous = previous or {}
+    same_build = (not rebuild and previous.get("device") == device
+                  and previous.get("horovod_inputs_sha256") == horovod_inputs_sha256(device)
+                  and isinstance(previous.get("horovod_build"), dict))
+    if same_build:
+        # Installing OpenMPI later must not trigger a surprise 7-minute rebuild: say how instead.
+        built = previous["horovod_build"].get("HOROVOD_WITH_MPI") == "1"
+        if built and not mpicxx:
+            return MpiDecision(True, "built with MPI earlier; mpicxx is no longer on PATH, "
+                                     "so mpirun may not work")
+        if not built and mpicxx:
+            return MpiDecision(False, f"built without MPI earlier; {mpicxx} is there now: "
+                                      "`make env REBUILD_HOROVOD=1` adds MPI")
+    if mpicxx:
+        return MpiDecision(True, f"OpenMPI's compiler wrapper was found: {mpicxx}")
+    return MpiDecision(False, f"no mpicxx on PATH; to add MPI: `{INSTALL_OPENMPI}`, "
+                              "then `make env REBUILD_HOROVOD=1`")
+
+
+def wanted_state(device: str, mpi: MpiDecision | None = None) -> dict:
     """What the stamp must say for the environment to count as up to date."""
-    build_env = dict(HOROVOD_BUILD_ENV[device])
-    if os.environ.get("HOROVOD_WITH_MPI") == "1":
-        build_env.update(HOROVOD_WITH_MPI="1", HOROVOD_WITHOUT_MPI="0")
+    mpi = mpi_decision(device) if mpi is None else mpi
+    build_env = {**HOROVOD_BUILD_ENV[device], **(WITH_MPI if mpi.build else WITHOUT_MPI)}
     return {
         "device": device,
         "requirements_sha256": files_sha256(requirement_files(device)),
-        # Horovod must be recompiled only when TensorFlow, Horovod or the build flags change.
-        "horovod_inputs_sha256": files_sha256([REQUIREMENTS / f"tensorflow-{device}.txt",
-                                               REQUIREMENTS / "horovod.txt"]),
+        "horovod_inputs_sha256": horovod_inputs_sha256(device),
         "horovod_build": build_env,
     }
+
+
+def stamp_matches(stamp: dict | None, state: dict) -> bool:
+    """The stamp's keys beyond the wanted state (what was built and why) are informational."""
+    return stamp is not None and all(stamp.get(key) == value for key, value in state.items())
 
 
 def read_stamp(venv: Path) -> dict | None:
@@ -174,31 +234,117 @@ def horovod_has(check_build: str, name: str) -> bool:
     return any(line.strip() == f"[X] {name}" for line in check_build.splitlines())
 
 
-def build_horovod(venv: Path, log: Path, state: dict, fresh: bool) -> None:
+def wheel_cache_root() -> Path:
+    if os.environ.get(WHEEL_CACHE_VARIABLE):
+        return Path(os.environ[WHEEL_CACHE_VARIABLE])
+    cache_home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache_home) / "horovod-workbook" / "wheels"
+
+
+def installed_build_inputs(venv: Path) -> dict:
+    """What a compiled Horovod depends on besides its flags: the venv's Python and TensorFlow."""
+    probe = ("import json, platform, sys\n"
+             "from importlib import metadata\n"
+             "tf = sorted(f\"{d.metadata['Name']}=={d.version}\" for d in metadata.distributions()\n"
+             "            if (d.metadata['Name'] or '').lower().startswith('tensorflow')\n"
+             "            and 'addons' not in d.metadata['Name'].lower())\n"
+             "print(json.dumps({'python': sys.version.split()[0], 'machine': platform.machine(),\n"
+             "                  'system': platform.system(), 'tensorflow': tf}))")
+    result = subprocess.run([str(venv_python(venv)), "-c", probe], capture_output=True, text=True)
+    return json.loads(result.stdout) if result.returncode == 0 else {"probe_error": result.stderr}
+
+
+def mpi_identity() -> str:
+    """Which MPI a build links to: the wrapper's real path and mpirun's version line."""
+    mpicxx = shutil.which("mpicxx")
+    mpirun = shutil.which("mpirun")
+    version = ""
+    if mpirun:
+        result = subprocess.run([mpirun, "--version"], capture_output=True, text=True)
+        version = (result.stdout.strip().splitlines() or [""])[0]
+    return f"{os.path.realpath(mpicxx) if mpicxx else None} {version}"
+
+
+def wheel_cache_dir(venv: Path, state: dict) -> Path:
+    """The cache folder for exactly this build: a hash of every input that changes the wheel."""
+    build = state["horovod_build"]
+    inputs = {
+        "build": build,
+        "horovod": (REQUIREMENTS / "horovod.txt").read_text(),
+        "installed": installed_build_inputs(venv),
+        "mpi": mpi_identity() if build.get("HOROVOD_WITH_MPI") == "1" else None,
+    }
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return wheel_cache_root() / key
+
+
+def compile_horovod_wheel(venv: Path, log: Path, state: dict, cache_dir: Path) -> Path:
+    """`pip wheel` Horovod with the build flags into cache_dir; return the wheel."""
     problems = check_compilers()
     if problems:
         raise SetupError("Cannot build Horovod:\n  " + "\n  ".join(problems))
     env = dict(os.environ, **state["horovod_build"])
+    for name in ("HOROVOD_WITH_MPI", "HOROVOD_WITHOUT_MPI"):
+        if name not in state["horovod_build"]:
+            env.pop(name, None)  # the decision was made; the other variable must not undo it
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    partial = cache_dir.with_name(cache_dir.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    # --no-cache-dir: pip's own cache is keyed by the sdist alone, not by the build flags, so a
+    # wheel in it could be another build's; the folder here is keyed by everything.
+    run_logged([str(venv_python(venv)), "-m", "pip", "wheel", "--disable-pip-version-check",
+                "--progress-bar", "off", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+                "-w", str(partial), "-r", str(REQUIREMENTS / "horovod.txt")],
+               log, env=env, what="Building Horovod")
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    partial.rename(cache_dir)  # only a finished build counts as cached
+    return cached_wheel(cache_dir)
+
+
+def cached_wheel(cache_dir: Path) -> Path | None:
+    wheels = sorted(cache_dir.glob("horovod-*.whl"))
+    return wheels[0] if len(wheels) == 1 else None
+
+
+def build_horovod(venv: Path, log: Path, state: dict, fresh: bool) -> bool:
+    """Install Horovod built with the state's flags; True when the wheel came from the cache."""
+    cache_dir = wheel_cache_dir(venv, state)
+    wheel = None if fresh else cached_wheel(cache_dir)
+    from_cache = wheel is not None
+    if from_cache:
+        step(f"Installing Horovod from the wheel built earlier with the same settings: {wheel}")
+    else:
+        step("Compiling Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores); "
+             f"the wheel is kept in {cache_dir}")
+        wheel = compile_horovod_wheel(venv, log, state, cache_dir)
+        if wheel is None:
+            raise SetupError(f"Building Horovod left no single wheel in {cache_dir}. Log: {log}")
     # The old build must go first: a reinstall that is "already satisfied" would keep it.
     run_logged([str(venv_python(venv)), "-m", "pip", "uninstall", "-y", "horovod"], log,
                what="pip uninstall horovod")
-    # pip caches the wheel it builds, keyed by the sdist only. That is safe for the default
-    # CPU build (TensorFlow is pinned), but a forced rebuild or other build flags (GPU, MPI)
-    # must neither reuse nor pollute that cache.
-    cache = [] if state["horovod_build"] == HOROVOD_BUILD_ENV["cpu"] and not fresh else \
-        ["--no-cache-dir"]
     locked = [arg for path in constraint_files(state["device"]) for arg in ("-c", str(path))]
-    pip_install(venv, log, ["--no-build-isolation", *cache, *locked,
-                            "-r", str(REQUIREMENTS / "horovod.txt")],
-                env=env, what="Building Horovod")
+    pip_install(venv, log, ["--no-build-isolation", *locked, str(wheel)],
+                what="Installing Horovod")
+    return from_cache
+
+
+def missing_parts(check_build: str | None, state: dict) -> list[str]:
+    """What `horovodrun --check-build` should list but does not."""
+    if check_build is None:
+        return ["a working horovodrun"]
+    wanted = ["TensorFlow", "Gloo"] + (["MPI"] if state["horovod_build"].get(
+        "HOROVOD_WITH_MPI") == "1" else [])
+    return [name for name in wanted if not horovod_has(check_build, name)]
 
 
 def ensure_environment(venv: Path, device: str, rebuild_horovod: bool) -> str:
     """Bring the venv up to date; return a one-line summary of what was done."""
-    state = wanted_state(device)
     stamp = read_stamp(venv)
-    if stamp == state and venv_python(venv).exists() and not rebuild_horovod:
+    mpi = mpi_decision(device, stamp, rebuild_horovod)
+    state = wanted_state(device, mpi)
+    if stamp_matches(stamp, state) and venv_python(venv).exists() and not rebuild_horovod:
+        step(mpi.describe())
         return f"Environment {venv} is up to date ({device})."
 
     started = time.monotonic()
@@ -220,27 +366,30 @@ def ensure_environment(venv: Path, device: str, rebuild_horovod: bool) -> str:
 
     # Rebuild Horovod when asked, when missing or broken, or when TensorFlow, Horovod or the
     # build settings changed (Horovod records the TensorFlow it was compiled against).
+    step(mpi.describe())
     check_build = horovod_check_build(venv)
     stamp = stamp or {}
-    needs_build = (rebuild_horovod or check_build is None
+    needs_build = (rebuild_horovod or missing_parts(check_build, state)
                    or stamp.get("horovod_inputs_sha256") != state["horovod_inputs_sha256"]
-                   or stamp.get("horovod_build") != state["horovod_build"]
-                   or not horovod_has(check_build, "TensorFlow"))
+                   or stamp.get("horovod_build") != state["horovod_build"])
     if needs_build:
-        step("Building Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores, "
-             "seconds when pip's cache has it)")
-        build_horovod(venv, log, state, fresh=rebuild_horovod)
+        from_cache = build_horovod(venv, log, state, fresh=rebuild_horovod)
         check_build = horovod_check_build(venv)
+        if from_cache and missing_parts(check_build, state):
+            step("The cached Horovod wheel does not work here; compiling a fresh one")
+            build_horovod(venv, log, state, fresh=True)
+            check_build = horovod_check_build(venv)
     if check_build is None:
         raise SetupError(f"Horovod was installed but `horovodrun --check-build` fails: "
                          f"{horovod_error(venv)}. Build log: {log}")
-    for name in ("TensorFlow", "Gloo"):
-        if not horovod_has(check_build, name):
-            raise SetupError(
-                f"Horovod was built without {name}. Fix: `make env REBUILD_HOROVOD=1` "
-                f"(see INSTALL.md, Troubleshooting). Build log: {log}")
+    for name in missing_parts(check_build, state):
+        fix = (f"install OpenMPI (`{INSTALL_OPENMPI}`), then `make env REBUILD_HOROVOD=1`, or "
+               "set HOROVOD_WITHOUT_MPI=1" if name == "MPI" else "`make env REBUILD_HOROVOD=1`")
+        raise SetupError(f"Horovod was built without {name}. Fix: {fix} "
+                         f"(see INSTALL.md, Troubleshooting). Build log: {log}")
 
-    (venv / STAMP_NAME).write_text(json.dumps(state, indent=2) + "\n")
+    record = {**state, "horovod_controllers": mpi.controllers(), "horovod_mpi_reason": mpi.reason}
+    (venv / STAMP_NAME).write_text(json.dumps(record, indent=2) + "\n")
     minutes = (time.monotonic() - started) / 60
     return f"Environment {venv} ready ({device}) in {minutes:.1f} min."
 

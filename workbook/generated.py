@@ -27,6 +27,7 @@ def write_changed(expected: dict[str, str], output_dir: Path) -> list[str]:
     for name, text in expected.items():
         path = output_dir / name
         if differs(path, text):
+            path.parent.mkdir(parents=True, exist_ok=True)  # e.g. solutions/bonus/
             path.write_text(text, encoding="utf-8")
             written.append(name)
     return written

@@ -24,6 +24,8 @@ A source says where it goes with a placeholder:
                           (the baseline, the final run), quick when WORKBOOK_QUICK=1
     {{ steps_table }}     the twelve steps, each linked to its notebook
     {{ next }}            a link to the next notebook
+    {{ NAME_reference_diff }}  for each bonus NAME of the chain (`alexnet_reference_diff`): the
+                          change from the solution to that bonus's reference, collapsed
 
 An unknown placeholder, or one that needs a step in a notebook that is not a step, is an error
 naming the source file. Two cells are made by the builder from one template each:
@@ -43,7 +45,15 @@ from pathlib import Path
 
 from workbook.generated import build_or_check_main, stale_names, write_changed
 from workbook.paths import NOTEBOOKS_DIR
-from workbook.step_chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+from workbook.step_chain import (
+    BONUSES,
+    LAST_STEP,
+    SOURCE,
+    STEP_TITLES,
+    output_name,
+    render,
+    render_bonus,
+)
 
 SOURCE_DIR = NOTEBOOKS_DIR / "src"
 OUTPUT_DIR = NOTEBOOKS_DIR
@@ -165,6 +175,28 @@ def reference_block(scripts: list, step: int) -> str:
     )
 
 
+def bonus_block(chain_text: str, bonus: str) -> str:
+    """The change from the solution to a bonus's reference, in a collapsed <details> block."""
+    before = "solutions/fashion_mnist_solution.py"
+    whole = f"solutions/{BONUSES[bonus]}"
+    diff = "".join(
+        difflib.unified_diff(
+            render(chain_text, LAST_STEP).splitlines(keepends=True),
+            render_bonus(chain_text, bonus).splitlines(keepends=True),
+            fromfile=before,
+            tofile=whole,
+        )
+    )
+    return (
+        "<details><summary>Reference solution</summary>\n\n"
+        f"What the reference adds to the finished script `{before}`, as `diff` shows it "
+        "(`+` lines come):\n\n"
+        f"{fenced(diff, 'diff')}\n\n"
+        f"The whole reference script: [{whole}](../{whole}).\n\n"
+        "</details>"
+    )
+
+
 def todo_lines(scripts: list, step: int) -> list:
     """The `# TODO: Step N` comments of the starting script, without their indentation."""
     return [
@@ -211,7 +243,9 @@ def next_link(sources: list, source: Path) -> str:
     return f"**Next:** [{notebook_title(following)}]({following.stem}.ipynb)"
 
 
-def placeholder_values(source: Path, sources: list, scripts: list) -> dict:
+def placeholder_values(
+    source: Path, sources: list, scripts: list, chain_text: str | None = None
+) -> dict:
     """Every placeholder this source may use, as {name: function returning its text}."""
     step = step_of(source.stem)
     values = {
@@ -221,6 +255,9 @@ def placeholder_values(source: Path, sources: list, scripts: list) -> dict:
         "steps_table": lambda: steps_table(sources),
         "next": lambda: next_link(sources, source),
     }
+    if chain_text is not None:
+        for bonus in BONUSES:
+            values[f"{bonus}_reference_diff"] = lambda bonus=bonus: bonus_block(chain_text, bonus)
     if step is not None:
         values.update(
             {
@@ -270,7 +307,7 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
     sources = sorted(sources or [source])
     chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
     scripts = chain_scripts(chain_text)
-    values = placeholder_values(source, sources, scripts)
+    values = placeholder_values(source, sources, scripts, chain_text)
     step = step_of(source.stem)
 
     parsed = jupytext.reads(source.read_text(encoding="utf-8"), fmt=SOURCE_FORMAT)

@@ -15,7 +15,11 @@ Rendering at step n keeps the `#@ step k` branch if n >= k and the `#@ else` bra
 if n < k. Blocks nest, so a later step can rewrite lines an earlier one introduced. Marker
 lines are never emitted.
 
-    python -m workbook.step_chain build   # write the scripts in solutions/
+A `#@ bonus NAME` block (NAME in BONUSES) holds the answer of a bonus exercise: it appears only
+in that bonus's reference, which is the solution with its bonus blocks (`#@ else`: the lines
+they replace), so the bonus reference never drifts from the chain.
+
+    python -m workbook.step_chain build   # write the scripts in solutions/ (and solutions/bonus/)
     python -m workbook.step_chain check   # exit 1 if any of them is stale
 """
 
@@ -46,11 +50,18 @@ STEP_TITLES = {
     12: "Switch to the NovoGrad optimizer",
 }
 
+# The bonus exercises of the source's `#@ bonus NAME` blocks, and their reference scripts
+# (the solution plus the bonus blocks), relative to solutions/.
+BONUSES = {
+    "alexnet": "bonus/fashion_mnist_alexnet.py",
+}
+
 SOURCE = SOLUTIONS_DIR / "source" / "fashion_mnist.steps.py"
 OUTPUT_DIR = SOLUTIONS_DIR
 
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)#@(?P<rest>.*)$")
 _STEP = re.compile(r"step\s+(\d+)")
+_BONUS = re.compile(r"bonus\s+([a-z][a-z0-9_]*)")
 
 
 class StepSyntaxError(ValueError):
@@ -63,7 +74,11 @@ class StepSyntaxError(ValueError):
 
 @dataclass
 class Block:
-    """A `#@ step k` block: lines kept from step k on, and the optional else lines before it."""
+    """A `#@ step k` block: lines kept from step k on, and the optional else lines before it.
+
+    A `#@ bonus NAME` block has `bonus` set (and step 0): its lines are kept only in the
+    reference of that bonus.
+    """
 
     step: int
     line: int  # 1-based line of the `#@ step` marker
@@ -71,6 +86,16 @@ class Block:
     then: list = field(default_factory=list)
     orelse: list = field(default_factory=list)
     has_else: bool = False
+    bonus: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"bonus {self.bonus}" if self.bonus else f"step {self.step}"
+
+    @property
+    def key(self):
+        """What render_lines records for the lines inside: the step number, or the bonus name."""
+        return self.bonus or self.step
 
 
 @dataclass(frozen=True)
@@ -117,13 +142,28 @@ def parse(source_text: str, filename: str = "<source>") -> list:
             block = Block(step=step, line=number, indent=indent)
             current().append(block)
             stack.append(block)
+        elif directive.startswith("bonus"):
+            bonus_match = _BONUS.fullmatch(directive)
+            if not bonus_match:
+                raise StepSyntaxError(
+                    f"expected '#@ bonus NAME', got {text.strip()!r}", number, filename
+                )
+            name = bonus_match.group(1)
+            if name not in BONUSES:
+                known = ", ".join(sorted(BONUSES))
+                raise StepSyntaxError(
+                    f"unknown bonus {name!r} (known: {known}; add it to BONUSES)", number, filename
+                )
+            block = Block(step=0, line=number, indent=indent, bonus=name)
+            current().append(block)
+            stack.append(block)
         elif directive in ("else", "end"):
             if not stack:
                 raise StepSyntaxError(f"'#@ {directive}' without '#@ step'", number, filename)
             block = stack[-1]
             if indent != block.indent:
                 raise StepSyntaxError(
-                    f"'#@ {directive}' is indented differently from its '#@ step {block.step}' "
+                    f"'#@ {directive}' is indented differently from its '#@ {block.label}' "
                     f"on line {block.line}",
                     number,
                     filename,
@@ -138,26 +178,32 @@ def parse(source_text: str, filename: str = "<source>") -> list:
                 stack.pop()
         else:
             raise StepSyntaxError(
-                f"unknown marker {text.strip()!r} (expected '#@ step N', '#@ else' or '#@ end')",
+                f"unknown marker {text.strip()!r} "
+                "(expected '#@ step N', '#@ bonus NAME', '#@ else' or '#@ end')",
                 number,
                 filename,
             )
     if stack:
         block = stack[-1]
         raise StepSyntaxError(
-            f"'#@ step {block.step}' is never closed with '#@ end'", block.line, filename
+            f"'#@ {block.label}' is never closed with '#@ end'", block.line, filename
         )
     return root
 
 
-def render_lines(source_text: str, step: int, filename: str = "<source>") -> list:
+def render_lines(
+    source_text: str, step: int, filename: str = "<source>", bonus: str | None = None
+) -> list:
     """Returns the script at `step` as (text, steps) pairs, one per output line.
 
     `steps` is the frozenset of the step numbers of all blocks enclosing that source line
     (in either branch): a line that changes between step n-1 and step n lies in a step-n block.
+    Bonus blocks add their name instead; their lines are kept only when `bonus` is that name.
     """
     if not 0 <= step <= LAST_STEP:
         raise ValueError(f"step must be in 0..{LAST_STEP}, not {step}")
+    if bonus is not None and bonus not in BONUSES:
+        raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {bonus!r}")
     out: list = []
 
     def walk(items: list, enclosing: frozenset) -> None:
@@ -165,16 +211,27 @@ def render_lines(source_text: str, step: int, filename: str = "<source>") -> lis
             if isinstance(item, Line):
                 out.append((item.text, enclosing))
             else:
-                inner = enclosing | {item.step}
-                walk(item.then if step >= item.step else item.orelse, inner)
+                keep = item.bonus == bonus if item.bonus else step >= item.step
+                walk(item.then if keep else item.orelse, enclosing | {item.key})
 
     walk(parse(source_text, filename), frozenset())
     return out
 
 
-def render(source_text: str, step: int, filename: str = "<source>") -> str:
-    """Returns the script at `step` (0: the starting script, 12: the solution)."""
-    return "".join(text + "\n" for text, _ in render_lines(source_text, step, filename))
+def render(
+    source_text: str, step: int, filename: str = "<source>", bonus: str | None = None
+) -> str:
+    """Returns the script at `step` (0: the starting script, 12: the solution).
+
+    With `bonus`, that bonus's blocks are kept too: render(text, LAST_STEP, bonus="alexnet")
+    is the reference of the AlexNet bonus.
+    """
+    return "".join(text + "\n" for text, _ in render_lines(source_text, step, filename, bonus))
+
+
+def render_bonus(source_text: str, bonus: str, filename: str = "<source>") -> str:
+    """Returns the reference script of a bonus: the solution plus that bonus's blocks."""
+    return render(source_text, LAST_STEP, filename, bonus)
 
 
 def changed_steps_by_line(source_text: str, step: int) -> tuple:
@@ -204,6 +261,8 @@ def expected_files(source_path: Path | None = None) -> dict:
     for step in range(LAST_STEP + 1):
         files[output_name(step)] = render(source_text, step, str(source_path))
     files["fashion_mnist_solution.py"] = files[output_name(LAST_STEP)]
+    for bonus, name in BONUSES.items():
+        files[name] = render_bonus(source_text, bonus, str(source_path))
     return files
 
 

@@ -8,6 +8,11 @@ per epoch on a CPU):
 Full run on the prepared data set (`python -m workbook.fashion_data prepare`):
 
     python fashion_mnist.py --log-dir logs/baseline
+
+`--model` picks the model from MODELS (default: wide_resnet).
+#@ bonus alexnet
+This reference adds an AlexNet-style model (the workbook's bonus notebook 16): `--model alexnet`.
+#@ end
 #@ step 1
 
 Horovod: run it on N workers with `horovodrun -np N python fashion_mnist.py ...`.
@@ -55,8 +60,10 @@ CLASS_NAMES = [
     "Ankle boot",
 ]
 
-# The prepared data: python -m workbook.fashion_data prepare
-REPO_DIR = Path(__file__).resolve().parent.parent
+# The prepared data: python -m workbook.fashion_data prepare. The workbook's top folder is the
+# first one above this script that has a data/ folder (scripts live in notebooks/, solutions/...).
+SCRIPT_DIR = Path(__file__).resolve().parent
+REPO_DIR = next((folder for folder in SCRIPT_DIR.parents if (folder / "data").is_dir()), SCRIPT_DIR)
 DEFAULT_DATA_DIR = os.environ.get("FASHION_MNIST_DATA", REPO_DIR / "data" / "fashion_mnist")
 SAMPLE_DATA_DIR = REPO_DIR / "data" / "sample"
 
@@ -106,6 +113,7 @@ def parse_args():
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         parents=[preset_parser],
     )
+    parser.add_argument("--model", choices=sorted(MODELS), default="wide_resnet", help="the model")
     parser.add_argument("--log-dir", default="logs/run", help="checkpoints and TensorBoard logs")
     parser.add_argument(
         "--data-dir",
@@ -159,12 +167,13 @@ def load_fashion_mnist(data_dir, train_images=0, test_images=0):
     return splits
 
 
-def wide_resnet(depth, width, weight_decay, input_shape=(28, 28, 1), classes=10):
+def wide_resnet(args, input_shape=(28, 28, 1), classes=10):
     """Returns a WideResNet-depth-width (https://arxiv.org/abs/1605.07146) as a Keras model."""
+    depth, width = args.depth, args.width
     if (depth - 4) % 6:
         raise ValueError(f"WideResNet depth must be 6n+4 (10, 16, 22, 28...), not {depth}")
     blocks_per_group = (depth - 4) // 6
-    l2 = tf.keras.regularizers.l2(weight_decay)
+    l2 = tf.keras.regularizers.l2(args.wd)
 
     def conv(x, filters, kernel_size, strides=1):
         return tf.keras.layers.Conv2D(
@@ -196,8 +205,69 @@ def wide_resnet(depth, width, weight_decay, input_shape=(28, 28, 1), classes=10)
             y = conv(bn_relu(y), filters, 3)
             x = tf.keras.layers.Add()([shortcut, y])
     x = tf.keras.layers.GlobalAveragePooling2D()(bn_relu(x))
-    outputs = tf.keras.layers.Dense(10, activation="softmax", kernel_regularizer=l2)(x)
-    return tf.keras.Model(inputs, outputs, name=f"wrn_{depth}_{width}")
+    outputs = tf.keras.layers.Dense(classes, activation="softmax", kernel_regularizer=l2)(x)
+    return tf.keras.Model(inputs, outputs, name=f"wide_resnet_{depth}_{width}")
+#@ bonus alexnet
+
+
+def alexnet(args, input_shape=(28, 28, 1), classes=10):
+    """Returns an AlexNet (https://arxiv.org/abs/1404.5997) for 28x28 images as a Keras model.
+
+    The paper's five convolutions and three pooling layers with half its channels; the small
+    images get small kernels and strides, and `same` padding: 28x28 -> 14 -> 7 -> 4.
+    """
+    l2 = tf.keras.regularizers.l2(args.wd)
+
+    def conv(filters, kernel_size):
+        return tf.keras.layers.Conv2D(
+            filters,
+            kernel_size,
+            padding="same",
+            activation="relu",
+            kernel_initializer="he_normal",
+            kernel_regularizer=l2,
+        )
+
+    def pool():
+        # Overlapping max pooling, as in the paper: 3x3 windows, 2 pixels apart.
+        return tf.keras.layers.MaxPooling2D(pool_size=3, strides=2, padding="same")
+
+    def dense(units):
+        return tf.keras.layers.Dense(
+            units, activation="relu", kernel_initializer="he_normal", kernel_regularizer=l2
+        )
+
+    return tf.keras.Sequential(
+        [
+            tf.keras.Input(shape=input_shape),
+            conv(32, 3),  # the paper: 64 channels, 11x11 kernels 4 pixels apart on 224x224
+            pool(),
+            conv(96, 5),
+            pool(),
+            conv(192, 3),
+            conv(128, 3),
+            conv(128, 3),
+            pool(),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dropout(0.5),
+            dense(512),  # the paper: 4096 units
+            tf.keras.layers.Dropout(0.5),
+            dense(512),
+            tf.keras.layers.Dense(classes, activation="softmax", kernel_regularizer=l2),
+        ],
+        name="alexnet",
+    )
+#@ end
+
+
+# The models --model can pick. Each builder takes the parsed options and returns a Keras model
+# for 28x28 grayscale images and 10 classes, with the registry name in the model's name.
+MODELS = {
+    "wide_resnet": wide_resnet,
+    #@ bonus alexnet
+    "alexnet": alexnet,
+    #@ end
+}
 
 
 def restart_epoch(log_dir):
@@ -384,7 +454,7 @@ if resume_from_epoch > 0:
     model = tf.keras.models.load_model(checkpoint_format.format(epoch=resume_from_epoch))
 #@ end
 else:
-    model = wide_resnet(args.depth, args.width, args.wd)
+    model = MODELS[args.model](args)
     #@ step 12
     # Horovod: NovoGrad normalizes gradients per layer, robust to large batches and learning rates.
     opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, beta_1=0.9, beta_2=0.98)
@@ -479,6 +549,7 @@ if verbose:
     print(report)
     # One line for programs that read the results.
     result = {
+        "model": model.name,
         "test_loss": round(test_loss, 4),
         "test_accuracy": round(test_accuracy, 4),
         "train_seconds": round(train_seconds, 1),

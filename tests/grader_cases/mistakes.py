@@ -683,8 +683,8 @@ CASES = [
     Case(
         8,
         "no model on the other ranks",
-        "else:\n    model = wide_resnet(",
-        "if not hvd.rank():\n    model = wide_resnet(",
+        "else:\n    model = MODELS[args.model](",
+        "if not hvd.rank():\n    model = MODELS[args.model](",
         False,
         "only rank 0 gets a model",
     ),

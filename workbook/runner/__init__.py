@@ -31,6 +31,7 @@ One module per job, each importing only those above it in this list:
 
     layout      how many workers, and how many threads each
     command     horovodrun's options, the script and its arguments, the hosts
+    hosts       which hosts horovodrun reaches with ssh, and a quick check that it can
     plan        everything decided before a run starts
     output      horovodrun's byte stream as Line and Progress events
     transcript  those events sorted into what to show and what to keep aside
@@ -52,6 +53,7 @@ from workbook.runner.command import (
     split_horovodrun_args,
 )
 from workbook.runner.failure import exit_code_meaning, rank_error
+from workbook.runner.hosts import HostsUnreachable
 from workbook.runner.layout import (
     Layout,
     auto_layout,
@@ -76,6 +78,7 @@ __all__ = [
     "start_in_background",
     "BackgroundRun",
     "RunResult",
+    "HostsUnreachable",
     "Layout",
     "auto_layout",
     "load_ipython_extension",

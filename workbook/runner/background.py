@@ -10,7 +10,7 @@ from pathlib import Path
 
 from workbook.paths import LOGS_DIR
 from workbook.runner.display import SilentConsole, clock
-from workbook.runner.execute import execute, transcript_for
+from workbook.runner.execute import ensure_hosts_reachable, execute, transcript_for
 from workbook.runner.plan import RunPlan, plan_run
 from workbook.runner.result import RunResult
 
@@ -113,6 +113,7 @@ def start_in_background(
         logs_root=logs_root,
         launcher=launcher,
     )
+    ensure_hosts_reachable(plan)  # here, so that an unreachable host is said at once
     run = BackgroundRun(plan)
     _background_runs.append(run)
     return run

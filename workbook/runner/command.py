@@ -66,7 +66,7 @@ def without_option(options: list[str], names: tuple[str, ...]) -> list[str]:
     return kept
 
 
-def _host_entries(hosts: str) -> list[tuple[str, int]]:
+def host_entries(hosts: str) -> list[tuple[str, int]]:
     """(name, slots) per host of a horovodrun -H value; a host without :N has 1 slot."""
     entries = []
     for host in filter(None, (h.strip() for h in hosts.split(","))):
@@ -77,7 +77,7 @@ def _host_entries(hosts: str) -> list[tuple[str, int]]:
 
 def slots_of_hosts(hosts: str) -> int:
     """Total slots of a horovodrun -H value like `host1:4,host2:4`."""
-    return sum(slots for _, slots in _host_entries(hosts))
+    return sum(slots for _, slots in host_entries(hosts))
 
 
 def hosts_of_hostfile(path: Path) -> str:
@@ -94,5 +94,5 @@ def hosts_of_hostfile(path: Path) -> str:
 
 
 def hosts_are_local(hosts: str) -> bool:
-    names = {name for name, _ in _host_entries(hosts)}
+    names = {name for name, _ in host_entries(hosts)}
     return names <= {"localhost", "127.0.0.1", socket.gethostname()}

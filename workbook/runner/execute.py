@@ -11,6 +11,7 @@ from datetime import datetime
 
 from workbook.runner.display import SilentConsole, status_text
 from workbook.runner.failure import failure_text
+from workbook.runner.hosts import ensure_reachable, remote_hosts
 from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser
 from workbook.runner.plan import RunPlan
@@ -26,6 +27,12 @@ _EOF = object()
 def transcript_for(plan: RunPlan) -> Transcript:
     """An empty transcript; lines get `[rank N]` labels when horovodrun runs the workers."""
     return Transcript(label_ranks=plan.launcher == "horovodrun")
+
+
+def ensure_hosts_reachable(plan: RunPlan, say=None) -> None:
+    """Before a run on other machines: HostsUnreachable, at once, unless ssh reaches them all."""
+    if plan.launcher == "horovodrun":
+        ensure_reachable(remote_hosts(plan.hosts), plan.ssh, plan.env, say)
 
 
 def _pump(pipe, log_file, chunks: queue.Queue) -> None:

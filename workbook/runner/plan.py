@@ -23,6 +23,12 @@ from workbook.runner.command import (
     split_horovodrun_args,
     without_option,
 )
+from workbook.runner.hosts import (
+    REMOTE_START_TIMEOUT_S,
+    START_TIMEOUT_OPTIONS,
+    SshSettings,
+    ssh_settings,
+)
 from workbook.runner.layout import (
     Layout,
     auto_layout,
@@ -48,6 +54,7 @@ class RunPlan:
     tensorboard_dir: Path | None  # the script's --log-dir, if any
     timeout: float | None
     launcher: str  # "horovodrun" or "python" (one process, no Horovod launcher)
+    ssh: SshSettings = SshSettings()  # the -p/-i options horovodrun's ssh calls get
 
     @property
     def log_path(self) -> Path:
@@ -181,6 +188,13 @@ def plan_run(
     elif launcher == "horovodrun":
         controller = [] if any(f in options for f in CONTROLLER_FLAGS) else ["--gloo"]
         launch = [*controller, "-np", str(layout.workers), *options]
+        given_timeout = option_value(options, START_TIMEOUT_OPTIONS) or {
+            **os.environ,
+            **(env or {}),
+        }.get("HOROVOD_START_TIMEOUT")
+        if remote and not given_timeout:
+            # Other machines: horovodrun's start-up checks get a bound the command shows.
+            launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
         argv = [_horovodrun_executable(), *launch, *worker_command]
         shown = ["horovodrun", *launch, *shown_worker]
     else:
@@ -208,4 +222,5 @@ def plan_run(
         tensorboard_dir=tensorboard_dir,
         timeout=timeout,
         launcher=launcher,
+        ssh=ssh_settings(options),
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 from workbook.paths import LOGS_DIR
 from workbook.runner.background import running_in_background
 from workbook.runner.display import console_for
-from workbook.runner.execute import execute
+from workbook.runner.execute import ensure_hosts_reachable, execute
 from workbook.runner.plan import plan_run
 from workbook.runner.result import RunResult
 
@@ -55,6 +55,7 @@ def horovodrun(
         logs_root=logs_root,
     )
     console = console_for(quiet)
+    ensure_hosts_reachable(plan, console.line)  # an unreachable host: a clear error, no hang
     busy = running_in_background()
     if busy and not quiet:
         console.line(

@@ -1,0 +1,65 @@
+"""python -m bench [all|scaling|accuracy|overhead|grading ...] [--tiny] [--out DIR] [--repeats N]"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+# Reading TensorBoard logs imports TensorFlow here: keep its C++ start-up lines out of the report.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from bench import accuracy, grading, machine, overhead, plots, report, results, scaling  # noqa: E402
+
+BENCHMARKS = {
+    "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
+    "accuracy": lambda out, args: accuracy.run(out, args.tiny),
+    "overhead": lambda out, args: overhead.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
+    "grading": lambda out, args: grading.run(out, args.tiny, args.students),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("which", nargs="*", default=["all"],
+                        choices=["all", "readme", *BENCHMARKS],
+                        help="which benchmarks (default: all); readme: rewrite README.md's "
+                        "benchmark section from bench/results")
+    parser.add_argument("--tiny", action="store_true",
+                        help="seconds-long settings that only check that everything runs")
+    parser.add_argument("--out", type=Path,
+                        help="where the JSON and PNG files go (default: bench/results, "
+                        "with --tiny bench/results/tiny)")
+    parser.add_argument("--repeats", type=int, help="repetitions of the timed runs")
+    parser.add_argument("--students", type=int, default=200,
+                        help="size of the synthetic class for the grading benchmark")
+    args = parser.parse_args(argv)
+    if args.out is None:  # tiny results never replace the real ones
+        args.out = results.RESULTS_DIR / "tiny" if args.tiny else results.RESULTS_DIR
+    if args.which == ["readme"]:
+        changed = report.update_readme(results_dir=args.out)
+        print("README.md " + ("updated" if changed else "is up to date"))
+        return 0
+    which = list(BENCHMARKS) if "all" in args.which else [w for w in args.which if w in BENCHMARKS]
+    print(f"Machine: {machine.one_line(machine.describe())}")
+    failed = []
+    for name in which:
+        started = time.monotonic()
+        print(f"==> {name}", flush=True)
+        try:
+            json_path = BENCHMARKS[name](args.out, args)
+        except Exception as error:  # noqa: BLE001 (report it; run the other benchmarks)
+            print(f"{name}: FAILED: {error}", file=sys.stderr)
+            failed.append(name)
+            continue
+        png = plots.plot(json_path)
+        print(f"    {json_path} and {png.name} ({time.monotonic() - started:.0f} s)", flush=True)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

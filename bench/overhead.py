@@ -1,0 +1,91 @@
+"""Horovod's overhead: the solution script as one plain process against `horovodrun -np 1`,
+and how long a notebook cell that calls the workbook's runner waits for the first step.
+
+Same settings and threads for both single-process runs, so the difference is horovodrun's
+launcher plus Horovod's background thread on one worker. The runner is measured the way a
+notebook cell uses it (np="auto": 2 CPU workers here), from the call to the first Keras progress
+bar it receives; a bare horovodrun with the same layout is the reference.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench import results, settings
+from bench.training import SOLUTION, Launch, epoch_scalars, run_script
+
+
+class FirstStepConsole:
+    """A silent runner console that notes when the first training step's progress arrives."""
+
+    def __init__(self):
+        self.started = None
+        self.first_step = None
+
+    def start(self, plan) -> None:
+        self.started = time.monotonic()
+
+    def line(self, text: str) -> None:
+        pass
+
+    def status(self, text: str) -> None:
+        if self.first_step is None and " 1/" in f" {text.split('| ', 1)[-1]}":
+            self.first_step = time.monotonic()
+
+    def finish(self, result, transcript) -> None:
+        pass
+
+
+def runner_first_step(args: list, run_dir: Path) -> dict:
+    """The runner, as `horovodrun(cmd, np="auto")` in a cell runs it: seconds to the first step."""
+    from workbook.runner.execute import execute
+    from workbook.runner.plan import plan_run
+
+    called = time.monotonic()
+    plan = plan_run([str(SOLUTION), *args], "auto", run_name="runner", logs_root=run_dir,
+                    env={"TF_CPP_MIN_LOG_LEVEL": "2"})
+    console = FirstStepConsole()
+    result, _ = execute(plan, console)
+    if not result.ok:
+        raise RuntimeError(f"the runner's run failed: {result.status()}; see {result.log_path}")
+    return {"first_step_seconds": round(console.first_step - called, 2)
+            if console.first_step else None,
+            "wall_seconds": round(result.wall_seconds, 2), "layout": result.layout}
+
+
+def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
+    args = settings.throughput_args(tiny)
+    configs = {"python": Launch(1, None, horovodrun=False), "horovodrun -np 1": Launch(1, None)}
+    measurements = []
+    runs_dir = out_dir / "runs" / "overhead"
+    for repetition in range(repeats):
+        for name, launch in configs.items():
+            done = run_script(launch, args, runs_dir / name.replace(" ", "_"))
+            per_epoch = epoch_scalars(done.log_dir, "train", "epoch_images_per_second")
+            row = {"repetition": repetition, "config": name,
+                   "wall_seconds": round(done.timed.wall_seconds, 2),
+                   "first_step_seconds": round(done.timed.first_step_seconds or 0, 2),
+                   "images_per_second": round(per_epoch[-1][2] if per_epoch
+                                              else done.images_per_second, 2)}
+            measurements.append(row)
+            echo(f"  overhead {repetition + 1}/{repeats}: {name}: {row['wall_seconds']:.1f} s, "
+                 f"first step at {row['first_step_seconds']:.1f} s, "
+                 f"{row['images_per_second']:.0f} images/s")
+        cell = runner_first_step(args, runs_dir / "runner")
+        measurements.append({"repetition": repetition, "config": "runner (np=auto)", **cell})
+        echo(f"  overhead {repetition + 1}/{repeats}: runner cell ({cell['layout']}): "
+             f"first step at {cell['first_step_seconds']} s")
+    summary = {}
+    for name in [*configs, "runner (np=auto)"]:
+        rows = [m for m in measurements if m["config"] == name]
+        summary[name] = {key: results.summarize([r[key] for r in rows if r.get(key) is not None])
+                         for key in ("wall_seconds", "first_step_seconds", "images_per_second")
+                         if any(key in r for r in rows)}
+    python, launcher = summary["python"], summary["horovodrun -np 1"]
+    summary["horovodrun_extra_seconds_to_first_step"] = round(
+        launcher["first_step_seconds"]["median"] - python["first_step_seconds"]["median"], 2)
+    summary["horovodrun_throughput_ratio"] = round(
+        launcher["images_per_second"]["median"] / python["images_per_second"]["median"], 3)
+    return results.write("overhead", out_dir, {"script_args": args, "repeats": repeats},
+                         measurements, summary)

@@ -1,0 +1,115 @@
+"""The benchmarks' pictures, one PNG per result file, drawn from the JSON alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import machine, results
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, document: dict, path: Path) -> Path:
+    fig.text(0.01, 0.01, machine.one_line(document["machine"]), fontsize=7, color="0.4")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return path
+
+
+def scaling(document: dict, path: Path) -> Path:
+    plt = _pyplot()
+    configs = document["summary"]["configs"]
+    labels = list(configs)
+    medians = [configs[c]["images_per_second"]["median"] for c in labels]
+    low = [m - configs[c]["images_per_second"]["min"] for c, m in zip(labels, medians)]
+    high = [configs[c]["images_per_second"]["max"] - m for c, m in zip(labels, medians)]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = ["0.6" if not configs[c]["horovodrun"] else "tab:blue" for c in labels]
+    bars = ax.bar(labels, medians, yerr=[low, high], capsize=6, color=colors)
+    ax.bar_label(bars, labels=[f"{m:.0f}" for m in medians], padding=8)
+    ax.set_ylabel("images / second (total, median; bars: min-max)")
+    efficiency = document["summary"]["scaling_efficiency"]
+    notes = ", ".join(f"{n} workers: {e['median']:.2f}" for n, e in efficiency.items())
+    ax.set_title(f"Training throughput. Scaling efficiency {notes} (target 0.90)", fontsize=10)
+    ax.set_ylim(0, max(m + h for m, h in zip(medians, high)) * 1.2)
+    return _save(fig, document, path)
+
+
+def accuracy(document: dict, path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, run in document["measurements"].items():
+        points = run["curve"]
+        ax.plot([p["seconds"] / 60 for p in points], [100 * p["accuracy"] for p in points],
+                marker="o", label=f"{name}: {run['config']}")
+    for target in document["summary"]["targets"]:
+        ax.axhline(100 * target, color="0.7", linestyle="--", linewidth=1)
+        ax.annotate(f"{100 * target:.0f}%", (0, 100 * target), xycoords=("axes fraction", "data"),
+                    xytext=(2, 2), textcoords="offset points", fontsize=8, color="0.4")
+    ax.set_xlim(left=0)
+    ax.set_xlabel("minutes since the launch (start-up included)")
+    ax.set_ylabel("test accuracy after each epoch (%)")
+    ax.set_title("Time to accuracy", fontsize=10)
+    ax.legend()
+    return _save(fig, document, path)
+
+
+def overhead(document: dict, path: Path) -> Path:
+    plt = _pyplot()
+    summary = document["summary"]
+    names = [n for n in ("python", "horovodrun -np 1", "runner (np=auto)") if n in summary]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    firsts = [summary[n]["first_step_seconds"]["median"] or 0 for n in names]
+    bars = ax.barh(names, firsts, color=["0.6", "tab:blue", "tab:green"][: len(names)])
+    ax.bar_label(bars, labels=[f"{f:.1f} s" for f in firsts], padding=4)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from the launch to the first training step (median)")
+    ratio = summary["horovodrun_throughput_ratio"]
+    ax.set_title(f"Start-up. Throughput under horovodrun -np 1: {ratio:.2f} x plain python",
+                 fontsize=10)
+    ax.set_xlim(0, max(firsts) * 1.25 if max(firsts) else 1)
+    return _save(fig, document, path)
+
+
+def grading(document: dict, path: Path) -> Path:
+    plt = _pyplot()
+    summary = document["summary"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.5))
+    one = summary["one_file_seconds"]
+    names = list(one)
+    values = [one[n]["median"] for n in names]
+    bars = left.bar(["pass", "fail"][: len(names)], values, color="tab:blue")
+    left.bar_label(bars, labels=[f"{v:.2f} s" for v in values], padding=3)
+    left.axhline(summary["targets"]["one_file_seconds"], color="tab:red", linestyle="--")
+    left.set_ylim(0, max(values) * 1.2)
+    left.set_title("one file, 12 steps (target 0.3 s)", fontsize=9)
+    left.set_ylabel("seconds, interpreter start included")
+    students = summary["students"]
+    paths = {"checker batch": summary["batch_seconds"]["median"],
+             "nbgrader autograde": summary["nbgrader_seconds"]}
+    bars = right.bar(list(paths), list(paths.values()), color=["tab:blue", "tab:orange"])
+    right.bar_label(bars, labels=[f"{v:.1f} s" for v in paths.values()], padding=3)
+    right.set_yscale("log")
+    right.set_ylim(top=max(paths.values()) * 3)
+    equal = "grades equal" if summary["grades_equal"] else "GRADES DIFFER"
+    right.set_title(f"a class of {students} ({equal})", fontsize=9)
+    right.set_ylabel("seconds (log scale)")
+    return _save(fig, document, path)
+
+
+PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "grading": grading}
+
+
+def plot(json_path: Path) -> Path:
+    """Draws <name>.png next to <name>.json."""
+    json_path = Path(json_path)
+    document = results.read(json_path)
+    return PLOTS[document["benchmark"]](document, json_path.with_suffix(".png"))

@@ -1,0 +1,106 @@
+"""The README's benchmark section, written from the result files (never typed by hand):
+
+    python -m bench readme      # rewrite the section between the markers in README.md
+
+tests/test_bench.py checks that README.md shows what bench/results/*.json hold.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench import machine, results
+from workbook.paths import REPO
+
+README = REPO / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def _load(results_dir: Path, name: str) -> dict | None:
+    path = Path(results_dir) / f"{name}.json"
+    return results.read(path) if path.is_file() else None
+
+
+def _seconds(value) -> str:
+    return "not reached" if value is None else f"{value / 60:.1f} min"
+
+
+def section(results_dir: Path = results.RESULTS_DIR) -> str:
+    """Markdown: the machine, one table per benchmark, each with its picture."""
+    docs = {n: _load(results_dir, n) for n in ("scaling", "accuracy", "overhead", "grading")}
+    measured = [d for d in docs.values() if d]
+    if not measured:
+        return "No benchmark results yet: run `make bench`.\n"
+    lines = [f"Measured on {machine.one_line(measured[0]['machine'])} "
+             f"(commit {measured[0]['machine']['commit']}); `make bench` measures your machine.", ""]
+    if scaling := docs["scaling"]:
+        s = scaling["summary"]
+        lines += ["**Scaling** (solution script, full data set, "
+                  f"{scaling['settings']['repeats']} repetitions, median [min-max]):", "",
+                  "| launch | images/s (total) | images/s per worker |", "|---|---|---|"]
+        for label, c in s["configs"].items():
+            ips = c["images_per_second"]
+            lines.append(f"| {label} | {ips['median']:.0f} [{ips['min']:.0f}-{ips['max']:.0f}] "
+                         f"| {c['images_per_second_per_worker']:.0f} |")
+        for n, e in s["scaling_efficiency"].items():
+            lines += ["", f"Scaling efficiency at {n} workers: **{e['median']:.2f}** "
+                      f"[{e['min']:.2f}-{e['max']:.2f}] (target {s['target_efficiency']:.2f})."]
+        if "speedup_over_single_process_default" in s:
+            lines[-1] += (" Against one plain process using every core: "
+                          f"{s['speedup_over_single_process_default']:.2f}x.")
+        lines += ["", "![scaling](bench/results/scaling.png)", ""]
+    if accuracy := docs["accuracy"]:
+        s = accuracy["summary"]
+        lines += ["**Time to accuracy** (training to the end, start-up included):", "",
+                  "| run | to 88% | to 90% | final test accuracy | total |", "|---|---|---|---|---|"]
+        for name in ("baseline", "distributed"):
+            r = s[name]
+            lines.append(f"| {name}: {r['config']} | {_seconds(r['seconds_to_88'])} | "
+                         f"{_seconds(r['seconds_to_90'])} | {r['final_test_accuracy']:.4f} | "
+                         f"{_seconds(r['wall_seconds'])} |")
+        lines += ["", "![time to accuracy](bench/results/accuracy.png)", ""]
+    if overhead := docs["overhead"]:
+        s = overhead["summary"]
+        lines += ["**Horovod overhead** (median of "
+                  f"{overhead['settings']['repeats']}):", "",
+                  "| launch | first training step after | images/s |", "|---|---|---|"]
+        for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
+            r = s[name]
+            ips = r.get("images_per_second", {}).get("median")
+            lines.append(f"| {name} | {r['first_step_seconds']['median']:.1f} s | "
+                         f"{'-' if ips is None else f'{ips:.0f}'} |")
+        lines += ["", "![overhead](bench/results/overhead.png)", ""]
+    if grading := docs["grading"]:
+        s = grading["summary"]
+        one = s["one_file_seconds"]
+        lines += ["**Grading**:", "",
+                  "| what | time | target |", "|---|---|---|"]
+        for name, stats in one.items():
+            lines.append(f"| `python -m grader check`, one file, {name} | "
+                         f"{stats['median']:.2f} s | 0.3 s |")
+        lines += [f"| `python -m grader batch`, {s['students']} submissions | "
+                  f"{s['batch_seconds']['median']:.1f} s ({s['batch_ms_per_submission']:.0f} ms each)"
+                  f" | 20 s |",
+                  f"| `python -m grader course autograde` (nbgrader), {s['students']} submissions | "
+                  f"{s['nbgrader_seconds']:.0f} s ({s['nbgrader_seconds_per_submission']:.2f} s each)"
+                  " | |", "",
+                  f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
+                  "![grading](bench/results/grading.png)", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_section(text: str, body: str) -> str:
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"README.md has no {START} ... {END} markers")
+    return pattern.sub(lambda _: f"{START}\n{body}{END}", text)
+
+
+def update_readme(readme: Path = README, results_dir: Path = results.RESULTS_DIR) -> bool:
+    """Rewrites the section; returns whether README.md changed."""
+    text = readme.read_text(encoding="utf-8")
+    new = replace_section(text, section(results_dir))
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return new != text

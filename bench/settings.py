@@ -1,0 +1,25 @@
+"""The script options of each benchmark, full size or tiny (seconds; what the tests run)."""
+
+from __future__ import annotations
+
+from workbook.paths import REPO
+
+SAMPLE = str(REPO / "data" / "sample")
+
+# Tiny: a small WideResNet on part of the committed sample, a few steps: checks the plumbing.
+TINY_MODEL = ["--data-dir", SAMPLE, "--train-images", "1024", "--depth", "10", "--width", "1"]
+
+
+def throughput_args(tiny: bool) -> list:
+    """Two short epochs (the first builds the graph and is not counted); little validation."""
+    if tiny:
+        return [*TINY_MODEL, "--test-images", "64", "--epochs", "2", "--steps-per-epoch", "8"]
+    # The CPU preset's WRN-16-1 on the full prepared data; 150 steps of 32 images per epoch.
+    return ["--preset", "cpu", "--test-images", "320", "--epochs", "2", "--steps-per-epoch", "150"]
+
+
+def accuracy_args(tiny: bool) -> list:
+    """Training to the end: the CPU preset (5 epochs of all 60,000 images), or a tiny run."""
+    if tiny:
+        return [*TINY_MODEL, "--test-images", "128", "--epochs", "2", "--steps-per-epoch", "8"]
+    return ["--preset", "cpu"]

@@ -1,0 +1,104 @@
+"""The solution script's benchmark runs: how it is launched, and what it reports.
+
+A run is described by a Launch: how many workers, threads per worker (None: TensorFlow's
+default, all cores), and whether horovodrun starts it. The script's own measurements are read
+back: its final `RESULT {json}` line and the per-epoch scalars of its TensorBoard log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.processes import Timed, run_timed
+from workbook.paths import SOLUTIONS_DIR
+
+SOLUTION = SOLUTIONS_DIR / "fashion_mnist_solution.py"
+STARTER = SOLUTIONS_DIR / "fashion_mnist.py"
+RESULT_LINE = re.compile(r"RESULT (\{.*\})")
+
+
+@dataclass(frozen=True)
+class Launch:
+    workers: int = 1
+    threads: int | None = None  # intra-op threads per worker; None: TensorFlow's default
+    horovodrun: bool = True  # False: `python script.py`, one process, no launcher
+    gpus: bool = False
+
+    @property
+    def label(self) -> str:
+        if not self.horovodrun:
+            return "python, 1 process" + (f", {self.threads} thread" if self.threads else "")
+        unit = "GPU" if self.gpus else "worker"
+        threads = f" x {self.threads} thread" if self.threads else ""
+        return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{threads}"
+
+    def env(self) -> dict:
+        env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+        if self.threads:
+            env.update(
+                TF_NUM_INTRAOP_THREADS=str(self.threads),
+                OMP_NUM_THREADS=str(self.threads),
+                TF_NUM_INTEROP_THREADS="1",
+            )
+        if not self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run stays on the CPU
+        return env
+
+    def argv(self, script: Path, args: list) -> list:
+        python = [sys.executable, str(script), *args]
+        if not self.horovodrun:
+            return python
+        horovodrun = str(Path(sys.executable).with_name("horovodrun"))
+        hosts = f"localhost:{self.workers}"
+        return [horovodrun, "--gloo", "-np", str(self.workers), "-H", hosts, *python]
+
+
+@dataclass
+class Run:
+    launch: Launch
+    timed: Timed
+    result: dict  # the script's RESULT line
+    log_dir: Path
+
+    @property
+    def images_per_second(self) -> float:
+        return float(self.result["images_per_second"])
+
+
+def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION) -> Run:
+    """Runs the script with a fresh --log-dir (it would resume from old checkpoints)."""
+    shutil.rmtree(log_dir, ignore_errors=True)
+    log_dir.parent.mkdir(parents=True, exist_ok=True)
+    argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
+    timed = run_timed(argv, env=launch.env())
+    return Run(launch, timed, result_of(timed.output), log_dir)
+
+
+def result_of(output: str) -> dict:
+    found = RESULT_LINE.findall(output)
+    if not found:
+        raise ValueError("the script printed no RESULT line")
+    return json.loads(found[-1])
+
+
+def epoch_scalars(log_dir: Path, split: str, tag: str) -> list:
+    """[(wall_time, epoch, value)] of one Keras TensorBoard scalar (split: train, validation)."""
+    from tensorboard.backend.event_processing.event_accumulator import (
+        TENSORS,
+        EventAccumulator,
+    )
+    from tensorboard.util.tensor_util import make_ndarray
+
+    accumulator = EventAccumulator(str(Path(log_dir) / split), size_guidance={TENSORS: 0})
+    accumulator.Reload()
+    if tag not in accumulator.Tags().get("tensors", []):
+        return []
+    return [
+        (event.wall_time, event.step, float(make_ndarray(event.tensor_proto)))
+        for event in accumulator.Tensors(tag)
+    ]

@@ -1,0 +1,448 @@
+"""Fashion-MNIST with elastic Horovod: training goes on when workers leave or join.
+
+The finished solution (solutions/fashion_mnist_solution.py) adapted to `horovodrun --min-np`:
+its helpers (options, data, models, throughput, report) are the same, kept identical by
+tests/test_elastic.py; what differs is the training part at the bottom. Two workers on this
+machine that may shrink to one (from the workbook's top directory):
+
+    horovodrun -np 2 --min-np 1 --max-np 2 --network-interfaces lo \
+        --host-discovery-script solutions/bonus/discover_hosts.sh \
+        python solutions/bonus/fashion_mnist_elastic.py --log-dir logs/elastic
+
+Kill one worker process while it trains: the other one resets, goes on from the last commit
+with the learning rate and the steps per epoch of the new number of workers, and finishes.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+# Horovod: the Keras API of Horovod, for data-parallel training on many workers.
+import horovod.tensorflow.keras as hvd
+
+# Horovod: NovoGrad is in TensorFlow Addons; it works on TF 2.15, so hide its end-of-life notice.
+warnings.filterwarnings("ignore", message=r"\s*TensorFlow Addons", category=UserWarning)
+import tensorflow_addons as tfa  # noqa: E402
+
+CLASS_NAMES = [
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+]
+
+# The prepared data: python -m workbook.fashion_data prepare. The workbook's top folder is the
+# first one above this script that has a data/ folder (scripts live in notebooks/, solutions/...).
+SCRIPT_DIR = Path(__file__).resolve().parent
+REPO_DIR = next((folder for folder in SCRIPT_DIR.parents if (folder / "data").is_dir()), SCRIPT_DIR)
+DEFAULT_DATA_DIR = os.environ.get("FASHION_MNIST_DATA", REPO_DIR / "data" / "fashion_mnist")
+SAMPLE_DATA_DIR = REPO_DIR / "data" / "sample"
+
+# Settings that depend on the hardware; --preset picks one, explicit options override it.
+PRESETS = {
+    # The original Horovod tutorial's WRN-16-10, for GPUs.
+    "gpu": dict(
+        depth=16,
+        width=10,
+        epochs=40,
+        # Horovod: epochs of learning rate warmup (--warmup-epochs).
+        warmup_epochs=5,
+    ),
+    # WRN-16-1 for CPUs. One process on 2 cores, all 60,000 training images: 108-159 s per
+    # epoch (the slower ones on a busy machine); test accuracy 82.6, 87.6, 87.0, 90.0, 90.0%
+    # after epochs 1-5. WRN-10-2 trains 1.5x slower: over 3 minutes per epoch.
+    "cpu": dict(
+        depth=16,
+        width=1,
+        epochs=5,
+        # Horovod: a short warmup, as there are only 5 epochs.
+        warmup_epochs=1,
+    ),
+}
+
+
+def parse_args():
+    # The preset decides the defaults of the other options, so read it first.
+    preset_parser = argparse.ArgumentParser(add_help=False)
+    preset_parser.add_argument(
+        "--preset",
+        choices=["auto", "gpu", "cpu"],
+        default="auto",
+        help="defaults for --depth, --width and --epochs; auto: gpu if a GPU is visible",
+    )
+    preset = preset_parser.parse_known_args()[0].preset
+    if preset == "auto":
+        preset = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+    defaults = PRESETS[preset]
+
+    parser = argparse.ArgumentParser(
+        description="Fashion-MNIST WideResNet example",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        parents=[preset_parser],
+    )
+    parser.add_argument("--model", choices=sorted(MODELS), default="wide_resnet", help="the model")
+    parser.add_argument("--log-dir", default="logs/run", help="checkpoints and TensorBoard logs")
+    parser.add_argument(
+        "--data-dir",
+        default=str(DEFAULT_DATA_DIR),
+        help="directory with train.npz and test.npz (env FASHION_MNIST_DATA overrides)",
+    )
+    parser.add_argument("--batch-size", type=int, default=32, help="training batch size")
+    parser.add_argument("--val-batch-size", type=int, default=32, help="validation batch size")
+    parser.add_argument("--epochs", type=int, default=defaults["epochs"], help="epochs to train")
+    parser.add_argument("--base-lr", type=float, default=0.0125, help="learning rate")
+    # Horovod: the learning rate warmup of step 11.
+    parser.add_argument(
+        "--warmup-epochs",
+        type=float,
+        default=defaults["warmup_epochs"],
+        help="epochs over which the learning rate grows to base-lr * workers",
+    )
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--wd", type=float, default=0.00005, help="weight decay (L2)")
+    parser.add_argument("--depth", type=int, default=defaults["depth"], help="WideResNet depth")
+    parser.add_argument("--width", type=int, default=defaults["width"], help="WideResNet width")
+    parser.add_argument(
+        "--train-images", type=int, default=0, help="use only the first N training images (0: all)"
+    )
+    parser.add_argument(
+        "--test-images", type=int, default=0, help="use only the first N test images (0: all)"
+    )
+    parser.add_argument(
+        "--steps-per-epoch", type=int, default=0, help="training steps per epoch (0: all images)"
+    )
+    return parser.parse_args()
+
+
+def load_fashion_mnist(data_dir, train_images=0, test_images=0):
+    """Returns (x_train, y_train), (x_test, y_test) from the prepared train.npz and test.npz."""
+    data_dir = Path(data_dir)
+    if not (data_dir / "train.npz").is_file() or not (data_dir / "test.npz").is_file():
+        sys.exit(
+            f"No prepared data in {data_dir}: run `python -m workbook.fashion_data prepare` "
+            f"in the workbook, or pass --data-dir {SAMPLE_DATA_DIR} for a quick run."
+        )
+    splits = []
+    for name, count in [("train", train_images), ("test", test_images)]:
+        with np.load(data_dir / f"{name}.npz") as data:
+            images, labels = data["images"], data["labels"]
+        if count:
+            images, labels = images[:count], labels[:count]
+        splits.append((images, labels))
+    return splits
+
+
+def wide_resnet(args, input_shape=(28, 28, 1), classes=10):
+    """Returns a WideResNet-depth-width (https://arxiv.org/abs/1605.07146) as a Keras model."""
+    depth, width = args.depth, args.width
+    if (depth - 4) % 6:
+        raise ValueError(f"WideResNet depth must be 6n+4 (10, 16, 22, 28...), not {depth}")
+    blocks_per_group = (depth - 4) // 6
+    l2 = tf.keras.regularizers.l2(args.wd)
+
+    def conv(x, filters, kernel_size, strides=1):
+        return tf.keras.layers.Conv2D(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding="same",
+            use_bias=False,
+            kernel_initializer="he_normal",
+            kernel_regularizer=l2,
+        )(x)
+
+    def bn_relu(x):
+        x = tf.keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)(x)
+        return tf.keras.layers.Activation("relu")(x)
+
+    inputs = tf.keras.Input(shape=input_shape)
+    x = conv(inputs, 16, 3)
+    for filters, group_strides in [(16 * width, 1), (32 * width, 2), (64 * width, 2)]:
+        for block in range(blocks_per_group):
+            strides = group_strides if block == 0 else 1
+            # Pre-activation basic block: BN-ReLU-conv3x3-BN-ReLU-conv3x3 plus a shortcut.
+            y = bn_relu(x)
+            if strides == 1 and x.shape[-1] == filters:
+                shortcut = x
+            else:
+                shortcut = conv(y, filters, 1, strides)
+            y = conv(y, filters, 3, strides)
+            y = conv(bn_relu(y), filters, 3)
+            x = tf.keras.layers.Add()([shortcut, y])
+    x = tf.keras.layers.GlobalAveragePooling2D()(bn_relu(x))
+    outputs = tf.keras.layers.Dense(classes, activation="softmax", kernel_regularizer=l2)(x)
+    return tf.keras.Model(inputs, outputs, name=f"wide_resnet_{depth}_{width}")
+
+
+# The models --model can pick. Each builder takes the parsed options and returns a Keras model
+# for 28x28 grayscale images and 10 classes, with the registry name in the model's name.
+MODELS = {
+    "wide_resnet": wide_resnet,
+}
+
+
+def restart_epoch(log_dir):
+    """Returns the epoch of the newest checkpoint-{epoch}.h5 in log_dir (0: none)."""
+    epochs = [0]
+    for path in Path(log_dir).glob("checkpoint-*.h5"):
+        match = re.fullmatch(r"checkpoint-(\d+)\.h5", path.name)
+        if match:
+            epochs.append(int(match.group(1)))
+    return max(epochs)
+
+
+class Throughput(tf.keras.callbacks.Callback):
+    """Measures images/second and seconds per epoch, and adds them to the logs (TensorBoard)."""
+
+    def __init__(self, images_per_step, verbose=1):
+        super().__init__()
+        self.images_per_step = images_per_step
+        self.verbose = verbose
+        self.epoch_seconds = []
+        self.images_per_second = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_start = self.train_end = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.train_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        # Images/second counts training steps only; the epoch time includes validation.
+        images = self.params["steps"] * self.images_per_step
+        self.images_per_second.append(images / (self.train_end - self.epoch_start))
+        self.epoch_seconds.append(time.perf_counter() - self.epoch_start)
+        if logs is not None:
+            logs["images_per_second"] = self.images_per_second[-1]
+            logs["epoch_seconds"] = self.epoch_seconds[-1]
+
+    def on_train_end(self, logs=None):
+        if self.verbose and self.epoch_seconds:
+            print(
+                f"Throughput: {np.mean(self.images_per_second):.0f} images/s, "
+                f"{np.mean(self.epoch_seconds):.1f} s per epoch",
+                flush=True,
+            )
+
+
+def per_class_report(model, dataset, labels):
+    """Returns a text table of precision and recall (accuracy) for each class of the test set."""
+    predicted = np.argmax(model.predict(dataset, verbose=0), axis=1)
+    lines = [f"{'class':<12} {'precision':>9} {'recall':>7}"]
+    per_class_accuracy = {}
+    for index, name in enumerate(CLASS_NAMES):
+        true_positives = np.sum((predicted == index) & (labels == index))
+        precision = true_positives / max(np.sum(predicted == index), 1)
+        recall = true_positives / max(np.sum(labels == index), 1)
+        per_class_accuracy[name] = round(float(recall), 4)
+        lines.append(f"{name:<12} {precision:>9.3f} {recall:>7.3f}")
+    return "\n".join(lines), per_class_accuracy
+
+
+# Horovod: commit the training state (a copy in memory on every worker) every this many batches
+# and at every epoch end. After a failure, training goes back to the last commit: committing
+# more often loses fewer steps but copies the weights more often.
+BATCHES_PER_COMMIT = 10
+
+
+class UpdateEpochStateFromKerasEpoch(hvd.elastic.UpdateEpochStateCallback):
+    """Horovod's UpdateEpochStateCallback, for fit(initial_epoch=state.epoch).
+
+    Horovod's callback expects fit() to count epochs from 0 again after every reset and adds
+    the state's epoch to Keras's; here fit() starts at the state's epoch, so that checkpoints,
+    TensorBoard and the learning rate schedule see the real epoch numbers: add nothing.
+    """
+
+    def on_train_begin(self, logs=None):
+        self.initial_epoch = 0
+
+
+args = parse_args()
+
+# Horovod: initialize Horovod. In an elastic run the number of workers and the ranks can change
+# later: read hvd.size() and hvd.rank() where they are used, never once for the whole run.
+hvd.init()
+
+# Horovod: pin one GPU per process (by local rank) so workers don't share GPU 0; no-op on CPUs.
+gpus = tf.config.list_physical_devices("GPU")
+for gpu in gpus:
+    tf.config.experimental.set_memory_growth(gpu, True)
+if gpus:
+    tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")
+
+# Data: normalize with the training set's mean and standard deviation.
+(x_train, y_train), (x_test, y_test) = load_fashion_mnist(
+    args.data_dir, args.train_images, args.test_images
+)
+mean, std = float(x_train.mean()), float(x_train.std())
+
+
+def normalize(image, label):
+    image = (tf.cast(image, tf.float32) - mean) / std
+    return image[..., tf.newaxis], label
+
+
+def augment(image, label):
+    # Random horizontal flip and a random shift of up to 2 pixels (pad, then crop back).
+    image = tf.image.random_flip_left_right(image)
+    image = tf.image.pad_to_bounding_box(image, 2, 2, 32, 32)
+    return tf.image.random_crop(image, (28, 28, 1)), label
+
+
+def train_dataset_for_current_workers():
+    """This worker's 1/N of the training images, for the current N workers and rank."""
+    dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    return (
+        dataset.shard(hvd.size(), hvd.rank())
+        .shuffle(len(x_train))
+        .map(normalize, num_parallel_calls=tf.data.AUTOTUNE)
+        .map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(args.batch_size)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+test_images = tf.data.Dataset.from_tensor_slices((x_test, y_test)).map(normalize)
+test_dataset = test_images.batch(args.val_batch_size)
+# Validation samples random batches of the test images.
+validation_dataset = test_images.shuffle(len(x_test)).batch(args.val_batch_size).repeat()
+
+model = MODELS[args.model](args)
+opt = tfa.optimizers.NovoGrad(learning_rate=args.base_lr * hvd.size(), beta_1=0.9, beta_2=0.98)
+opt = hvd.DistributedOptimizer(opt)
+model.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+# Horovod: create the optimizer's variables now. The elastic state copies and broadcasts the
+# model's and the optimizer's variables, so every worker (also one that joins later) must have
+# the same list before the first step.
+opt._create_all_weights(model.trainable_variables)
+
+# Resume from the newest checkpoint in the log directory, if there is one.
+checkpoint_format = os.path.join(args.log_dir, "checkpoint-{epoch}.h5")
+# Horovod: no collective operation (broadcast, allreduce) outside the elastic training function:
+# a worker that joins later would run it alone and wait forever. Rank 0 loads the checkpoint
+# (weights only: NovoGrad's moments start afresh) and the state's first sync shares it.
+resume_from_epoch = restart_epoch(args.log_dir) if hvd.rank() == 0 else 0
+if resume_from_epoch > 0:
+    model.load_weights(checkpoint_format.format(epoch=resume_from_epoch))
+    print(f"Resuming from epoch {resume_from_epoch}", flush=True)
+
+# Horovod: the state that survives a failure: the model's and optimizer's weights, the epoch and
+# the batch reached. Each commit copies it in memory; after a reset, rank 0's copy goes to all.
+state = hvd.elastic.KerasState(model, batch=0, epoch=resume_from_epoch)
+resets = 0
+
+
+def on_reset():
+    """Horovod calls this on every worker after workers left or joined, before training again."""
+    global resets
+    resets += 1
+    # Horovod: the learning rate follows the new number of workers (the schedule callbacks,
+    # made again in train(), keep it there).
+    tf.keras.backend.set_value(model.optimizer.learning_rate, args.base_lr * hvd.size())
+    if hvd.rank() == 0:
+        # A new line first: the interrupted epoch's progress bar may have left the cursor mid-line.
+        print(f"\nElastic reset {resets}: {hvd.size()} worker(s) now", flush=True)
+
+
+state.register_reset_callbacks([on_reset])
+
+
+# Horovod: hvd.elastic.run syncs the state, then calls train(); when a worker fails or the hosts
+# change, it restores the last commit, re-initializes Horovod with the workers left and calls
+# train() again.
+@hvd.elastic.run
+def train(state):
+    """Trains from the state's epoch to the last one; returns the Throughput of this attempt."""
+    # Horovod: everything that depends on the number of workers or the rank is decided here,
+    # again after every reset.
+    verbose = 1 if hvd.rank() == 0 else 0
+    steps_per_epoch = (args.steps_per_epoch or len(x_train) // args.batch_size) // hvd.size()
+    validation_steps = 3 * (len(x_test) // args.val_batch_size) // hvd.size()
+    scaled_lr = args.base_lr * hvd.size()
+    throughput = Throughput(args.batch_size * hvd.size(), verbose=verbose)
+    callbacks = [
+        # Horovod: keep the state's batch and epoch up to date, then commit.
+        hvd.elastic.UpdateBatchStateCallback(state),
+        UpdateEpochStateFromKerasEpoch(state),
+        hvd.elastic.CommitStateCallback(state, batches_per_commit=BATCHES_PER_COMMIT),
+        hvd.callbacks.MetricAverageCallback(),
+        hvd.callbacks.LearningRateWarmupCallback(
+            initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=verbose
+        ),
+        hvd.callbacks.LearningRateScheduleCallback(
+            initial_lr=scaled_lr, start_epoch=args.warmup_epochs, end_epoch=15, multiplier=1.0
+        ),
+        hvd.callbacks.LearningRateScheduleCallback(
+            initial_lr=scaled_lr, start_epoch=15, end_epoch=25, multiplier=1e-1
+        ),
+        hvd.callbacks.LearningRateScheduleCallback(
+            initial_lr=scaled_lr, start_epoch=25, end_epoch=35, multiplier=1e-2
+        ),
+        hvd.callbacks.LearningRateScheduleCallback(
+            initial_lr=scaled_lr, start_epoch=35, multiplier=1e-3
+        ),
+        throughput,
+    ]
+    # Horovod: checkpoints and TensorBoard logs on rank 0, whichever worker is rank 0 now.
+    if hvd.rank() == 0:
+        callbacks.append(tf.keras.callbacks.ModelCheckpoint(checkpoint_format))
+        callbacks.append(tf.keras.callbacks.TensorBoard(args.log_dir))
+    if verbose:
+        print(
+            f"Training on {hvd.size()} worker(s) from epoch {state.epoch + 1}: "
+            f"{steps_per_epoch} steps per epoch, learning rate {scaled_lr:g}",
+            flush=True,
+        )
+    model.fit(
+        train_dataset_for_current_workers(),
+        steps_per_epoch=steps_per_epoch,
+        epochs=args.epochs,
+        initial_epoch=state.epoch,
+        validation_data=validation_dataset,
+        validation_steps=validation_steps,
+        callbacks=callbacks,
+        verbose=verbose,
+    )
+    return throughput
+
+
+start = time.perf_counter()
+throughput = train(state)
+train_seconds = time.perf_counter() - start
+
+# Evaluate on the whole test set.
+test_loss, test_accuracy = model.evaluate(test_dataset, verbose=0)
+if hvd.rank() == 0:
+    report, per_class_accuracy = per_class_report(model, test_dataset, y_test)
+    print(f"Test loss: {test_loss:.4f}, test accuracy: {test_accuracy:.4f}")
+    print(f"Training time: {train_seconds:.1f} s for epochs {resume_from_epoch + 1}-{args.epochs}")
+    print(report)
+    # One line for programs that read the results.
+    result = {
+        "test_loss": round(test_loss, 4),
+        "test_accuracy": round(test_accuracy, 4),
+        "train_seconds": round(train_seconds, 1),
+        "images_per_second": round(float(np.mean(throughput.images_per_second or [0])), 1),
+        "epochs": args.epochs,
+        "resumed_from_epoch": resume_from_epoch,
+        "per_class_accuracy": per_class_accuracy,
+        # Elastic: how many workers finished the run, after how many resets.
+        "workers": hvd.size(),
+        "resets": resets,
+    }
+    print("RESULT " + json.dumps(result), flush=True)

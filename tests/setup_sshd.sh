@@ -1,0 +1,29 @@
+#!/bin/sh
+# OpenSSH's server and iproute2 for tests/test_multi_host.py, which builds two "hosts" as Linux
+# network namespaces on this machine and starts a private sshd in each (its own config, host key
+# and authorized key, all in a temporary folder; the machine's /etc/ssh and ~/.ssh are not used).
+# Does nothing when sshd and ip are there; installs Debian's packages when it can.
+# Note: on a machine run by systemd, Debian's openssh-server also enables and starts the
+# system's own sshd on port 22; the test does not need it (`systemctl disable --now ssh`).
+set -e
+SSHD=${SSHD:-/usr/sbin/sshd}
+[ -x "$SSHD" ] && command -v ip >/dev/null 2>&1 && exit 0
+
+if [ "$(id -u)" = 0 ]; then
+    SUDO=
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=sudo
+else
+    SUDO=none
+fi
+if ! command -v apt-get >/dev/null 2>&1 || [ "$SUDO" = none ]; then
+    echo "sshd not found at $SSHD (or no ip command), so tests/test_multi_host.py will be skipped."
+    echo "Install them (Debian/Ubuntu: sudo apt-get install openssh-server openssh-client iproute2)."
+    exit 0
+fi
+echo "==> Installing OpenSSH's server for the multi-host test (apt-get install openssh-server)"
+# Wait for another apt-get (another test set-up) instead of failing on its lock.
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    openssh-server openssh-client iproute2 >/dev/null
+"$SSHD" -V 2>&1 | head -n 1

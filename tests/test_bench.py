@@ -1,0 +1,142 @@
+"""The benchmarks: their arithmetic, and (slow) that every one of them runs on tiny settings and
+writes a well-formed JSON file and a PNG. The measured numbers themselves are not asserted:
+speed targets are reported by the benchmarks, not tested here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench import accuracy, grading, report, results, scaling
+from bench.training import Launch, result_of
+from grader import check_all
+from workbook.paths import REPO
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_summarize_gives_median_and_spread():
+    stats = results.summarize([10, 12, 11])
+    assert stats == {"n": 3, "median": 11.0, "min": 10.0, "max": 12.0, "spread": round(2 / 11, 4)}
+    assert results.summarize([])["median"] is None
+
+
+def test_cpu_scaling_gives_each_worker_an_equal_share_of_the_cores():
+    default, one, two = scaling.launches(cores=2, gpus=0)
+    assert not default.horovodrun and default.threads is None
+    assert (one.workers, one.threads) == (1, 1) and (two.workers, two.threads) == (2, 1)
+    assert [launch.threads for launch in scaling.launches(cores=8, gpus=0)[1:]] == [4, 4]
+    assert [launch.workers for launch in scaling.launches(cores=8, gpus=4)] == [1, 2, 3, 4]
+
+
+def test_launch_commands_and_thread_settings():
+    two = Launch(2, 1)
+    argv = two.argv(REPO / "x.py", ["--epochs", "1"])
+    assert argv[1:6] == ["--gloo", "-np", "2", "-H", "localhost:2"]
+    assert argv[-3:] == [str(REPO / "x.py"), "--epochs", "1"]
+    assert two.env()["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert "TF_NUM_INTRAOP_THREADS" not in Launch(1, None, horovodrun=False).env()
+    assert Launch(1, None, horovodrun=False).argv(REPO / "x.py", [])[0] == sys.executable
+
+
+def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
+    configs = scaling.launches(cores=2, gpus=0)
+    rates = {(0, 0): 500, (0, 1): 300, (0, 2): 540, (1, 0): 520, (1, 1): 250, (1, 2): 480}
+    measurements = [
+        {"repetition": r, "config": configs[c].label, "images_per_second": rate}
+        for (r, c), rate in rates.items()
+    ]
+    summary = scaling.summarize(configs, measurements)
+    efficiency = summary["scaling_efficiency"]["2"]
+    assert efficiency["median"] == pytest.approx((540 / 600 + 480 / 500) / 2, abs=1e-4)
+    assert summary["configs"][configs[2].label]["images_per_second_per_worker"] == 255
+    assert summary["speedup_over_single_process_default"] == pytest.approx(510 / 510)
+
+
+def test_time_to_accuracy_is_the_first_epoch_at_or_above_the_target():
+    points = [{"seconds": 100, "accuracy": 0.85}, {"seconds": 200, "accuracy": 0.9},
+              {"seconds": 300, "accuracy": 0.89}]
+    assert accuracy.time_to(points, 0.88) == 200
+    assert accuracy.time_to(points, 0.95) is None
+
+
+def test_result_line_is_read_from_the_output():
+    assert result_of('noise\nRESULT {"test_accuracy": 0.9}\n') == {"test_accuracy": 0.9}
+    with pytest.raises(ValueError):
+        result_of("no result here")
+
+
+def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):
+    first, again = grading.synthetic_class(40), grading.synthetic_class(40)
+    assert first == again
+    scores = set()
+    for student, script in first.items():
+        if script is None:
+            continue
+        path = tmp_path / f"{student}.py"
+        path.write_text(script)
+        scores.add(sum(result.passed for result in check_all(path)))
+    assert None in first.values() and "" in first.values()
+    assert set(range(13)) <= scores  # every score from 0 to 12 occurs
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "all", "--tiny", "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("scaling", "accuracy", "overhead", "grading"):
+        document = json.loads((tmp_path / f"{name}.json").read_text())
+        assert document["benchmark"] == name
+        assert document["machine"]["cores"] >= 1 and document["machine"]["tensorflow"]
+        assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE)
+    summary = json.loads((tmp_path / "scaling.json").read_text())["summary"]
+    assert all(c["images_per_second"]["median"] > 0 for c in summary["configs"].values())
+    assert summary["scaling_efficiency"]["2"]["median"] > 0
+
+    runs = json.loads((tmp_path / "accuracy.json").read_text())["measurements"]
+    for run in runs.values():
+        assert [p["epoch"] for p in run["curve"]] == [1, 2]
+        assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
+
+    overhead = json.loads((tmp_path / "overhead.json").read_text())["summary"]
+    for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
+        assert overhead[name]["first_step_seconds"]["median"] > 0
+
+    grades = json.loads((tmp_path / "grading.json").read_text())
+    assert grades["summary"]["grades_equal"], grades["summary"]["mismatches"]
+    scores = grades["measurements"]["scores"]
+    assert len(scores) == len(grading.TINY_KINDS)
+    by_kind = dict(zip(grading.TINY_KINDS, (scores[s]["batch"] for s in sorted(scores))))
+    assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
+    assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
+    assert 0 < by_kind[13] < 12  # one Horovod line deleted
+
+
+def test_readme_shows_the_committed_results():
+    text = report.README.read_text(encoding="utf-8")
+    assert report.replace_section(text, report.section()) == text, (
+        "README.md's benchmark section is stale: run `python -m bench readme`"
+    )
+
+
+def test_readme_section_is_written_from_result_files(tmp_path):
+    assert "No benchmark results yet" in report.section(tmp_path)
+    (tmp_path / "grading.json").write_text(json.dumps({
+        "benchmark": "grading",
+        "machine": {"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
+                    "horovod": "0.28.1", "date": "2026-11-22 06:00 UTC", "commit": "abc1234"},
+        "settings": {}, "measurements": {},
+        "summary": {"one_file_seconds": {"solution (12 pass)": {"median": 0.21}},
+                    "students": 200, "batch_seconds": {"median": 3.5},
+                    "batch_ms_per_submission": 17.5, "nbgrader_seconds": 400.0,
+                    "nbgrader_seconds_per_submission": 2.0, "grades_equal": True},
+    }))
+    body = report.section(tmp_path)
+    assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
+    assert "commit abc1234" in body and "Scaling" not in body

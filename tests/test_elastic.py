@@ -1,0 +1,319 @@
+"""Elastic training (solutions/bonus/): the script, its discovery script, a run losing a worker.
+
+Fast tests: the elastic script's helpers are the solution's, statement for statement (so they
+never drift apart), the discovery script names this machine twice, and the notebook runner
+passes the elastic options through. The slow test starts `horovodrun --min-np 1 --max-np 2`
+with two real workers, SIGKILLs one of them (rank 1; in a second run rank 0, the coordinator)
+once training is under way, and checks that the other resets to one worker, continues from
+the epoch it reached and finishes, and that no process is left behind.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
+BONUS = REPO / "solutions" / "bonus"
+ELASTIC_SCRIPT = BONUS / "fashion_mnist_elastic.py"
+DISCOVER_HOSTS = BONUS / "discover_hosts.sh"
+SAMPLE = REPO / "data" / "sample"
+HOROVODRUN = Path(sys.executable).with_name("horovodrun")
+
+# Besides everything the solution defines before its training part (`args = parse_args()`),
+# these helpers of its training part are shared too.
+SHARED_TRAINING_HELPERS = ["normalize", "augment"]
+
+# 6 epochs of 24 steps (12 per worker while there are two, 24 with one): long enough to kill a
+# worker in epoch 2 and see several epochs after it, about a minute on a busy 2-core machine.
+EPOCHS = 6
+RUN_ARGS = [
+    "--data-dir", SAMPLE, "--train-images", "1024", "--test-images", "256",
+    "--depth", "10", "--width", "1", "--epochs", EPOCHS, "--steps-per-epoch", "24",
+]  # fmt: skip
+# Generous: on a 2-core machine shared with other jobs (load average 22), epoch 2 started after
+# 260 s and the run ended 52 s after the kill; at a quieter moment, after about 30 s and 16-25 s.
+START_TIMEOUT = 600  # seconds until epoch 2 starts
+FINISH_TIMEOUT = 600  # seconds from the kill to the end of the run
+WORKER_LINE = re.compile(r"^\[(\d+)\]<(stdout|stderr)>:(.*)$")
+
+
+# --- fast ------------------------------------------------------------------------------------
+
+
+def top_level_definitions(path: Path) -> dict[str, ast.AST]:
+    """Every top-level function, class and assigned name of a script, by name, in order."""
+    found = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.setdefault(node.name, node)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, node)
+    return found
+
+
+def shared_names() -> list[str]:
+    """The solution's helpers: what it defines before `args = parse_args()`, and a few after."""
+    names = list(top_level_definitions(SOLUTION))
+    assert "args" in names, f"{SOLUTION.name} no longer starts its training with args = ..."
+    return names[: names.index("args")] + SHARED_TRAINING_HELPERS
+
+
+def test_elastic_script_shares_the_solutions_helpers():
+    solution = top_level_definitions(SOLUTION)
+    elastic = top_level_definitions(ELASTIC_SCRIPT)
+    missing = [name for name in shared_names() if name not in elastic]
+    differ = [
+        name
+        for name in shared_names()
+        if name in elastic and ast.dump(elastic[name]) != ast.dump(solution[name])
+    ]
+    assert not missing and not differ, (
+        f"{ELASTIC_SCRIPT.relative_to(REPO)} lacks {missing} and has a different {differ}: copy "
+        f"them over from {SOLUTION.relative_to(REPO)} (and adapt the training part if needed)"
+    )
+    assert len(shared_names()) >= 10  # the check compares something
+
+
+def test_elastic_script_uses_no_outdated_api():
+    text = ELASTIC_SCRIPT.read_text(encoding="utf-8")
+    for outdated in [r"ConfigProto", r"set_session", r"fit_generator", r"horovod\.keras", r"\blr="]:
+        assert not re.search(outdated, text), f"{ELASTIC_SCRIPT.name} uses {outdated}"
+
+
+def test_discovery_script_lists_this_machine_under_two_names():
+    assert os.access(DISCOVER_HOSTS, os.X_OK), f"{DISCOVER_HOSTS} must be executable"
+    output = subprocess.run(
+        [str(DISCOVER_HOSTS)], capture_output=True, text=True, timeout=10, check=True
+    ).stdout
+    assert output.split() == ["localhost:1", "127.0.0.1:1"]
+
+
+@pytest.mark.skipif(not HOROVODRUN.exists(), reason=f"no horovodrun beside {sys.executable}")
+def test_runner_passes_the_elastic_options_through(tmp_path):
+    """The lesson starts the elastic job through the notebook runner: nothing may get lost."""
+    from workbook.runner import plan_run
+
+    elastic = [
+        "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(DISCOVER_HOSTS),
+        "--network-interfaces", "lo", "--blacklist-cooldown-range", "10", "100",
+    ]  # fmt: skip
+    plan = plan_run(
+        ["-np", "2", *elastic, str(ELASTIC_SCRIPT), "--epochs", "3"],
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+    )
+    script_at = plan.argv.index(str(ELASTIC_SCRIPT))
+    assert plan.argv[1:script_at] == ["--gloo", "-np", "2", *elastic, sys.executable]
+    assert plan.argv[script_at + 1 : script_at + 3] == ["--epochs", "3"]
+    assert plan.np == 2 and plan.tensorboard_dir == tmp_path / "logs" / plan.run_name
+
+
+# --- slow: a real elastic run that loses a worker --------------------------------------------
+
+
+class OutputCollector:
+    """Reads a process's output in a thread; lets the test wait for a line to appear."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        for raw in stream:
+            # Keras redraws its progress bar with \r: keep each drawing as a line of its own.
+            pieces = [piece for piece in raw.replace("\r", "\n").split("\n") if piece.strip()]
+            with self._changed:
+                self.lines.extend(pieces)
+                self._changed.notify_all()
+        with self._changed:
+            self.lines.append(None)  # the end of the output
+            self._changed.notify_all()
+
+    def wait_for(self, pattern: re.Pattern, timeout: float) -> str | None:
+        """The first line matching pattern, waiting up to timeout seconds; None if none came."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.lines:
+                    if line is not None and pattern.search(line):
+                        return line
+                if None in self.lines or time.monotonic() > deadline:
+                    return None
+                self._changed.wait(max(0.1, deadline - time.monotonic()))
+
+    def text(self) -> str:
+        self._thread.join(timeout=10)
+        with self._changed:
+            return "\n".join(line for line in self.lines if line is not None)
+
+
+def elastic_command(log_dir: Path) -> list[str]:
+    return [
+        str(HOROVODRUN), "-np", "2", "--min-np", "1", "--max-np", "2",
+        "--host-discovery-script", str(DISCOVER_HOSTS),
+        # One machine: without it, Gloo may pick an interface the workers cannot reach each
+        # other on, and the rendezvous hangs.
+        "--network-interfaces", "lo",
+        sys.executable, str(ELASTIC_SCRIPT), *map(str, RUN_ARGS), "--log-dir", str(log_dir),
+    ]  # fmt: skip
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        # Two workers on two cores: one thread each, or they fight over the cores.
+        TF_NUM_INTRAOP_THREADS="1",
+        TF_NUM_INTEROP_THREADS="1",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONUNBUFFERED="1",
+    )
+    env["PATH"] = os.pathsep.join([str(HOROVODRUN.parent), env.get("PATH", "")])
+    return env
+
+
+def training_workers(launcher: psutil.Process) -> dict[int, psutil.Process]:
+    """The launcher's worker processes running the elastic script, by the rank they started as."""
+    workers = {}
+    for process in launcher.children(recursive=True):
+        try:
+            if str(ELASTIC_SCRIPT) in process.cmdline():
+                workers[int(process.environ()["HOROVOD_RANK"])] = process
+        except (psutil.NoSuchProcess, KeyError):
+            pass
+    return workers
+
+
+def stop_everything(process: subprocess.Popen, known: set[int]) -> None:
+    """Kills the launcher's session and every process seen under it (cleanup after a failure)."""
+    try:
+        known |= {child.pid for child in psutil.Process(process.pid).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for pid in known:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+    process.wait(timeout=30)
+
+
+def still_running(pids: set[int]) -> list[str]:
+    alive = []
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            if process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(f"{pid} {' '.join(process.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def epochs_started(output: str, rank: int | None = None) -> list[int]:
+    """The epoch numbers of Keras's `Epoch N/M` lines, in the order they came."""
+    prefix = rf"\[{rank}\]<stdout>:" if rank is not None else r"\[\d+\]<stdout>:"
+    return [int(n) for n in re.findall(rf"{prefix}Epoch (\d+)/{EPOCHS}\b", output)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HOROVODRUN.exists(), reason=f"no horovodrun beside {sys.executable}")
+@pytest.mark.skipif(not (SAMPLE / "train.npz").is_file(), reason=f"no sample data in {SAMPLE}")
+@pytest.mark.parametrize("victim_rank", [1, 0], ids=["kill-rank-1", "kill-rank-0"])
+def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
+    log_dir = tmp_path / "logs"
+    process = subprocess.Popen(
+        elastic_command(log_dir),
+        cwd=tmp_path,
+        env=worker_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: the cleanup can kill it all
+    )
+    collector = OutputCollector(process)
+    seen_pids: set[int] = set()
+    try:
+        launcher = psutil.Process(process.pid)
+        # Wait until both workers train and epoch 1 is committed: rank 0 starts epoch 2.
+        started = collector.wait_for(re.compile(rf"^\[0\]<stdout>:Epoch 2/{EPOCHS}"), START_TIMEOUT)
+        assert started, f"epoch 2 did not start in {START_TIMEOUT} s:\n{collector.text()[-4000:]}"
+        seen_pids |= {child.pid for child in launcher.children(recursive=True)}
+        by_rank = training_workers(launcher)
+        assert sorted(by_rank) == [0, 1], by_rank
+        hosts = sorted(worker.environ()["HOROVOD_HOSTNAME"] for worker in by_rank.values())
+        assert hosts == ["127.0.0.1", "localhost"], "one worker per name of this machine"
+        # Kill one worker without warning, the way a preempted node disappears.
+        by_rank[victim_rank].send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+
+        code = process.wait(timeout=FINISH_TIMEOUT)
+        finished_in = time.monotonic() - killed_at
+    except BaseException:
+        stop_everything(process, seen_pids)
+        raise
+    output = collector.text()
+    tail = output[-6000:]
+    print(f"run finished {finished_in:.0f} s after the kill")
+    # Shown when an assertion fails (or with -s): the output without progress bar redraws.
+    progress_bar = re.compile(r"\d+/\d+ \[=*[>.]")
+    print("\n".join(line for line in output.splitlines() if not progress_bar.search(line)))
+
+    assert code == 0, f"horovodrun exited with {code}:\n{tail}"
+    assert re.search(rf"Process {victim_rank} exit with status code 137", output), tail
+    results = [json.loads(m) for m in re.findall(r"RESULT (\{.*\})", output)]
+    assert len(results) == 1, tail
+    assert results[0]["workers"] == 1 and results[0]["resets"] == 1, results[0]
+    assert results[0]["epochs"] == EPOCHS
+
+    # The survivor reset to one worker, with the learning rate and steps of one worker. It is
+    # rank 0 now; horovodrun still labels its lines with the rank it started as.
+    survivor = rf"\[{1 - victim_rank}\]<stdout>:"
+    assert re.search(rf"{survivor}Elastic reset 1: 1 worker\(s\) now", output), tail
+    retrain = re.search(
+        rf"{survivor}Training on 1 worker\(s\) from epoch (\d+): 24 steps per epoch, "
+        r"learning rate 0\.0125",
+        output,
+    )
+    assert retrain, tail
+    resumed_epoch = int(retrain.group(1))
+    assert resumed_epoch >= 2, f"training restarted from epoch {resumed_epoch}, not 2 or later"
+
+    # Epochs went on from where they were, not from 1 again, up to the last one.
+    # (Only rank 0 prints them, whichever worker that is at the time.)
+    epochs = epochs_started(output)
+    assert epochs[0] == 1 and epochs[-1] == EPOCHS, epochs
+    last_start = len(epochs) - 1 - epochs[::-1].index(resumed_epoch)
+    after_reset = epochs[last_start:]
+    assert after_reset == list(range(resumed_epoch, EPOCHS + 1)), epochs
+    assert epochs.count(1) == 1, f"epoch 1 ran again: {epochs}"
+    # Rank 0 (the survivor, at the end) wrote the last epoch's checkpoint.
+    assert (log_dir / f"checkpoint-{EPOCHS}.h5").is_file()
+
+    # Nothing left behind: not the killed worker, not the survivor, not the launcher's helpers.
+    deadline = time.monotonic() + 30
+    while still_running(seen_pids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not still_running(seen_pids), still_running(seen_pids)
