@@ -13,7 +13,7 @@ VPY := $(VENV)/bin/python
 RUN := PATH="$(abspath $(VENV))/bin:$$PATH"
 BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HOROVOD)),--rebuild-horovod)
 
-.PHONY: lab test env data preflight lock help course grade browser sshd bench
+.PHONY: lab test env data preflight lock help course grade browser sshd mpi bench
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -23,6 +23,7 @@ help:
 	@echo "make preflight  check that the workbook can run here"
 	@echo "make browser    install Chromium for the browser test (Debian: apt-get)"
 	@echo "make sshd       install OpenSSH's server for the multi-host test (Debian: apt-get)"
+	@echo "make mpi        install OpenMPI (Debian: apt-get) so that Horovod is built with MPI"
 	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
@@ -39,7 +40,7 @@ preflight: env
 lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
-test: env browser sshd
+test: mpi env browser sshd
 	$(RUN) $(VPY) -m pytest $(PYTEST_ARGS)
 
 browser:
@@ -47,6 +48,12 @@ browser:
 
 sshd:
 	@sh tests/setup_sshd.sh
+
+# OpenMPI for Horovod's MPI controller and tests/test_mpirun.py. Before env: the bootstrap
+# builds Horovod with MPI only when it finds mpicxx (the extra line keeps that order under -j).
+mpi:
+	@sh tests/setup_mpi.sh
+env: $(if $(filter test,$(MAKECMDGOALS)),mpi)
 
 # Benchmarks: JSON and PNG in bench/results (about 40 min on 2 cores; BENCH_ARGS="scaling --tiny").
 BENCH_ARGS ?= all

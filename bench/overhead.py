@@ -9,11 +9,16 @@ bar it receives; a bare horovodrun with the same layout is the reference.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 from bench import results, settings
 from bench.training import SOLUTION, Launch, epoch_scalars, run_script
+
+
+# A Keras progress bar, "  3/75 [==>...": it first appears once the first step is done.
+PROGRESS_BAR = re.compile(r"\b\d+/\d+ \[")
 
 
 class FirstStepConsole:
@@ -30,7 +35,7 @@ class FirstStepConsole:
         pass
 
     def status(self, text: str) -> None:
-        if self.first_step is None and " 1/" in f" {text.split('| ', 1)[-1]}":
+        if self.first_step is None and PROGRESS_BAR.search(text.split("| ", 1)[-1]):
             self.first_step = time.monotonic()
 
     def finish(self, result, transcript) -> None:

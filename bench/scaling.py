@@ -1,8 +1,8 @@
 """Scaling: images/second of the solution script on 1 and N workers, side by side.
 
-On CPUs every worker gets an equal share of the cores (cores / N intra-op threads at the
-largest N, so one thread each on 2 cores) and the 1-worker run gets the same share, so the
-efficiency throughput(N) / (N x throughput(1)) compares like with like. The single-process
+On CPUs every worker gets an equal share of the cores: cores / N of them at the largest N (one
+each on 2 cores), pinned (bench/pinned.py), with as many intra-op threads; the 1-worker run gets
+the same share, so the efficiency throughput(N) / (N x throughput(1)) compares like with like. The single-process
 default (python, TensorFlow using every core) is measured too: it is what a learner starts
 from. On GPUs: 1, 2, ... all GPUs, one worker each. The configurations alternate within each
 repetition, so a slow minute of the machine hits all of them alike.
@@ -23,7 +23,8 @@ def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
         return [Launch(n, None, True, gpus=True) for n in counts]
     top = max_workers or max(2, min(cores, 2))
     threads = max(1, cores // top)
-    return [Launch(1, None, horovodrun=False), Launch(1, threads), Launch(top, threads)]
+    return [Launch(1, None, horovodrun=False), Launch(1, threads, pinned=True),
+            Launch(top, threads, pinned=True)]
 
 
 def measured_throughput(run) -> float:

@@ -19,6 +19,7 @@ from workbook.paths import SOLUTIONS_DIR
 
 SOLUTION = SOLUTIONS_DIR / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS_DIR / "fashion_mnist.py"
+PINNED = Path(__file__).with_name("pinned.py")
 RESULT_LINE = re.compile(r"RESULT (\{.*\})")
 
 
@@ -28,14 +29,19 @@ class Launch:
     threads: int | None = None  # intra-op threads per worker; None: TensorFlow's default
     horovodrun: bool = True  # False: `python script.py`, one process, no launcher
     gpus: bool = False
+    pinned: bool = False  # each worker on its own `threads` cores (bench/pinned.py)
 
     @property
     def label(self) -> str:
         if not self.horovodrun:
             return "python, 1 process" + (f", {self.threads} thread" if self.threads else "")
         unit = "GPU" if self.gpus else "worker"
-        threads = f" x {self.threads} thread" if self.threads else ""
-        return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{threads}"
+        share = ""
+        if self.threads:
+            noun = "core" if self.pinned else "thread"
+            share = f", {self.threads} {noun}{'s' if self.threads > 1 else ''}"
+            share += " each" if self.workers > 1 else ""
+        return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{share}"
 
     def env(self) -> dict:
         env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
@@ -51,6 +57,8 @@ class Launch:
 
     def argv(self, script: Path, args: list) -> list:
         python = [sys.executable, str(script), *args]
+        if self.pinned and self.threads:
+            python = [sys.executable, str(PINNED), str(self.threads), str(script), *args]
         if not self.horovodrun:
             return python
         horovodrun = str(Path(sys.executable).with_name("horovodrun"))

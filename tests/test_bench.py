@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from bench import accuracy, grading, report, results, scaling
-from bench.training import Launch, result_of
+from bench import accuracy, grading, overhead, report, results, scaling
+from bench.training import PINNED, Launch, result_of
 from grader import check_all
 from workbook.paths import REPO
 
@@ -28,6 +28,7 @@ def test_cpu_scaling_gives_each_worker_an_equal_share_of_the_cores():
     default, one, two = scaling.launches(cores=2, gpus=0)
     assert not default.horovodrun and default.threads is None
     assert (one.workers, one.threads) == (1, 1) and (two.workers, two.threads) == (2, 1)
+    assert one.pinned and two.pinned and two.label == "2 workers, 1 core each"
     assert [launch.threads for launch in scaling.launches(cores=8, gpus=0)[1:]] == [4, 4]
     assert [launch.workers for launch in scaling.launches(cores=8, gpus=4)] == [1, 2, 3, 4]
 
@@ -40,6 +41,22 @@ def test_launch_commands_and_thread_settings():
     assert two.env()["TF_NUM_INTRAOP_THREADS"] == "1"
     assert "TF_NUM_INTRAOP_THREADS" not in Launch(1, None, horovodrun=False).env()
     assert Launch(1, None, horovodrun=False).argv(REPO / "x.py", [])[0] == sys.executable
+    pinned = Launch(2, 1, pinned=True).argv(REPO / "x.py", ["--epochs", "1"])
+    assert pinned[-5:] == [str(PINNED), "1", str(REPO / "x.py"), "--epochs", "1"]
+
+
+def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
+    import os
+
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os, sys; print(sorted(os.sched_getaffinity(0)), sys.argv[1:])")
+    allowed = sorted(os.sched_getaffinity(0))
+    for rank in range(min(2, len(allowed))):
+        done = subprocess.run(
+            [sys.executable, str(PINNED), "1", str(probe), "--x", "1"], capture_output=True,
+            text=True, env={**os.environ, "HOROVOD_LOCAL_RANK": str(rank)}, check=True,
+        )
+        assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"
 
 
 def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
@@ -61,6 +78,15 @@ def test_time_to_accuracy_is_the_first_epoch_at_or_above_the_target():
               {"seconds": 300, "accuracy": 0.89}]
     assert accuracy.time_to(points, 0.88) == 200
     assert accuracy.time_to(points, 0.95) is None
+
+
+def test_runner_console_notes_the_first_progress_bar_not_the_epoch_line():
+    console = overhead.FirstStepConsole()
+    console.start(None)
+    console.status("running 0:09 | Epoch 1/2")
+    assert console.first_step is None
+    console.status("running 0:12 |  3/75 [>.......] - ETA: 20s - loss: 2.3")
+    assert console.first_step is not None
 
 
 def test_result_line_is_read_from_the_output():
