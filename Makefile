@@ -55,7 +55,7 @@ mpi:
 	@sh tests/setup_mpi.sh
 env: $(if $(filter test,$(MAKECMDGOALS)),mpi)
 
-# Benchmarks: JSON and PNG in bench/results (about 40 min on 2 cores; BENCH_ARGS="scaling --tiny").
+# Benchmarks: JSON and PNG in bench/results (about an hour on 2 cores; BENCH_ARGS="scaling --tiny").
 BENCH_ARGS ?= all
 bench: data
 	$(RUN) $(VPY) -m bench $(BENCH_ARGS)

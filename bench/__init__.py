@@ -1,7 +1,8 @@
 """Benchmarks of the workbook: commands that measure on this machine and write JSON and PNG.
 
-    python -m bench all                 # everything, full size (about 40 min on 2 CPU cores)
-    python -m bench scaling             # 1 vs 2 workers: images/s, scaling efficiency
+    python -m bench all                 # everything, full size (about an hour on 2 CPU cores)
+    python -m bench scaling             # 1 vs 2 workers: images/s, scaling efficiency, and
+                                        # 2 separate processes: the machine's own ceiling
     python -m bench accuracy            # time to 88% and 90% test accuracy, with curves
     python -m bench overhead            # horovodrun -np 1 vs plain python; runner start-up
     python -m bench grading             # checker: one file, a class of 200; nbgrader autograde

@@ -32,13 +32,18 @@ def scaling(document: dict, path: Path) -> Path:
     low = [m - configs[c]["images_per_second"]["min"] for c, m in zip(labels, medians)]
     high = [configs[c]["images_per_second"]["max"] - m for c, m in zip(labels, medians)]
     fig, ax = plt.subplots(figsize=(7, 4))
-    colors = ["0.6" if not configs[c]["horovodrun"] else "tab:blue" for c in labels]
-    bars = ax.bar(labels, medians, yerr=[low, high], capsize=6, color=colors)
+    colors = ["tab:blue" if configs[c]["horovodrun"] else "0.6" for c in labels]
+    names = [label.replace(", ", "\n") for label in labels]  # long labels on several lines
+    bars = ax.bar(names, medians, yerr=[low, high], capsize=6, color=colors)
     ax.bar_label(bars, labels=[f"{m:.0f}" for m in medians], padding=8)
     ax.set_ylabel("images / second (total, median; bars: min-max)")
     efficiency = document["summary"]["scaling_efficiency"]
     notes = ", ".join(f"{n} workers: {e['median']:.2f}" for n, e in efficiency.items())
-    ax.set_title(f"Training throughput. Scaling efficiency {notes} (target 0.90)", fontsize=10)
+    notes += " (target 0.90)"
+    ceiling = document["summary"].get("machine_ceiling", {})
+    if ceiling:  # what separate processes reach: the machine's own limit
+        notes += "; machine ceiling " + ", ".join(f"{e['median']:.2f}" for e in ceiling.values())
+    ax.set_title(f"Training throughput. Scaling efficiency {notes}", fontsize=10)
     ax.set_ylim(0, max(m + h for m, h in zip(medians, high)) * 1.2)
     return _save(fig, document, path)
 

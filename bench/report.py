@@ -49,6 +49,12 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         if "speedup_over_single_process_default" in s:
             lines[-1] += (" Against one plain process using every core: "
                           f"{s['speedup_over_single_process_default']:.2f}x.")
+        for n, c in s.get("machine_ceiling", {}).items():
+            share = s["horovod_share_of_ceiling"][n]
+            lines += ["", f"Where the rest goes: {n} separate processes without Horovod reach "
+                      f"{c['median']:.2f} [{c['min']:.2f}-{c['max']:.2f}] of {n}x one worker, "
+                      "the most this machine allows; Horovod's workers keep "
+                      f"{share['median']:.2f} [{share['min']:.2f}-{share['max']:.2f}] of that."]
         lines += ["", "![scaling](bench/results/scaling.png)", ""]
     if accuracy := docs["accuracy"]:
         s = accuracy["summary"]

@@ -2,9 +2,12 @@
 
 On CPUs every worker gets an equal share of the cores: cores / N of them at the largest N (one
 each on 2 cores), pinned (bench/pinned.py), with as many intra-op threads; the 1-worker run gets
-the same share, so the efficiency throughput(N) / (N x throughput(1)) compares like with like. The single-process
-default (python, TensorFlow using every core) is measured too: it is what a learner starts
-from. On GPUs: 1, 2, ... all GPUs, one worker each. The configurations alternate within each
+the same share, so the efficiency throughput(N) / (N x throughput(1)) compares like with like.
+Also measured: the single-process default (python, TensorFlow using every core), what a learner
+starts from; and N separate plain processes on the same core shares, running at once. Nothing
+links those, so their total is the machine's own ceiling (caches, memory bandwidth and clock
+are shared), and the efficiency splits into the machine's part and Horovod's part.
+On GPUs: 1, 2, ... all GPUs, one worker each. The configurations alternate within each
 repetition, so a slow minute of the machine hits all of them alike.
 """
 
@@ -14,7 +17,7 @@ import os
 from pathlib import Path
 
 from bench import machine, results, settings
-from bench.training import Launch, epoch_scalars, run_script
+from bench.training import Launch, epoch_scalars, run_script, run_separate
 
 
 def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
@@ -24,7 +27,8 @@ def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
     top = max_workers or max(2, min(cores, 2))
     threads = max(1, cores // top)
     return [Launch(1, None, horovodrun=False), Launch(1, threads, pinned=True),
-            Launch(top, threads, pinned=True)]
+            Launch(top, threads, pinned=True),
+            Launch(top, threads, horovodrun=False, pinned=True, separate=True)]
 
 
 def measured_throughput(run) -> float:
@@ -40,14 +44,20 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
     measurements = []
     for repetition in range(repeats):
         for launch in configs:
-            done = run_script(launch, args, out_dir / "runs" / "scaling" / f"{launch.workers}")
-            rate = measured_throughput(done)
+            folder = out_dir / "runs" / "scaling" / f"{launch.workers}"
+            if launch.separate:
+                processes = run_separate(launch, args, folder.with_name(f"{launch.workers}-separate"))
+                rate = sum(measured_throughput(one) for one in processes)
+                wall = max(one.timed.wall_seconds for one in processes)
+            else:
+                done = run_script(launch, args, folder)
+                rate, wall = measured_throughput(done), done.timed.wall_seconds
             echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s")
             measurements.append(
                 {"repetition": repetition, "config": launch.label, "workers": launch.workers,
                  "threads": launch.threads, "horovodrun": launch.horovodrun,
                  "images_per_second": round(rate, 2),
-                 "wall_seconds": round(done.timed.wall_seconds, 2)}
+                 "separate": launch.separate, "wall_seconds": round(wall, 2)}
             )
     summary = summarize(configs, measurements)
     return results.write("scaling", out_dir, {"script_args": args, "repeats": repeats,
@@ -68,21 +78,37 @@ def summarize(configs: list, measurements: list) -> dict:
         }
     horovod = [launch for launch in configs if launch.horovodrun]
     one = horovod[0]
-    efficiency = {}
+    efficiency, ceiling, horovod_share = {}, {}, {}
     for launch in horovod[1:]:
+        n = str(launch.workers)
         # Per repetition, N workers against the 1-worker run of the same repetition.
-        paired = [
-            n["images_per_second"] / (launch.workers * o["images_per_second"])
-            for n in measurements if n["config"] == launch.label
-            for o in measurements
-            if o["config"] == one.label and o["repetition"] == n["repetition"]
-        ]
-        efficiency[str(launch.workers)] = results.summarize(paired)
+        efficiency[n] = results.summarize(_paired(measurements, launch.label, one.label,
+                                                  launch.workers))
+        separate = [c for c in configs if c.separate and c.workers == launch.workers]
+        if separate:
+            ceiling[n] = results.summarize(_paired(measurements, separate[0].label, one.label,
+                                                   launch.workers))
+            horovod_share[n] = results.summarize(_paired(measurements, launch.label,
+                                                         separate[0].label, 1))
     summary = {"configs": by_config, "scaling_efficiency": efficiency, "target_efficiency": 0.9}
-    default = [launch for launch in configs if not launch.horovodrun]
+    if ceiling:
+        # efficiency ~= machine ceiling x Horovod's share of it
+        summary["machine_ceiling"] = ceiling
+        summary["horovod_share_of_ceiling"] = horovod_share
+    default = [launch for launch in configs if not launch.horovodrun and not launch.separate]
     if default and len(horovod) > 1:
         top = horovod[-1]
         summary["speedup_over_single_process_default"] = round(
             by_config[top.label]["images_per_second"]["median"]
             / by_config[default[0].label]["images_per_second"]["median"], 3)
     return summary
+
+
+def _paired(measurements: list, label: str, base_label: str, times: int) -> list:
+    """label's rate / (times x base_label's rate), per repetition."""
+    return [
+        m["images_per_second"] / (times * b["images_per_second"])
+        for m in measurements if m["config"] == label
+        for b in measurements
+        if b["config"] == base_label and b["repetition"] == m["repetition"]
+    ]

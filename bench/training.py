@@ -30,9 +30,12 @@ class Launch:
     horovodrun: bool = True  # False: `python script.py`, one process, no launcher
     gpus: bool = False
     pinned: bool = False  # each worker on its own `threads` cores (bench/pinned.py)
+    separate: bool = False  # `workers` plain processes side by side, no Horovod between them
 
     @property
     def label(self) -> str:
+        if self.separate:
+            return f"{self.workers} separate processes, {self.threads} core each, no Horovod"
         if not self.horovodrun:
             return "python, 1 process" + (f", {self.threads} thread" if self.threads else "")
         unit = "GPU" if self.gpus else "worker"
@@ -59,7 +62,7 @@ class Launch:
         python = [sys.executable, str(script), *args]
         if self.pinned and self.threads:
             python = [sys.executable, str(PINNED), str(self.threads), str(script), *args]
-        if not self.horovodrun:
+        if not self.horovodrun or self.separate:
             return python
         horovodrun = str(Path(sys.executable).with_name("horovodrun"))
         hosts = f"localhost:{self.workers}"
@@ -85,6 +88,27 @@ def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTIO
     argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
     timed = run_timed(argv, env=launch.env())
     return Run(launch, timed, result_of(timed.output), log_dir)
+
+
+def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION) -> list:
+    """Starts launch.workers plain processes at once, process i pinned to the i-th core block.
+
+    They share nothing but the machine: their total throughput is the most N Horovod workers
+    could reach here, which separates the machine's limits (shared caches, memory bandwidth,
+    clock) from Horovod's own cost.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(index: int) -> Run:
+        folder = log_dir / f"process-{index}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        argv = launch.argv(script, [*args, "--log-dir", str(folder)])
+        timed = run_timed(argv, env={**launch.env(), "BENCH_CORE_BLOCK": str(index)})
+        return Run(launch, timed, result_of(timed.output), folder)
+
+    with ThreadPoolExecutor(launch.workers) as pool:
+        return list(pool.map(one, range(launch.workers)))
 
 
 def result_of(output: str) -> dict:

@@ -25,11 +25,13 @@ def test_summarize_gives_median_and_spread():
 
 
 def test_cpu_scaling_gives_each_worker_an_equal_share_of_the_cores():
-    default, one, two = scaling.launches(cores=2, gpus=0)
+    default, one, two, separate = scaling.launches(cores=2, gpus=0)
     assert not default.horovodrun and default.threads is None
     assert (one.workers, one.threads) == (1, 1) and (two.workers, two.threads) == (2, 1)
     assert one.pinned and two.pinned and two.label == "2 workers, 1 core each"
-    assert [launch.threads for launch in scaling.launches(cores=8, gpus=0)[1:]] == [4, 4]
+    assert separate.separate and separate.pinned and (separate.workers, separate.threads) == (2, 1)
+    assert separate.argv(REPO / "x.py", [])[:2] == [sys.executable, str(PINNED)]  # no horovodrun
+    assert [launch.threads for launch in scaling.launches(cores=8, gpus=0)[1:]] == [4, 4, 4]
     assert [launch.workers for launch in scaling.launches(cores=8, gpus=4)] == [1, 2, 3, 4]
 
 
@@ -52,16 +54,20 @@ def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
     probe.write_text("import os, sys; print(sorted(os.sched_getaffinity(0)), sys.argv[1:])")
     allowed = sorted(os.sched_getaffinity(0))
     for rank in range(min(2, len(allowed))):
-        done = subprocess.run(
-            [sys.executable, str(PINNED), "1", str(probe), "--x", "1"], capture_output=True,
-            text=True, env={**os.environ, "HOROVOD_LOCAL_RANK": str(rank)}, check=True,
-        )
-        assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"
+        # Under horovodrun the local rank says which cores; separate processes get an index.
+        for variable in ("HOROVOD_LOCAL_RANK", "BENCH_CORE_BLOCK"):
+            env = {k: v for k, v in os.environ.items() if k != "HOROVOD_LOCAL_RANK"}
+            done = subprocess.run(
+                [sys.executable, str(PINNED), "1", str(probe), "--x", "1"], capture_output=True,
+                text=True, env={**env, variable: str(rank)}, check=True,
+            )
+            assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"
 
 
 def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
     configs = scaling.launches(cores=2, gpus=0)
-    rates = {(0, 0): 500, (0, 1): 300, (0, 2): 540, (1, 0): 520, (1, 1): 250, (1, 2): 480}
+    rates = {(0, 0): 500, (0, 1): 300, (0, 2): 540, (0, 3): 570,
+             (1, 0): 520, (1, 1): 250, (1, 2): 480, (1, 3): 490}
     measurements = [
         {"repetition": r, "config": configs[c].label, "images_per_second": rate}
         for (r, c), rate in rates.items()
@@ -71,6 +77,11 @@ def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
     assert efficiency["median"] == pytest.approx((540 / 600 + 480 / 500) / 2, abs=1e-4)
     assert summary["configs"][configs[2].label]["images_per_second_per_worker"] == 255
     assert summary["speedup_over_single_process_default"] == pytest.approx(510 / 510)
+    # The separate processes: the machine's ceiling, and how much of it Horovod keeps.
+    ceiling = summary["machine_ceiling"]["2"]["median"]
+    assert ceiling == pytest.approx((570 / 600 + 490 / 500) / 2, abs=1e-4)
+    share = summary["horovod_share_of_ceiling"]["2"]["median"]
+    assert share == pytest.approx((540 / 570 + 480 / 490) / 2, abs=1e-4)
 
 
 def test_time_to_accuracy_is_the_first_epoch_at_or_above_the_target():
@@ -124,6 +135,7 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     summary = json.loads((tmp_path / "scaling.json").read_text())["summary"]
     assert all(c["images_per_second"]["median"] > 0 for c in summary["configs"].values())
     assert summary["scaling_efficiency"]["2"]["median"] > 0
+    assert summary["machine_ceiling"]["2"]["median"] > 0
 
     runs = json.loads((tmp_path / "accuracy.json").read_text())["measurements"]
     for run in runs.values():
@@ -132,6 +144,8 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
 
     overhead = json.loads((tmp_path / "overhead.json").read_text())["summary"]
     for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
+        # Both repetitions trained (a resumed run would show no first step).
+        assert overhead[name]["first_step_seconds"]["n"] == 2
         assert overhead[name]["first_step_seconds"]["median"] > 0
 
     grades = json.loads((tmp_path / "grading.json").read_text())
