@@ -2,9 +2,9 @@
 
     python bench/pinned.py CORES_PER_WORKER script.py [args...]
 
-Worker i (HOROVOD_LOCAL_RANK; else BENCH_CORE_BLOCK for separate processes; else 0) is pinned to the i-th block of
-CORES_PER_WORKER cores before TensorFlow starts, so every thread it makes (compute, tf.data,
-Horovod's) stays there. An intra-op thread limit alone lets the input pipeline of a lone worker
+Worker i (HOROVOD_LOCAL_RANK; else BENCH_CORE_BLOCK, for separate processes; else 0) is
+pinned to the i-th block of CORES_PER_WORKER cores before TensorFlow starts, so every thread
+it makes (compute, tf.data, Horovod's) stays there. An intra-op thread limit alone lets the input pipeline of a lone worker
 run on the idle cores, which flatters the 1-worker baseline.
 """
 

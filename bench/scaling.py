@@ -44,9 +44,10 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
     measurements = []
     for repetition in range(repeats):
         for launch in configs:
-            folder = out_dir / "runs" / "scaling" / f"{launch.workers}"
+            folder = out_dir / "runs" / "scaling" / (
+                f"{launch.workers}-separate" if launch.separate else f"{launch.workers}")
             if launch.separate:
-                processes = run_separate(launch, args, folder.with_name(f"{launch.workers}-separate"))
+                processes = run_separate(launch, args, folder)
                 rate = sum(measured_throughput(one) for one in processes)
                 wall = max(one.timed.wall_seconds for one in processes)
             else:

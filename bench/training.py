@@ -81,12 +81,13 @@ class Run:
         return float(self.result["images_per_second"])
 
 
-def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION) -> Run:
+def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION,
+               env: dict | None = None) -> Run:
     """Runs the script with a fresh --log-dir (it would resume from old checkpoints)."""
     shutil.rmtree(log_dir, ignore_errors=True)
     log_dir.parent.mkdir(parents=True, exist_ok=True)
     argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
-    timed = run_timed(argv, env=launch.env())
+    timed = run_timed(argv, env={**launch.env(), **(env or {})})
     return Run(launch, timed, result_of(timed.output), log_dir)
 
 
@@ -100,12 +101,8 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
     from concurrent.futures import ThreadPoolExecutor
 
     def one(index: int) -> Run:
-        folder = log_dir / f"process-{index}"
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        argv = launch.argv(script, [*args, "--log-dir", str(folder)])
-        timed = run_timed(argv, env={**launch.env(), "BENCH_CORE_BLOCK": str(index)})
-        return Run(launch, timed, result_of(timed.output), folder)
+        return run_script(launch, args, log_dir / f"process-{index}", script,
+                          env={"BENCH_CORE_BLOCK": str(index)})
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))
