@@ -29,7 +29,7 @@ help:
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
 
 env:
-	@$(PYTHON) -m workbook.bootstrap $(BOOTSTRAP_ARGS)
+	@$(PYTHON) -m bootstrap $(BOOTSTRAP_ARGS)
 
 data: env
 	@$(RUN) $(VPY) -m workbook.fashion_data prepare

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench import results
 from workbook.paths import SOLUTIONS_DIR
-from workbook.step_chain import LAST_STEP, output_name
+from workbook.facts import LAST_STEP, chain_file_name as output_name
 
 MISSING = None  # a student who handed in no fashion_mnist.py
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # OpenMPI for Horovod's MPI controller and tests/test_mpirun.py: Debian's packages. Run by
-# `make mpi` / `make test` BEFORE the environment is built, because workbook.bootstrap compiles
+# `make mpi` / `make test` BEFORE the environment is built, because bootstrap compiles
 # Horovod with MPI only when it finds OpenMPI's compiler wrapper, mpicxx, at build time.
 # Does nothing when mpicxx and mpirun are there; installs them when it can.
 set -e

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from workbook import bootstrap
+from bootstrap import environment as bootstrap
 from workbook.paths import REPO
 
 THIS_ENV = Path(sys.prefix)
 
 
 @pytest.mark.skipif(not (THIS_ENV / bootstrap.STAMP_NAME).exists(),
-                    reason="tests are not running in an environment made by workbook.bootstrap")
+                    reason="tests are not running in an environment made by bootstrap")
 def test_second_run_is_a_fast_no_op():
     device = json.loads((THIS_ENV / bootstrap.STAMP_NAME).read_text())["device"]
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "workbook.bootstrap", "--venv", str(THIS_ENV),
+    result = subprocess.run([sys.executable, "-m", "bootstrap", "--venv", str(THIS_ENV),
                              "--device", device], capture_output=True, text=True, cwd=REPO)
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr

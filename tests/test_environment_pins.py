@@ -6,7 +6,7 @@ from importlib import metadata
 import pytest
 import yaml
 
-from workbook import bootstrap
+from bootstrap import environment as bootstrap
 from workbook.paths import REPO
 
 PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)$")

@@ -17,8 +17,8 @@ import pytest
 import grader
 from grader import check_all, check_files, check_step, check_strict
 from grader_cases.mistakes import CASES
-from workbook import step_chain
-from workbook.step_chain import LAST_STEP
+from authoring import chain as step_chain
+from authoring.chain import LAST_STEP
 
 STEPS = range(1, LAST_STEP + 1)
 SOLUTIONS = step_chain.OUTPUT_DIR

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from grader import check_all, check_bonus, train_bonus
-from workbook import step_chain
+from authoring import chain as step_chain
 
 SOLUTIONS = step_chain.OUTPUT_DIR
 REFERENCE = SOLUTIONS / step_chain.BONUSES["alexnet"]

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from workbook import step_chain
-from workbook.step_chain import LAST_STEP
+from authoring import chain as step_chain
+from authoring.chain import LAST_STEP
 
 SOLUTIONS = step_chain.OUTPUT_DIR
 SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"

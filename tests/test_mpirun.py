@@ -2,7 +2,7 @@
 
 Slow. Runs only where this environment's Horovod was built with MPI and OpenMPI's `mpirun` is on
 PATH: `make test` installs OpenMPI (tests/setup_mpi.sh) before it builds the environment, and
-workbook.bootstrap then compiles Horovod with MPI. Elsewhere the tests are skipped and say why.
+bootstrap then compiles Horovod with MPI. Elsewhere the tests are skipped and say why.
 """
 
 from __future__ import annotations

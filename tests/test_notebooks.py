@@ -25,12 +25,12 @@ import pytest
 
 from lab_helpers import free_port
 
-from workbook import notebooks as builder
+from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
-from workbook.step_chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+from authoring.chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
 from workbook.tensorboard import PORT_VARIABLE
 
-BUILD_COMMAND = "python -m workbook.notebooks build"
+BUILD_COMMAND = "python -m authoring build"
 SOURCES = builder.source_files()
 NOTEBOOK_NAMES = [f"{source.stem}.ipynb" for source in SOURCES]
 STEP_NOTEBOOKS = {

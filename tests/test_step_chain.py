@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from workbook import step_chain
-from workbook.step_chain import LAST_STEP, StepSyntaxError, render
+from authoring import chain as step_chain
+from authoring.chain import LAST_STEP, StepSyntaxError, render
 
 SOURCE_TEXT = step_chain.SOURCE.read_text(encoding="utf-8")
 STEPS = range(LAST_STEP + 1)
-REGENERATE = "python -m workbook.step_chain build"
+REGENERATE = "python -m authoring build"
 
 
 def rendered(step):

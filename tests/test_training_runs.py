@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook import step_chain
+from authoring import chain as step_chain
 
 pytestmark = pytest.mark.slow
 

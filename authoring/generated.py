@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+# One command regenerates everything, in order (the notebooks quote the chain).
+REGENERATE_COMMAND = "python -m authoring build"
+
 
 def differs(path: Path, text: str) -> bool:
     return not path.is_file() or path.read_text(encoding="utf-8") != text
@@ -51,7 +54,7 @@ def build_or_check_main(argv, *, prog: str, description: str, what: str,
         return 2
     if outdated:
         print("stale: " + ", ".join(outdated), file=sys.stderr)
-        print(f"regenerate with: {prog} build", file=sys.stderr)
+        print(f"regenerate with: {REGENERATE_COMMAND}", file=sys.stderr)
         return 1
     print(f"all {what} are up to date")
     return 0

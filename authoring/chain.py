@@ -19,8 +19,8 @@ A `#@ bonus NAME` block (NAME in BONUSES) holds the answer of a bonus exercise: 
 in that bonus's reference, which is the solution with its bonus blocks (`#@ else`: the lines
 they replace), so the bonus reference never drifts from the chain.
 
-    python -m workbook.step_chain build   # write the scripts in solutions/ (and solutions/bonus/)
-    python -m workbook.step_chain check   # exit 1 if any of them is stale
+    python -m authoring build chain   # write the scripts in solutions/ (and solutions/bonus/)
+    python -m authoring check chain   # exit 1 if any of them is stale
 """
 
 from __future__ import annotations
@@ -30,31 +30,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbook.generated import build_or_check_main, stale_names, write_changed
+from authoring.generated import build_or_check_main, stale_names, write_changed
+from workbook.facts import BONUSES, LAST_STEP, SOLUTION_FILE_NAME, STEP_TITLES, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
 
-LAST_STEP = 12
 
-STEP_TITLES = {
-    1: "Initialize Horovod",
-    2: "Pin one GPU per process",
-    3: "Print only on rank 0",
-    4: "Wrap the optimizer in DistributedOptimizer",
-    5: "Broadcast the initial weights from rank 0",
-    6: "Split the data and the steps among workers",
-    7: "Average the metrics across workers",
-    8: "Resume from checkpoints on rank 0",
-    9: "Write checkpoints and logs on rank 0 only",
-    10: "Scale the learning rate by the number of workers",
-    11: "Warm up the learning rate",
-    12: "Switch to the NovoGrad optimizer",
-}
-
-# The bonus exercises of the source's `#@ bonus NAME` blocks, and their reference scripts
-# (the solution plus the bonus blocks), relative to solutions/.
-BONUSES = {
-    "alexnet": "bonus/fashion_mnist_alexnet.py",
-}
 
 SOURCE = SOLUTIONS_DIR / "source" / "fashion_mnist.steps.py"
 OUTPUT_DIR = SOLUTIONS_DIR
@@ -246,11 +226,7 @@ def changed_steps_by_line(source_text: str, step: int) -> tuple:
     )
 
 
-def output_name(step: int) -> str:
-    """Returns the file name of the script at `step` in solutions/."""
-    if step == 0:
-        return "fashion_mnist.py"
-    return f"fashion_mnist_after_step_{step:02d}.py"
+output_name = chain_file_name  # the file name of the script at `step` in solutions/
 
 
 def expected_files(source_path: Path | None = None) -> dict:
@@ -260,7 +236,7 @@ def expected_files(source_path: Path | None = None) -> dict:
     files = {}
     for step in range(LAST_STEP + 1):
         files[output_name(step)] = render(source_text, step, str(source_path))
-    files["fashion_mnist_solution.py"] = files[output_name(LAST_STEP)]
+    files[SOLUTION_FILE_NAME] = files[output_name(LAST_STEP)]
     for bonus, name in BONUSES.items():
         files[name] = render_bonus(source_text, bonus, str(source_path))
     return files
@@ -278,7 +254,7 @@ def build(source_path: Path | None = None, output_dir: Path | None = None) -> li
 
 def main(argv=None) -> int:
     return build_or_check_main(
-        argv, prog="python -m workbook.step_chain", what="step scripts",
+        argv, prog="python -m authoring.chain", what="step scripts",
         description=f"Render the step scripts in solutions/ from {SOURCE.relative_to(REPO)}",
         build=build, stale=stale_files, source_error=StepSyntaxError)
 

@@ -2,7 +2,7 @@
 
 Runs with any Python 3 (standard library only), because it is what creates the environment:
 
-    python3 -m workbook.bootstrap [--device cpu|gpu] [--rebuild-horovod]
+    python3 -m bootstrap [--device cpu|gpu] [--rebuild-horovod]
 
 Order matters: TensorFlow first, then the other pins, then Horovod compiled against that
 TensorFlow (Horovod's sdist links to the TensorFlow it finds at build time). A stamp file records
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbook.paths import REPO
+REPO = Path(__file__).resolve().parents[1]  # not workbook.paths: nothing but the standard library here
 
 REQUIREMENTS = REPO / "requirements"
 DEFAULT_VENV = REPO / ".venv"

@@ -4,8 +4,8 @@ Each `notebooks/src/NN_name.md` (MyST markdown: prose, with code in ```{code-cel
 becomes `notebooks/NN_name.ipynb`, without outputs and byte-for-byte the same for the same
 inputs:
 
-    python -m workbook.notebooks build    # write the notebooks that changed
-    python -m workbook.notebooks check    # exit 1 and list them if any is stale
+    python -m authoring.notebooks build    # write the notebooks that changed
+    python -m authoring.notebooks check    # exit 1 and list them if any is stale
 
 What depends on the chain of scripts is derived here at build time, never copied into a source.
 A source says where it goes with a placeholder:
@@ -43,9 +43,9 @@ import re
 import sys
 from pathlib import Path
 
-from workbook.generated import build_or_check_main, stale_names, write_changed
+from authoring.generated import build_or_check_main, stale_names, write_changed
 from workbook.paths import NOTEBOOKS_DIR
-from workbook.step_chain import (
+from authoring.chain import (
     BONUSES,
     LAST_STEP,
     SOURCE,
@@ -359,7 +359,7 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
     notebook.metadata = {
         "kernelspec": dict(KERNELSPEC),
         "language_info": dict(LANGUAGE_INFO),
-        "workbook": {"generated_from": f"src/{source.name}", "build": "python -m workbook.notebooks build"},
+        "workbook": {"generated_from": f"src/{source.name}", "build": "python -m authoring.notebooks build"},
     }
     nbformat.validate(notebook)
     return notebook
@@ -403,7 +403,7 @@ def build(source_dir: Path | None = None, output_dir: Path | None = None) -> lis
 
 def main(argv=None) -> int:
     return build_or_check_main(
-        argv, prog="python -m workbook.notebooks", what="notebooks",
+        argv, prog="python -m authoring.notebooks", what="notebooks",
         description="Generate notebooks/*.ipynb from notebooks/src/*.md",
         build=build, stale=stale_notebooks, source_error=NotebookSourceError)
 

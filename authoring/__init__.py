@@ -1,0 +1,12 @@
+"""Authoring tools: the files the repository generates from its sources of truth.
+
+    chain       solutions/source/fashion_mnist.steps.py -> the step scripts in solutions/
+    notebooks   notebooks/src/*.md -> notebooks/*.ipynb (with the chain's diffs and TODOs)
+    generated   what both share: write only what changed, list what is stale, one CLI
+
+    python -m authoring build    # regenerate everything that changed (chain first, then notebooks)
+    python -m authoring check    # exit 1 and name what is stale
+
+For authors and CI only: notebook kernels, the grader and the instructor's course never import
+this package.
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from bootstrap.environment import main
+
+sys.exit(main())
