@@ -43,7 +43,7 @@ RESULT_LINE = re.compile(r"^RESULT (\{.*\})\s*$", re.MULTILINE)
 # TensorFlow's C++ logging, and the abseil format newer parts of TensorFlow use.
 TF_LOG_LINE = re.compile(
     r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] \S+:\d+\]"
-    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]"
+    r"|[IWEF]\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\]"  # before InitializeLog: 00:00:<epoch s>
     r"|To enable the following instructions:"
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called)"
 )
