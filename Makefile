@@ -19,7 +19,7 @@ help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
 	@echo "make test       set up, run all tests"
 	@echo "make env        create/update .venv only (DEVICE=gpu, REBUILD_HOROVOD=1)"
-	@echo "make data       prepare Fashion-MNIST into data/fashion_mnist"
+	@echo "make data       prepare the official Fashion-MNIST in data/fashion_mnist (Debian: apt-get)"
 	@echo "make preflight  check that the workbook can run here"
 	@echo "make browser    install Chromium for the browser test (Debian: apt-get)"
 	@echo "make sshd       install OpenSSH's server for the multi-host test (Debian: apt-get)"
@@ -31,7 +31,10 @@ help:
 env:
 	@$(PYTHON) -m bootstrap $(BOOTSTRAP_ARGS)
 
+# The official Fashion-MNIST: Debian's dataset-fashion-mnist first, installed when apt-get can
+# (root or sudo); prepare says which source it used and why it skipped the others.
 data: env
+	@sh data/setup_debian_package.sh
 	@$(RUN) $(VPY) -m workbook.fashion_data prepare
 
 preflight: env

