@@ -1,6 +1,6 @@
 """python -m grader check FILE [--step N | --all | --bonus NAME] [--json] [--strict [REFERENCE]]
 python -m grader batch PATH... [--csv FILE] [--json]   (a whole class at once: grader/batch.py)
-python -m grader course SUBCOMMAND DIR ...   (grading a class with nbgrader: grader/course.py)
+(Grading a class with nbgrader: python -m instructor, see instructor/README.md.)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
 file that can't be read (with a one-line message on stderr).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader import STEPS, batch, check_all, check_bonus, check_strict, course
+from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
 from grader.engine import FileProblem
 from grader.report import Results
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m grader", description="Check the steps of the Horovod workbook."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,batch,course}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,batch}")
     check = commands.add_parser(
         "check",
         help="check a training script",
@@ -51,15 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
         "step N, or the solution), ignoring only comments and formatting",
     )
     batch.add_parser(commands)
-    course.add_parser(commands)
     return parser
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["course"]:  # moved out of the step checker
+        rest = " ".join(argv[1:]) or "--help"
+        print(f"grader: the nbgrader course moved: python -m instructor {rest}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "course":
-        return course.run(args)
     if args.command == "batch":
         return batch.run(args)
     if args.step is not None and args.step not in STEPS:

@@ -6,8 +6,8 @@ adds could change what `check_step` returns, so the autograder runs the graded c
 
 Starting a kernel costs a second or more, and a submission has twelve notebooks with one
 check each; so by default every notebook of one nbgrader run shares one kernel, which moves to
-the notebook's folder and forgets its variables (%reset) before each notebook. The checks read
-fashion_mnist.py afresh each time and never execute it, so a student's file cannot leave
+the notebook's folder and then forgets its variables (%reset) before each notebook. The checks
+read fashion_mnist.py afresh each time and never execute it, so a student's file cannot leave
 anything behind for the next student. A kernel that died is replaced.
 """
 
@@ -82,9 +82,14 @@ class ExecuteChecksOnly(Execute):
         return run_sync(alive)()
 
     def _run_prelude(self) -> None:
-        """Moves the shared kernel to this notebook's folder, with an empty namespace."""
+        """Moves the shared kernel to this notebook's folder, then empties its namespace.
+
+        In that order: when nbgrader fails a student, it deletes that student's autograded/
+        folder, where the kernel still is, and %reset in a deleted folder raises
+        FileNotFoundError, which would fail every later student of the run.
+        """
         path = self.resources.get("metadata", {}).get("path") or "."
-        code = f"%reset -f\nimport os as _os\n_os.chdir({str(path)!r})\ndel _os"
+        code = f"import os as _os\n_os.chdir({str(path)!r})\ndel _os\n%reset -f"
         msg_id = self.kc.execute(code, silent=True, store_history=False)
         reply = self.wait_for_reply(msg_id)
         if reply is None or reply["content"]["status"] != "ok":

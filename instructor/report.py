@@ -1,0 +1,219 @@
+"""Where the class got stuck, and what needs the instructor: per student and step, from
+nbgrader's gradebook and the submitted files.
+
+Writes class_report.csv (one row per student: status, score, step_01..step_12 as 1/0/empty,
+and the problems), class_report.txt (the summary below) and class_report.png (the heatmap,
+instructor/heatmap.py). The summary gives per step how many passed and how many are stuck
+there, then per student: script problems (kept apart from failed steps), tampered check cells,
+missing notebooks, and each student not graded, with the commands that recover the submission.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from instructor import submission
+from instructor.autograde import load_status
+from instructor.course import Course, CourseError
+from instructor.heatmap import write_heatmap
+from workbook.facts import STEP_TITLES
+
+_CHECK_ID = re.compile(r"check_step_(\d+)$")
+
+GRADED = "graded"
+FAILED = "autograde failed"
+NOT_SUBMITTED = "not submitted"
+NOT_YET = "not autograded yet"
+
+
+@dataclass
+class StudentRow:
+    student: str
+    status: str  # GRADED, FAILED, NOT_SUBMITTED or NOT_YET
+    steps: dict = field(default_factory=dict)  # {step: True (passed) | False | None (no grade)}
+    script_problem: str = ""  # fashion_mnist.py missing, unreadable, oversized, not Python
+    tampered: list = field(default_factory=list)  # "check_step_09 edited", ...
+    missing_notebooks: list = field(default_factory=list)
+    reason: str = ""  # why it is not graded
+    recovery: list = field(default_factory=list)  # shell commands that recover it
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for ok in self.steps.values() if ok)
+
+    @property
+    def first_not_passed(self) -> int | None:
+        """The step this learner is stuck at (the first not passed), for graded rows whose
+        script could be checked."""
+        if self.status != GRADED or self.script_problem:
+            return None
+        return next((step for step in sorted(self.steps) if not self.steps[step]), None)
+
+    def cell(self, step: int) -> str:
+        """What the map shows at this step: one of heatmap.COLORS."""
+        if self.status == FAILED:
+            return "not graded"
+        if self.status != GRADED or self.steps[step] is None:
+            return "no grade"
+        if self.script_problem:
+            return "script problem"
+        return "passed" if self.steps[step] else "failed"
+
+    @property
+    def tampered_steps(self) -> list:
+        return [step_of(entry.split()[0], "") for entry in self.tampered]
+
+    @property
+    def problems(self) -> list:
+        """One short line per problem, for the CSV and the heatmap."""
+        lines = [f"not graded: {self.reason}"] if self.status == FAILED else []
+        if self.script_problem:
+            lines.append(f"script: {self.script_problem}")
+        if self.tampered:
+            lines.append("tampered: " + ", ".join(self.tampered))
+        if self.missing_notebooks:
+            lines.append("missing: " + ", ".join(self.missing_notebooks))
+        return lines
+
+
+def step_of(grade_id: str, notebook_name: str) -> int | None:
+    match = _CHECK_ID.match(grade_id) or re.match(r"(\d\d)_", notebook_name)
+    return int(match.group(1)) if match else None
+
+
+def read_class(course: Course) -> tuple:
+    """(the assignment's steps, one StudentRow per student in the gradebook or submitted/)."""
+    from nbgrader.api import MissingEntry
+
+    status = load_status(course)
+    submitted = set(course.submitted_students())
+    rows = []
+    with course.gradebook() as gradebook:
+        try:
+            expected = submission.source_cells(gradebook, course.assignment)
+        except MissingEntry:
+            raise CourseError(f"no {course.assignment} in the gradebook (run `generate`)") from None
+        steps = sorted(
+            step for cell in expected if (step := step_of(cell.grade_id, cell.notebook)) is not None
+        )
+        for student in sorted({s.id for s in gradebook.students} | submitted):
+            row = StudentRow(student, GRADED, {step: None for step in steps})
+            try:
+                graded = gradebook.find_submission(course.assignment, student)
+            except MissingEntry:
+                graded = None
+                last = status.get(student, {})
+                if last.get("status") == "failed":
+                    row.status, row.reason = FAILED, f"{last['reason']} (log: {last['log']})"
+                    if last.get("bad_notebooks"):
+                        row.recovery = submission.recovery_commands(
+                            course.root, course.assignment, student, last["bad_notebooks"]
+                        )
+                else:
+                    row.status = NOT_YET if student in submitted else NOT_SUBMITTED
+            for notebook in graded.notebooks if graded else []:
+                for grade in notebook.grades:
+                    step = step_of(grade.name, notebook.name)
+                    score = grade.manual_score if grade.manual_score is not None else grade.auto_score
+                    if step in row.steps and score is not None:
+                        row.steps[step] = score >= grade.max_score
+            if student in submitted:
+                folder = course.folder("submitted", student)
+                row.script_problem = submission.script_problem(folder)
+                row.tampered = submission.tampered_cells(folder, expected)
+                row.missing_notebooks = submission.missing_notebooks(folder, expected)
+            rows.append(row)
+    return steps, rows
+
+
+@dataclass
+class ClassReport:
+    assignment: str
+    steps: list
+    rows: list
+    csv_path: Path | None = None
+    text_path: Path | None = None
+    png_path: Path | None = None
+
+    @property
+    def graded(self) -> list:
+        return [row for row in self.rows if row.status == GRADED]
+
+    def headline(self) -> str:
+        graded = self.graded
+        complete = sum(row.passed == len(self.steps) for row in graded)
+        return (
+            f"{self.assignment}: {len(self.rows)} students, {len(graded)} graded, "
+            f"{complete} passed all {len(self.steps)} steps"
+        )
+
+    def summary(self) -> str:
+        graded = self.graded
+        lines = [self.headline(), "", "step  passed  stuck here  title"]
+        for step in self.steps:
+            passed = sum(bool(row.steps[step]) for row in graded)
+            stuck = sum(row.first_not_passed == step for row in graded)
+            fraction = f"{passed}/{len(graded)}"
+            lines.append(f"{step:>4}  {fraction:>6}  {stuck:>10}  {STEP_TITLES[step]}")
+        sections = [
+            (
+                "Script problems (every step fails for this, not for a step's change):",
+                [f"{row.student}: {row.script_problem}" for row in self.rows if row.script_problem],
+            ),
+            (
+                "Tampered check cells (nbgrader graded the original checks instead):",
+                [f"{row.student}: {', '.join(row.tampered)}" for row in self.rows if row.tampered],
+            ),
+            (
+                "Missing notebooks (their steps score 0):",
+                [
+                    f"{row.student}: {', '.join(row.missing_notebooks)}"
+                    for row in self.rows
+                    if row.missing_notebooks
+                ],
+            ),
+        ]
+        for title, entries in sections:
+            if entries:
+                lines += ["", title, *(f"  {entry}" for entry in entries)]
+        ungraded = [row for row in self.rows if row.status != GRADED]
+        if ungraded:
+            lines += ["", "Not graded:"]
+            for row in ungraded:
+                lines.append(f"  {row.student}: {row.status}" + (f": {row.reason}" if row.reason else ""))
+                if row.recovery:
+                    lines.append("    to grade it with the released notebook in its place:")
+                    lines += [f"      {command}" for command in row.recovery]
+        return "\n".join(lines)
+
+    def write_csv(self, path: Path) -> Path:
+        with open(path, "w", newline="", encoding="utf-8") as out:
+            writer = csv.writer(out)
+            writer.writerow(
+                ["student_id", "status", "passed", *(f"step_{s:02d}" for s in self.steps),
+                 "script_problem", "tampered", "missing_notebooks", "note"]
+            )
+            for row in self.rows:
+                cells = ["" if row.steps[s] is None else int(row.steps[s]) for s in self.steps]
+                passed = row.passed if row.status == GRADED else ""
+                writer.writerow(
+                    [row.student, row.status, passed, *cells, row.script_problem,
+                     "; ".join(row.tampered), "; ".join(row.missing_notebooks), row.reason]
+                )
+        self.csv_path = path
+        return path
+
+
+def write_report(course: Course, out_dir) -> ClassReport:
+    """Reads the class and writes out_dir/class_report.csv, .txt and .png."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = ClassReport(course.assignment, *read_class(course))
+    report.write_csv(out_dir / "class_report.csv")
+    report.text_path = out_dir / "class_report.txt"
+    report.text_path.write_text(report.summary() + "\n", encoding="utf-8")
+    report.png_path = write_heatmap(report, out_dir / "class_report.png")
+    return report
