@@ -77,7 +77,7 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
         tree = parse(text)
         if strict.matches(tree, reference_tree):
             return StepResult(None, title, True, f"your file matches {name}", path=str(path))
-        found = strict.first_difference(tree, reference_tree) or (1, 1)
+        found = strict.first_difference(tree, reference_tree, text, reference_text) or (1, 1)
     except FileProblem as problem:
         return _problem_result(None, title, path, problem)
     except RecursionError:
