@@ -103,7 +103,9 @@ def run(args) -> int:
             print(f"collect skipped: nothing was released or submitted through "
                   f"{opened.exchange_root} (zip-collect fills submitted/ instead)")
     elif args.command == "zip-collect":
-        new = course.zip_collect(opened, args.zip, args.force)
+        new, warnings = course.zip_collect(opened, args.zip, args.force)
+        for warning in warnings:
+            print(f"nbgrader: {warning}")
         print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'} "
               f"({len(new)} new)")
     elif args.command == "autograde":
@@ -116,7 +118,8 @@ def run(args) -> int:
         return 1 if failed else 0
     elif args.command == "feedback":
         students = course.feedback(opened, args.release)
-        print(f"feedback for {len(students)} students in {opened.root / 'feedback'}")
+        print(f"feedback for {len(students)} students in {opened.root / 'feedback'}"
+              if students else "no feedback: nobody is autograded")
     elif args.command == "export":
         print(f"grades: {course.export(opened, args.csv)}")
     elif args.command == "report":

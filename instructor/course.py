@@ -83,10 +83,16 @@ class Course:
 
 def checked(result: dict, what: str) -> str:
     """The log of an NbGraderAPI call; CourseError with nbgrader's messages when it failed."""
+    log = result.get("log", "")
     if not result.get("success"):
-        details = (result.get("log", "") + result.get("error", "")).strip()
-        raise CourseError(f"nbgrader {what} failed:\n{details}")
-    return result.get("log", "")
+        errors, keep = [], False
+        for line in log.splitlines():  # nbgrader's error lines and their continuation lines
+            keep = line.startswith(("[ERROR]", "[CRITICAL]")) or (keep and not line.startswith("["))
+            if keep and line.strip():
+                errors.append(line.split("] ", 1)[-1] if line.startswith("[") else line)
+        last = (result.get("error", "").strip().splitlines() or ["(no message)"])[-1]
+        raise CourseError(f"nbgrader {what} failed: " + ("\n".join(errors) or last))
+    return log
 
 
 # --- setting up ------------------------------------------------------------------------------
@@ -204,8 +210,11 @@ def collect(course: Course) -> bool:
     return True
 
 
-def zip_collect(course: Course, archive, force: bool = False) -> list:
-    """Files an LMS download (see config.ZIP_REGEXP for its layout) into submitted/."""
+def zip_collect(course: Course, archive, force: bool = False) -> tuple:
+    """Files an LMS download (see config.ZIP_REGEXP for its layout) into submitted/:
+    (the students it added, nbgrader's warnings about files it skipped or could not name)."""
+    import logging
+
     from nbgrader.apps import ZipCollectApp
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import capture_log
@@ -217,19 +226,27 @@ def zip_collect(course: Course, archive, force: bool = False) -> list:
     archive_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(archive, archive_dir / archive.name)
     before = set(course.submitted_students())
-    # nbgrader has no NbGraderAPI method for zip_collect: its app, configured like the CLI's.
-    app = ZipCollectApp(config=course.config)
+    # No NbGraderAPI method for zip_collect: nbgrader's app, configured as its command line
+    # would be, logging to the captured log only (a line per file otherwise).
+    log = logging.getLogger("instructor.zip_collect")
+    log.propagate = False
+    app = ZipCollectApp(config=course.config, log=log)
     app.coursedir = CourseDirectory(config=course.config, assignment_id=course.assignment)
     app.force = force
-    checked(capture_log(app), "zip_collect")
-    return sorted(set(course.submitted_students()) - before)
+    output = checked(capture_log(app), "zip_collect")
+    warnings = [
+        line.removeprefix("[WARNING] ")
+        for line in output.splitlines()
+        if line.startswith("[WARNING]") and "Directory not found. Creating" not in line
+    ]
+    return sorted(set(course.submitted_students()) - before), warnings
 
 
 def feedback(course: Course, release_to_students: bool = False) -> list:
     """HTML feedback in feedback/ for every autograded student; optionally into the exchange."""
     students = [s for s in course.submitted_students() if course.folder("autograded", s).is_dir()]
     if not students:
-        raise CourseError(f"no autograded submissions in {course.root} (run autograde first)")
+        return []  # nbgrader would fail: "No notebooks were matched"
     api = course.api()
     checked(api.generate_feedback(course.assignment), "generate_feedback")
     if release_to_students:

@@ -32,6 +32,7 @@ ROW = 0.17
 COLUMN = 0.42
 LABELS = 1.7  # student ids, left of the map
 NOTES = 6.0  # problems, right of the map
+NOTE_CHARS = 105  # what fits in NOTES at 8 points
 BARS = 1.1  # passes per step, above the map
 LINE = 0.15  # a line of the footer
 
@@ -47,10 +48,10 @@ def write_heatmap(report, path: Path) -> Path:
 
     steps, rows = report.steps, report.rows
     footer = []
-    if any(row.recovery for row in rows):
-        cd = next(row.recovery[0] for row in rows if row.recovery)
-        footer = [f"Not graded: to grade with the released notebook in place, first `{cd}`, then"]
-        footer += [f"  {' && '.join(row.recovery[1:])}" for row in rows if row.recovery]
+    for row in rows:
+        if row.recovery:
+            footer += [f"{row.student}, not graded: to grade it with the released notebook in place:"]
+            footer += [f"    {command}" for command in row.recovery]
     n = max(len(rows), 1)
     width = LABELS + COLUMN * len(steps) + NOTES
     map_height = ROW * n
@@ -92,10 +93,10 @@ def write_heatmap(report, path: Path) -> Path:
         heat.scatter(*zip(*tampered), marker="x", color="black", s=18 if n > 40 else 40, lw=1.2)
 
     for y, row in enumerate(rows):
-        note = "; ".join(row.problems)
-        if note:
-            heat.text(len(steps) - 0.3, y, note[:110], va="center", fontsize=label_size,
-                      clip_on=False)
+        note = row.short_problems()
+        if len(note) > NOTE_CHARS:
+            note = note[: NOTE_CHARS - 3] + "..."
+        heat.text(len(steps) - 0.3, y, note, va="center", fontsize=label_size, clip_on=False)
 
     graded = report.graded
     passed = [sum(bool(row.steps[s]) for row in graded) for s in steps]

@@ -19,7 +19,7 @@ from instructor import submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
-from workbook.facts import STEP_TITLES
+from workbook.facts import LEARNER_SCRIPT_NAME, STEP_TITLES
 
 _CHECK_ID = re.compile(r"check_step_(\d+)$")
 
@@ -38,6 +38,7 @@ class StudentRow:
     tampered: list = field(default_factory=list)  # "check_step_09 edited", ...
     missing_notebooks: list = field(default_factory=list)
     reason: str = ""  # why it is not graded
+    bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
     recovery: list = field(default_factory=list)  # shell commands that recover it
 
     @property
@@ -66,17 +67,20 @@ class StudentRow:
     def tampered_steps(self) -> list:
         return [step_of(entry.split()[0], "") for entry in self.tampered]
 
-    @property
-    def problems(self) -> list:
-        """One short line per problem, for the CSV and the heatmap."""
-        lines = [f"not graded: {self.reason}"] if self.status == FAILED else []
+    def short_problems(self) -> str:
+        """Every problem of this student in a few words, for the heatmap."""
+        parts = []
+        if self.status == FAILED and self.bad_notebooks:
+            parts.append(f"NOT GRADED: {', '.join(self.bad_notebooks)} unusable (recovery below)")
+        elif self.status == FAILED:
+            parts.append(f"NOT GRADED: {self.reason}")
         if self.script_problem:
-            lines.append(f"script: {self.script_problem}")
+            parts.append(f"script: {self.script_problem.removeprefix(LEARNER_SCRIPT_NAME + ': ')}")
         if self.tampered:
-            lines.append("tampered: " + ", ".join(self.tampered))
+            parts.append("tampered: " + ", ".join(t.removeprefix("check_") for t in self.tampered))
         if self.missing_notebooks:
-            lines.append("missing: " + ", ".join(self.missing_notebooks))
-        return lines
+            parts.append("missing: " + ", ".join(self.missing_notebooks))
+        return "; ".join(parts)
 
 
 def step_of(grade_id: str, notebook_name: str) -> int | None:
@@ -108,9 +112,10 @@ def read_class(course: Course) -> tuple:
                 last = status.get(student, {})
                 if last.get("status") == "failed":
                     row.status, row.reason = FAILED, f"{last['reason']} (log: {last['log']})"
-                    if last.get("bad_notebooks"):
+                    row.bad_notebooks = last.get("bad_notebooks", [])
+                    if row.bad_notebooks:
                         row.recovery = submission.recovery_commands(
-                            course.root, course.assignment, student, last["bad_notebooks"]
+                            course.root, course.assignment, student, row.bad_notebooks
                         )
                 else:
                     row.status = NOT_YET if student in submitted else NOT_SUBMITTED
@@ -152,12 +157,13 @@ class ClassReport:
 
     def summary(self) -> str:
         graded = self.graded
-        lines = [self.headline(), "", "step  passed  stuck here  title"]
+        width = max(6, 2 * len(str(len(graded))) + 1)
+        lines = [self.headline(), "", f"step  {'passed':>{width}}  stuck here  title"]
         for step in self.steps:
             passed = sum(bool(row.steps[step]) for row in graded)
             stuck = sum(row.first_not_passed == step for row in graded)
             fraction = f"{passed}/{len(graded)}"
-            lines.append(f"{step:>4}  {fraction:>6}  {stuck:>10}  {STEP_TITLES[step]}")
+            lines.append(f"{step:>4}  {fraction:>{width}}  {stuck:>10}  {STEP_TITLES[step]}")
         sections = [
             (
                 "Script problems (every step fails for this, not for a step's change):",
