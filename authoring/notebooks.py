@@ -90,12 +90,16 @@ if ROOT and str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))"""
 
 CHECK_TAG = "check"
+# A failed check raises, so that nbgrader scores the cell 0; StepNotDone shows one line, not a
+# traceback, under the result.
 CHECK_CELL = """\
 from grader import check_step
+from grader.report import StepNotDone
 
 result = check_step({step})
 display(result)
-assert result.passed, "Step {step} is not done yet; see the message above.\""""
+if not result.passed:
+    raise StepNotDone(result)"""
 
 
 def check_cell_source(step: int) -> str:

@@ -44,23 +44,39 @@ class StepResult:
 
         color = PASS_COLOR if self.passed else FAIL_COLOR
         mark = "&#10004; passed" if self.passed else "&#10008; not yet"
-        parts = [
-            f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">',
-            f'<strong style="color:{color}">{mark}</strong> &mdash; '
-            f"<strong>{html.escape(self.label)}</strong>",
-            f'<div style="margin-top:4px">{html.escape(self.message)}</div>',
-        ]
-        if not self.passed and self.hint:
+        heading = (f'<strong style="color:{color}">{mark}</strong> &mdash; '
+                   f"<strong>{html.escape(self.label)}</strong>")
+        box = f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">'
+        if self.passed:  # one line: nothing to fix, nothing to read
+            return f"{box}{heading}: {html.escape(self.message)}</div>"
+        parts = [box, heading, f'<div style="margin-top:4px">{html.escape(self.message)}</div>']
+        if self.hint:
             parts.append(
                 f'<div style="margin-top:4px"><em>Hint:</em> {html.escape(self.hint)}</div>'
             )
-        if not self.passed and self.expected_diff:
+        if self.expected_diff:
             parts.append(
                 '<details style="margin-top:4px"><summary>Expected change</summary>'
                 f'<pre style="font-size:90%">{_diff_html(self.expected_diff)}</pre></details>'
             )
         parts.append("</div>")
         return "".join(parts)
+
+
+class StepNotDone(Exception):
+    """What a notebook's check cell raises when its step fails.
+
+    nbgrader scores a graded cell 0 when it raises. IPython shows an exception through its
+    `_render_traceback_()` when it has one: this one shows a single line instead of a
+    traceback, since the result displayed above it already says what is wrong.
+    """
+
+    def __init__(self, result: StepResult):
+        what = f"Step {result.step}" if result.step is not None else result.title
+        super().__init__(f"{what} is not done yet; see the message above.")
+
+    def _render_traceback_(self) -> list:
+        return [str(self)]
 
 
 class Results(list):

@@ -1,9 +1,10 @@
 """What a learner sees, in a real browser: `make lab`, a step notebook opened in headless Chromium,
-its set-up and check cells run with Shift+Enter, and the grader's red feedback on the screen.
+its set-up and check cells run with Shift+Enter: the grader's red feedback with one line under
+it (no traceback), then, once the step is done, one green line.
 
 Chromium is Debian's (`make browser`, run by `make test`, installs it); Playwright only drives
-it. The screenshot is kept in test-artifacts/browser-step01-check.png, whether the test passes
-or not.
+it. The screenshots are kept in test-artifacts/ (browser-step01-check.png, the failed check;
+browser-step01-passed.png, the end), whether the test passes or not.
 """
 
 import json
@@ -17,7 +18,8 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect, sync_playwright
 
 from grader import check_step
-from grader.report import FAIL_COLOR
+from grader.reference import reference_path
+from grader.report import FAIL_COLOR, PASS_COLOR
 from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 
@@ -31,6 +33,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 NOTEBOOK = NOTEBOOKS_DIR / "01_initialize_horovod.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "browser-step01-check.png"
+PASSED_SCREENSHOT = ARTIFACTS / "browser-step01-passed.png"
 STEP_TIMEOUT_MS = 60_000  # one wait in the page: the notebook, the kernel, a cell's output
 
 
@@ -74,13 +77,23 @@ def cell_index(tag):
     return next(i for i, cell in enumerate(cells) if tag in cell["metadata"].get("tags", []))
 
 
+def screenshot(page, cell, path):
+    """The whole page, scrolled to the cell, whether or not the test got that far."""
+    try:
+        cell.scroll_into_view_if_needed(timeout=5_000)
+    except PlaywrightError:
+        pass  # the screenshot shows whatever there is
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=path, full_page=True)
+
+
 def run_cell(cell):
     """Select the cell by its prompt, as a learner clicks it, and press Shift+Enter."""
     cell.locator(".jp-InputPrompt").click()
     cell.page.keyboard.press("Shift+Enter")
 
 
-def test_check_cell_shows_the_red_feedback_in_chromium(lab_env, chromium, step_folder):
+def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium, step_folder):
     expected = check_step(1, step_folder / LEARNER_SCRIPT.name)
     assert not expected.passed and expected.message and expected.hint
 
@@ -123,18 +136,26 @@ def test_check_cell_shows_the_red_feedback_in_chromium(lab_env, chromium, step_f
             # The diff is folded away until the learner opens it.
             expect(feedback.locator("details pre")).to_be_hidden()
 
+            # The cell raised (nbgrader scores it 0), and that shows as one line, no traceback.
             error = check.locator(
                 '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
-            expect(error).to_be_visible()
-            expect(error).to_contain_text("AssertionError")
-            expect(error).to_contain_text("Step 1 is not done yet")
+            expect(error).to_have_count(1)
+            expect(error).to_have_text("Step 1 is not done yet; see the message above.")
+            expect(check.locator(".jp-OutputArea-output")).to_have_count(2)
+            screenshot(page, check, SCREENSHOT)
+
+            # Done: the same cell shows one green line, and nothing else.
+            shutil.copy(reference_path(1), step_folder / LEARNER_SCRIPT.name)
+            run_cell(check)
+            expect(check.locator(".jp-InputPrompt")).to_contain_text("[3]")
+            passed = check.locator(".jp-OutputArea-output")
+            expect(passed).to_have_count(1)
+            expect(passed).to_have_text(f"\u2714 passed \u2014 {expected.label}: done")
+            expect(passed.get_by_text("\u2714 passed")).to_have_css(
+                "color", "rgb({}, {}, {})".format(*bytes.fromhex(PASS_COLOR[1:])))
         finally:
-            try:
-                check.scroll_into_view_if_needed(timeout=5_000)
-            except PlaywrightError:
-                pass  # the screenshot shows whatever there is
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=SCREENSHOT, full_page=True)
+            screenshot(page, check, PASSED_SCREENSHOT)
     finally:
         stop_lab(lab)
-    print(f"browser test: {time.monotonic() - started:.0f} s; screenshot {SCREENSHOT}")
+    print(f"browser test: {time.monotonic() - started:.0f} s; screenshots {SCREENSHOT}, "
+          f"{PASSED_SCREENSHOT}")

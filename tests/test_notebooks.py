@@ -140,10 +140,12 @@ def test_step_notebook_has_one_graded_check(step):
     assert set(cell.metadata.nbgrader) == NBGRADER_KEYS
     assert "check" in cell.metadata.tags
     assert cell.source == (
-        "from grader import check_step\n\n"
+        "from grader import check_step\n"
+        "from grader.report import StepNotDone\n\n"
         f"result = check_step({step})\n"
         "display(result)\n"
-        f'assert result.passed, "Step {step} is not done yet; see the message above."'
+        "if not result.passed:\n"
+        "    raise StepNotDone(result)"
     )
 
 
@@ -366,9 +368,11 @@ def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, ker
             assert len(failed) == 1, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
             _, cell, output = failed[0]
             assert cell.metadata.nbgrader.grade_id == f"check_step_{step:02d}"
-            assert output.ename == "AssertionError"
+            assert output.ename == "StepNotDone"
             assert output.evalue == f"Step {step} is not done yet; see the message above."
+            # One line under the verdict, no traceback (nbgrader scores the error 0).
+            assert output.traceback == [output.evalue]
             shown = json.dumps(cell.outputs)
-            assert "not yet" in shown  # the grader's verdict was displayed before the assert
+            assert "not yet" in shown  # the grader's verdict was displayed before the error
     finally:
         stop_tensorboards_under(tmp_path)
