@@ -27,7 +27,7 @@ from lab_helpers import free_port
 
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
-from authoring.chain import LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+from authoring.chain import BONUSES, LAST_STEP, SOURCE, STEP_TITLES, output_name, render
 from workbook.tensorboard import PORT_VARIABLE
 
 BUILD_COMMAND = "python -m authoring build"
@@ -197,6 +197,16 @@ def test_experiment_cells_leave_the_learners_script_alone(name):
     for cell in read_notebook(name).cells:
         if "experiment" in cell.metadata.get("tags", []):
             assert not re.search(r"(?<![\w/])fashion_mnist\.py", cell.source), cell.source
+
+
+def test_add_a_model_gives_the_builder_signature_of_its_reference():
+    from grader.bonus import alexnet
+
+    reference = (REPO / "solutions" / BONUSES["alexnet"]).read_text(encoding="utf-8")
+    signature = re.search(r"def alexnet\(.*\):", reference).group(0)
+    notebook = next(name for name in NOTEBOOK_NAMES if name.endswith("_add_a_model.ipynb"))
+    assert signature in markdown_of(read_notebook(notebook))
+    assert signature in alexnet.HINT
 
 
 def write_source(directory: Path, name: str, text: str) -> Path:

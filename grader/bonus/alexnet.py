@@ -17,9 +17,10 @@ from grader.engine import Failure
 NAME = "alexnet"
 TITLE = "Bonus: an AlexNet in the model registry"
 HINT = (
-    'Define `def alexnet(args):` above MODELS, returning a Keras model named "alexnet": five '
-    'Conv2D layers (e.g. 32, 96, 192, 128, 128 channels, padding="same"), MaxPooling2D after '
-    "the 1st, 2nd and 5th, Flatten, Dropout and two hidden Dense layers, and "
+    "Define `def alexnet(args, input_shape=(28, 28, 1), classes=10):` above MODELS, returning "
+    'a Keras model named "alexnet": five Conv2D layers (e.g. 32, 96, 192, 128, 128 channels, '
+    'padding="same"), MaxPooling2D after the 1st, 2nd and 5th, Flatten, Dropout and two hidden '
+    "Dense layers, and "
     'Dense(10, activation="softmax"); then add "alexnet": alexnet to MODELS.'
 )
 CLASSES = 10
