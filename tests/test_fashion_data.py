@@ -11,7 +11,7 @@ import gzip
 import hashlib
 import http.server
 import json
-import os
+import shutil
 import subprocess
 import threading
 import time
@@ -485,11 +485,14 @@ def run_setup_script(tmp_path, **env):
     bin_dir.mkdir(exist_ok=True)
     for tool in ("sh", "id", "grep"):
         if not (bin_dir / tool).exists():
-            (bin_dir / tool).symlink_to(subprocess.check_output(["sh", "-c", f"command -v {tool}"],
-                                                                text=True).strip())
+            (bin_dir / tool).symlink_to(shutil.which(tool))
     return subprocess.run(
-        [str(bin_dir / "sh"), str(SETUP_SCRIPT)], capture_output=True, text=True, timeout=60,
-        cwd=tmp_path, env={"PATH": str(bin_dir), **env},
+        [str(bin_dir / "sh"), str(SETUP_SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PATH": str(bin_dir), **env},
     )
 
 

@@ -339,13 +339,13 @@ def given_dir(options: dict) -> tuple[Path, str]:
 def debian_dir(options: dict) -> tuple[Path, str]:
     if not DEBIAN_DIR.is_dir():
         raise SourceUnavailable(
-            f"not installed ({DEBIAN_DIR} is missing). "
-            f"Fix: sudo apt-get install {DEBIAN_PACKAGE} (`make data` does it when it can)"
+            f"not installed ({DEBIAN_DIR} is missing). Fix on Debian or Ubuntu: "
+            f"sudo apt-get install {DEBIAN_PACKAGE} (`make data` does it when it can)"
         )
     return DEBIAN_DIR, str(DEBIAN_DIR)
 
 
-def keras_cache_dir(options: dict | None = None) -> tuple[Path, str]:
+def keras_cache_dir(options: dict) -> tuple[Path, str]:
     """Where tf.keras.datasets.fashion_mnist.load_data() keeps its downloads."""
     keras_home = os.environ.get("KERAS_HOME") or Path.home() / ".keras"
     directory = Path(keras_home) / "datasets" / "fashion-mnist"
