@@ -10,68 +10,68 @@ What it adds to a bare `!horovodrun ...`:
 
 - `-np auto` picks a layout for this machine: one worker per GPU, or on CPUs 2 workers that
   share the cores (threads per worker set with TF_NUM_INTRAOP_THREADS), printed in one line.
+  A -np smaller than the slots of -H is refused: horovodrun 0.28.1 with Gloo would start a
+  worker on every slot anyway.
 - Output streams live with a `[rank N]` label per line. Keras redraws its progress bar with
   `\\r` and `\\b` hundreds of times; only rank 0's current bar is shown, on one status line that
-  also shows the elapsed time. TensorFlow's C++ log lines are kept out of the way.
+  also shows the elapsed time, and only the finished bar of each epoch stays as a line,
+  however the output was cut into pieces. TensorFlow's C++ log lines and known harmless
+  warnings (TensorFlow Addons' end-of-life notice, Keras' HDF5 notice) are kept out of the way.
 - The full raw output goes to `<log dir>/horovodrun.log`, and the script gets
   `--log-dir notebooks/logs/<run name>` so that every run appears in the one TensorBoard.
 - If a worker fails, its traceback is shown at the end in a red box, not buried in the output
   of the workers that horovodrun stopped because of it.
-- Interrupting the cell (or `timeout=`) stops every process horovodrun started, including the
-  workers, which horovodrun's launcher puts in sessions of their own. An interrupted cell
-  re-raises KeyboardInterrupt after the cleanup, so "Run all" stops there too; the partial
-  result is kept in `workbook.runner.last_result`.
+- It never hangs on a port: every process it starts gets workbook.facts.with_safe_env()
+  (OpenMPI's hwloc would take TensorBoard on port 6006 for an X display and wait forever).
+- Interrupting the cell (or `timeout=`) stops every process of the run: the workers, which
+  horovodrun's launcher puts in sessions of their own, OpenMPI's daemons, which leave the
+  process tree (all carry the run's marker, WORKBOOK_RUN_ID, in their environment), and the
+  workers on other hosts, over ssh. An interrupted cell re-raises KeyboardInterrupt after the
+  clean-up, so "Run all" stops there too; the partial result is kept in
+  `workbook.runner.last_result`.
 
-horovodrun with Gloo prefixes every line a worker writes with `[<rank>]<stdout>:` or
-`[<rank>]<stderr>:` (one prefix per `\\r`- or `\\n`-terminated piece); its own messages
-(`Process 1 exit with status code 1.`) carry no prefix. Nothing here imports TensorFlow or
-Horovod, so the notebook kernel stays small.
+Nothing here imports TensorFlow or Horovod, so the notebook kernel stays small. One module per
+job, each importing only those above it in this list:
 
-One module per job, each importing only those above it in this list:
-
-    layout      how many workers, and how many threads each
-    command     horovodrun's options, the script and its arguments, the hosts
-    hosts       which hosts horovodrun reaches with ssh, and a quick check that it can
-    plan        everything decided before a run starts
-    output      horovodrun's byte stream as Line and Progress events
-    transcript  those events sorted into what to show and what to keep aside
-    failure     a failed worker's traceback and what its exit code means
-    processes   stopping every process horovodrun started
-    result      RunResult
-    display     Jupyter, terminal, or nothing
-    execute     one run from start to the last process stopped
-    background  start_in_background() and BackgroundRun
-    run         horovodrun() and last_result
+    hosts       which hosts are this machine; ssh to the others: a check before, a clean-up after
+    command     the layout, horovodrun's command line, and the plan of a run
+    output      the byte stream as lines and progress bars, sorted into what to show; failures
+    processes   finding and stopping every process a run started on this machine
+    display     RunResult; the run shown in Jupyter, a terminal, or nowhere
+    execute     one run from start to the last process stopped: horovodrun(), in the background
     magic       %horovodrun
 """
 
-from workbook.runner import run as _run
-from workbook.runner.background import BackgroundRun, start_in_background
+from workbook.facts import usable_cores
+from workbook.runner import execute as _execute
 from workbook.runner.command import (
     HOROVODRUN_FLAGS,
     TWO_VALUE_OPTIONS,
-    split_horovodrun_args,
-)
-from workbook.runner.failure import exit_code_meaning, rank_error
-from workbook.runner.hosts import HostsUnreachable
-from workbook.runner.layout import (
     Layout,
+    RunPlan,
     auto_layout,
     explicit_layout,
-    usable_cores,
+    plan_run,
+    split_horovodrun_args,
     visible_gpus,
 )
+from workbook.runner.display import RunResult
+from workbook.runner.execute import BackgroundRun, horovodrun, start_in_background
+from workbook.runner.hosts import HostsUnreachable
 from workbook.runner.magic import (
     MagicArgs,
     horovodrun_magic,
     load_ipython_extension,
     parse_magic_line,
 )
-from workbook.runner.output import Line, OutputParser, Progress
-from workbook.runner.plan import RunPlan, plan_run
-from workbook.runner.result import RunResult
-from workbook.runner.run import horovodrun
-from workbook.runner.transcript import Transcript
+from workbook.runner.output import (
+    Line,
+    OutputParser,
+    Progress,
+    Transcript,
+    exit_code_meaning,
+    rank_error,
+)
 
 __all__ = [
     "horovodrun",
@@ -86,9 +86,9 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Each run replaces run.last_result; a copy made here at import would stay None for good.
+    # Each run replaces execute.last_result; a copy made here at import would stay None for good.
     if name == "last_result":
-        return _run.last_result
+        return _execute.last_result
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

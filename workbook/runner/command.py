@@ -1,9 +1,120 @@
-"""Command line: horovodrun's options, the script and its arguments, and the hosts they name."""
+"""Command: everything about a run decided before anything starts.
+
+- the layout: how many workers, and how many threads each;
+- horovodrun's command line: its options, then the script and the script's own arguments;
+- the plan: the command, its environment, the run's name and where its logs go.
+"""
 
 from __future__ import annotations
 
-import socket
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+
+from workbook.facts import usable_cores, with_safe_env
+from workbook.paths import LOGS_DIR
+from workbook.runner.hosts import (
+    SshSettings,
+    hosts_for_workers,
+    hosts_of_hostfile,
+    remote_hosts,
+    slots_of_hosts,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+# ---------------------------------------------------------------------------------------------
+
+
+def visible_gpus() -> int:
+    """NVIDIA GPUs the workers would see, counted without importing TensorFlow."""
+    listed = None
+    if shutil.which("nvidia-smi"):
+        try:
+            reply = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+            if reply.returncode == 0:
+                listed = sum(line.startswith("GPU ") for line in reply.stdout.splitlines())
+            else:
+                listed = 0  # nvidia-smi without a working driver
+        except (OSError, subprocess.TimeoutExpired):
+            listed = 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return listed or 0
+    devices = [d for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    # `-1` (or nothing) hides all GPUs; otherwise the list limits what nvidia-smi shows.
+    return len(devices) if listed is None else min(len(devices), listed)
+
+
+def plural(count: int, noun: str) -> str:
+    """`2 workers`, `1 thread`, `3 processes`."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Workers and threads for one run; `threads` None means: leave TensorFlow's default."""
+
+    workers: int
+    threads: int | None
+    cores: int
+    gpus: int = 0
+    hosts: str | None = None  # as for horovodrun -H, when the run spans other machines
+
+    def env(self) -> dict[str, str]:
+        """Environment variables that give each worker its share of the cores."""
+        if self.threads is None:
+            return {}
+        return {
+            "TF_NUM_INTRAOP_THREADS": str(self.threads),
+            "OMP_NUM_THREADS": str(self.threads),
+            # One inter-op thread: more would only compete with the other workers.
+            "TF_NUM_INTEROP_THREADS": "1",
+        }
+
+    def describe(self) -> str:
+        workers = plural(self.workers, "worker")
+        if self.hosts is not None:
+            return f"{workers} on hosts {self.hosts}"
+        threads = f" x {plural(self.threads, 'thread')}" if self.threads else ""
+        text = f"{workers}{threads} on {plural(self.cores, 'CPU core')}"
+        if self.gpus:
+            text += f", one GPU each ({plural(self.gpus, 'GPU')} visible)"
+        if not self.gpus and self.workers > self.cores:
+            text += " (more workers than cores: they take turns)"
+        return text
+
+
+def auto_layout(cores: int, gpus: int) -> Layout:
+    """`-np auto`: one worker per GPU; on CPUs 2 workers sharing the cores (1 on 1 core)."""
+    cores = max(1, cores)
+    if gpus > 0:
+        return Layout(workers=gpus, threads=max(1, cores // gpus), cores=cores, gpus=gpus)
+    # Two workers show data parallelism; more, each with a sliver of a CPU, only add overhead.
+    workers = 2 if cores >= 2 else 1
+    return Layout(workers=workers, threads=cores // workers, cores=cores)
+
+
+def explicit_layout(workers: int, cores: int, gpus: int, hosts: str | None = None) -> Layout:
+    """A given -np: on this machine, split the cores between the workers; elsewhere, don't."""
+    if hosts is not None:
+        return Layout(workers=workers, threads=None, cores=cores, gpus=0, hosts=hosts)
+    cores = max(1, cores)
+    gpus = gpus if gpus >= workers else 0
+    return Layout(workers=workers, threads=max(1, cores // workers), cores=cores, gpus=gpus)
+
+
+# ---------------------------------------------------------------------------------------------
+# horovodrun's command line
+# ---------------------------------------------------------------------------------------------
 
 # horovodrun 0.28.1 options that take no value (tests/test_runner.py checks this list against
 # horovodrun's own parser). Every other option takes one value, --blacklist-cooldown-range two.
@@ -21,6 +132,15 @@ NP_OPTIONS = ("-np", "--num-proc")
 HOSTS_OPTIONS = ("-H", "--hosts")
 HOSTFILE_OPTIONS = ("-hostfile", "--hostfile")
 CONTROLLER_FLAGS = ("--gloo", "--mpi", "--jsrun")
+ELASTIC_OPTIONS = ("--min-np", "--min-num-proc", "--max-np", "--max-num-proc",
+                   "--host-discovery-script")  # fmt: skip
+SSH_PORT_OPTIONS = ("-p", "--ssh-port")
+SSH_IDENTITY_OPTIONS = ("-i", "--ssh-identity-file")
+START_TIMEOUT_OPTIONS = ("--start-timeout",)
+# horovodrun's limit for its start-up checks on the hosts (ssh, the interface search); its
+# default is 30 s, or $HOROVOD_START_TIMEOUT. For remote hosts the runner passes one unless one
+# is given, so the command shows the bound, with room for hosts that start Python slowly.
+REMOTE_START_TIMEOUT_S = 60
 
 
 def split_horovodrun_args(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -51,6 +171,18 @@ def option_value(options: list[str], names: tuple[str, ...]) -> str | None:
     return value
 
 
+def has_option(options: list[str], names: tuple[str, ...]) -> bool:
+    return any(token.partition("=")[0] in names for token in options)
+
+
+def ssh_settings(options: list[str]) -> SshSettings:
+    """The ssh port and key given to horovodrun, if any (`-p 2222`, `--ssh-identity-file=k`)."""
+    return SshSettings(
+        port=option_value(options, SSH_PORT_OPTIONS),
+        identity_file=option_value(options, SSH_IDENTITY_OPTIONS),
+    )
+
+
 def without_option(options: list[str], names: tuple[str, ...]) -> list[str]:
     """The option list without `names` and their values."""
     kept, skip = [], False
@@ -66,33 +198,222 @@ def without_option(options: list[str], names: tuple[str, ...]) -> list[str]:
     return kept
 
 
-def host_entries(hosts: str) -> list[tuple[str, int]]:
-    """(name, slots) per host of a horovodrun -H value; a host without :N has 1 slot."""
-    entries = []
-    for host in filter(None, (h.strip() for h in hosts.split(","))):
-        name, colon, slots = host.rpartition(":")
-        entries.append((name or host, int(slots) if colon and slots.isdigit() else 1))
-    return entries
+# ---------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------
+
+RAW_LOG_NAME = "horovodrun.log"
+# Every process of a run carries this variable with the run's own id, so that the clean-up
+# finds them all, also those that left the process tree (OpenMPI's orted daemonizes) and those
+# on other hosts (horovodrun exports the environment on its ssh command line).
+RUN_MARKER = "WORKBOOK_RUN_ID"
 
 
-def slots_of_hosts(hosts: str) -> int:
-    """Total slots of a horovodrun -H value like `host1:4,host2:4`."""
-    return sum(slots for _, slots in host_entries(hosts))
+@dataclass
+class RunPlan:
+    argv: list[str]
+    display_command: str  # argv as a person would type it
+    env: dict[str, str]
+    cwd: Path
+    layout: Layout
+    np: int
+    hosts: str
+    run_name: str
+    run_dir: Path  # where horovodrun.log goes (the script's --log-dir when it has one)
+    tensorboard_dir: Path | None  # the script's --log-dir, if any
+    timeout: float | None
+    launcher: str  # "horovodrun" or "python" (one process, no Horovod launcher)
+    ssh: SshSettings = SshSettings()  # the -p/-i options horovodrun's ssh calls get
+    remote_hosts: tuple[str, ...] = ()  # the hosts horovodrun reaches with ssh
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / RAW_LOG_NAME
+
+    @property
+    def marker(self) -> tuple[str, str]:
+        """(name, value) of the environment variable every process of this run carries."""
+        return RUN_MARKER, self.env[RUN_MARKER]
+
+    @property
+    def unprefixed_rank(self) -> int | None:
+        """Whose are output lines without a rank prefix: horovodrun's (None), or the script's."""
+        return None if self.launcher == "horovodrun" else 0
 
 
-def hosts_of_hostfile(path: Path) -> str:
-    """A hostfile (`host slots=4` per line) as a -H value (`host:4,...`)."""
-    hosts = []
-    for line in Path(path).read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        name, *rest = line.split()
-        slots = next((r.split("=")[1] for r in rest if r.startswith("slots=")), "1")
-        hosts.append(f"{name}:{slots}")
-    return ",".join(hosts)
+def _horovodrun_executable() -> str:
+    beside = Path(sys.executable).with_name("horovodrun")
+    found = str(beside) if beside.exists() else shutil.which("horovodrun")
+    if not found:
+        raise FileNotFoundError(
+            "horovodrun is not installed in this environment "
+            f"({Path(sys.executable).parent}); run `make env`"
+        )
+    return found
 
 
-def hosts_are_local(hosts: str) -> bool:
-    names = {name for name, _ in host_entries(hosts)}
-    return names <= {"localhost", "127.0.0.1", socket.gethostname()}
+def _default_run_name(stem: str, workers: int, logs_root: Path) -> str:
+    name = f"{stem}-np{workers}-{datetime.now():%H%M}"
+    # A new name per run: reusing one would make the script resume from its checkpoints.
+    candidate, suffix = name, 2
+    while (logs_root / candidate).exists():
+        candidate, suffix = f"{name}-{suffix}", suffix + 1
+    return candidate
+
+
+def _shown_path(path: str | Path, cwd: Path) -> str:
+    relative = os.path.relpath(path, cwd)
+    return str(path) if relative.startswith("..") else relative
+
+
+def _check_workers_fit(workers: int, hosts: str, options: list[str]) -> None:
+    """-np against the slots of -H: horovodrun's own errors come late, or not at all."""
+    if has_option(options, ELASTIC_OPTIONS):
+        return  # elastic runs grow and shrink between --min-np and --max-np
+    slots = slots_of_hosts(hosts)
+    if workers > slots:
+        raise ValueError(
+            f"-np {workers} asks for more workers than the {slots} slots of -H {hosts}"
+        )
+    gloo = not has_option(options, ("--mpi", "--jsrun"))
+    if gloo and workers < slots:
+        # horovod/runner/gloo_run.py asks for an assignment of every slot (no maximum), so
+        # `-np 1 -H localhost:2` starts 2 workers; mpirun starts -np of them.
+        raise ValueError(
+            f"-np {workers} with -H {hosts} would start {slots} workers: horovodrun 0.28.1 "
+            f"(Gloo) starts one on every slot of -H, whatever -np says. Give -H only the slots "
+            f"to use: -np {workers} -H {hosts_for_workers(hosts, workers)}"
+        )
+
+
+def plan_run(
+    command: str | list[str],
+    np: int | str = "auto",
+    *,
+    run_name: str | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    log_dir: str | Path | bool | None = None,
+    logs_root: str | Path = LOGS_DIR,
+    launcher: str = "horovodrun",
+    cores: int | None = None,
+    gpus: int | None = None,
+) -> RunPlan:
+    """Decides the command line, environment, layout and log places of one run."""
+    tokens = shlex.split(command) if isinstance(command, str) else [str(t) for t in command]
+    options, script_and_args = split_horovodrun_args(tokens)
+    if not script_and_args:
+        raise ValueError(f"no script to run in {command!r}")
+    cwd = Path(cwd or os.getcwd()).resolve()
+    logs_root = Path(logs_root).resolve()
+    np = option_value(options, NP_OPTIONS) or np
+    options = without_option(options, NP_OPTIONS)
+    cores = usable_cores() if cores is None else cores
+
+    hosts = option_value(options, HOSTS_OPTIONS)
+    hostfile = option_value(options, HOSTFILE_OPTIONS)
+    if hostfile:
+        hosts = hosts_of_hostfile(cwd / hostfile)
+    elsewhere = tuple(remote_hosts(hosts)) if hosts is not None else ()
+    remote = hosts if elsewhere else None  # the layout of a run that reaches other machines
+    if launcher == "python":
+        if options:
+            raise ValueError(f"horovodrun options {options} need launcher='horovodrun'")
+        if str(np) not in ("auto", "1"):
+            raise ValueError("launcher='python' runs one process: use np=1")
+        layout = Layout(workers=1, threads=None, cores=cores)
+    elif str(np) == "auto":
+        if hosts is not None:
+            layout = explicit_layout(slots_of_hosts(hosts), cores, 0, remote)
+        else:
+            layout = auto_layout(cores, visible_gpus() if gpus is None else gpus)
+    else:
+        workers = int(np)
+        if workers < 1:
+            raise ValueError(f"-np must be at least 1, not {np}")
+        if hosts is not None:
+            _check_workers_fit(workers, hosts, options)
+        layout = explicit_layout(workers, cores, visible_gpus() if gpus is None else gpus, remote)
+
+    # The script: a .py file runs with this kernel's Python (the environment with Horovod).
+    program, *script_args = script_and_args
+    if program in ("python", "python3") and script_args and script_args[0].endswith(".py"):
+        program, *script_args = script_args
+    script_path = (cwd / program).resolve() if program.endswith(".py") else None
+    if script_path is not None and not script_path.is_file():
+        raise FileNotFoundError(f"no script {script_path}")
+    stem = Path(program).stem if script_path is not None else Path(program).name
+
+    run_name = run_name or _default_run_name(stem, layout.workers, logs_root)
+    given_log_dir = option_value(script_args, ("--log-dir",))  # the last one, as argparse
+    if given_log_dir is not None:
+        tensorboard_dir = (cwd / given_log_dir).resolve()
+    elif log_dir is False:
+        tensorboard_dir = None
+    elif log_dir not in (None, True):
+        tensorboard_dir = Path(log_dir).resolve()
+    elif script_path is not None and "--log-dir" in script_path.read_text(errors="replace"):
+        tensorboard_dir = logs_root / run_name  # the script takes --log-dir: give it one
+    elif log_dir is True:
+        tensorboard_dir = logs_root / run_name
+    else:
+        tensorboard_dir = None
+    if tensorboard_dir is not None and given_log_dir is None:
+        script_args = [*script_args, "--log-dir", str(tensorboard_dir)]
+    run_dir = tensorboard_dir or logs_root / run_name
+
+    if script_path is not None:
+        worker_command = [sys.executable, str(script_path), *script_args]
+        shown_worker = ["python", program]
+    else:
+        worker_command = [program, *script_args]
+        shown_worker = [program]
+    shown_worker += [
+        _shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a
+        for a in script_args
+    ]
+
+    if launcher == "python":
+        argv, shown = worker_command, shown_worker
+    elif launcher == "horovodrun":
+        controller = [] if has_option(options, CONTROLLER_FLAGS) else ["--gloo"]
+        launch = [*controller, "-np", str(layout.workers), *options]
+        given_timeout = option_value(options, START_TIMEOUT_OPTIONS) or {
+            **os.environ,
+            **(env or {}),
+        }.get("HOROVOD_START_TIMEOUT")
+        if elsewhere and not given_timeout:
+            # Other machines: horovodrun's start-up checks get a bound the command shows.
+            launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
+        argv = [_horovodrun_executable(), *launch, *worker_command]
+        shown = ["horovodrun", *launch, *shown_worker]
+    else:
+        raise ValueError(f"launcher must be 'horovodrun' or 'python', not {launcher!r}")
+
+    run_env = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
+    for key, value in layout.env().items():
+        run_env.setdefault(key, value)  # a thread count the user set wins
+    # Output line by line as it happens, not in blocks when a buffer fills.
+    run_env["PYTHONUNBUFFERED"] = "1"
+    bin_dir = str(Path(sys.executable).parent)
+    run_env["PATH"] = os.pathsep.join([bin_dir, run_env.get("PATH", "")])
+    run_env.update(env or {})
+    run_env[RUN_MARKER] = uuid.uuid4().hex  # hex: safe on any command line
+
+    return RunPlan(
+        argv=argv,
+        display_command=shlex.join(shown),
+        env=run_env,
+        cwd=cwd,
+        layout=layout,
+        np=layout.workers,
+        hosts=hosts or f"localhost:{layout.workers}",
+        run_name=run_name,
+        run_dir=run_dir,
+        tensorboard_dir=tensorboard_dir,
+        timeout=timeout,
+        launcher=launcher,
+        ssh=ssh_settings(options),
+        remote_hosts=elsewhere if launcher == "horovodrun" else (),
+    )

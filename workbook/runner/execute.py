@@ -1,23 +1,30 @@
-"""Execute: run a plan to its end, showing its output live, and stop every process it started."""
+"""Execute: one run from its start to its last process stopped, in the foreground or not.
+
+- execute(): starts the plan's command, shows its output live, and stops every process it
+  started, here and on the other hosts, whatever happens (the end, a failure, the timeout, an
+  interrupt, an exception);
+- horovodrun(): a run in a notebook cell, and `last_result`, what it left behind;
+- start_in_background() and BackgroundRun: a run that goes on while the notebook does other things.
+"""
 
 from __future__ import annotations
 
+import atexit
+import html
 import os
 import queue
 import subprocess
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 
-from workbook.runner.display import SilentConsole, status_text
-from workbook.runner.failure import failure_text
-from workbook.runner.hosts import ensure_reachable, remote_hosts
-from workbook.runner.layout import plural
-from workbook.runner.output import OutputParser
-from workbook.runner.plan import RunPlan
+from workbook.paths import LOGS_DIR
+from workbook.runner.command import RUN_MARKER, RunPlan, plan_run, plural
+from workbook.runner.display import RunResult, SilentConsole, clock, console_for, status_text
+from workbook.runner.hosts import ensure_reachable, stop_remote
+from workbook.runner.output import OutputParser, Transcript, failure_text
 from workbook.runner.processes import STOP_STAGES, ProcessTree, sigint_deferred, wait_briefly
-from workbook.runner.result import RunResult
-from workbook.runner.transcript import Transcript
 
 SNAPSHOT_INTERVAL_S = 0.5  # how often the process tree is recorded (to find orphans later)
 
@@ -31,21 +38,50 @@ def transcript_for(plan: RunPlan) -> Transcript:
 
 def ensure_hosts_reachable(plan: RunPlan, say=None) -> None:
     """Before a run on other machines: HostsUnreachable, at once, unless ssh reaches them all."""
-    if plan.launcher == "horovodrun":
-        ensure_reachable(remote_hosts(plan.hosts), plan.ssh, plan.env, say)
+    ensure_reachable(list(plan.remote_hosts), plan.ssh, _ssh_env(plan), say)
 
 
-def _pump(pipe, log_file, chunks: queue.Queue) -> None:
-    """Copies the child's output to the raw log (at once) and to the queue (for display)."""
-    try:
-        while data := os.read(pipe.fileno(), 65536):
-            log_file.write(data)
-            log_file.flush()
-            chunks.put(data)
-    except (OSError, ValueError):  # the pipe or the log closed under us at the very end
-        pass
-    finally:
-        chunks.put(_EOF)
+def _ssh_env(plan: RunPlan) -> dict[str, str]:
+    """The run's environment for the runner's own ssh calls, without the run's marker: the
+    clean-up must not count them among the run's processes."""
+    return {key: value for key, value in plan.env.items() if key != RUN_MARKER}
+
+
+class _Pump(threading.Thread):
+    """Copies one pipe of the child to the raw log (at once) and to the queue (for display)."""
+
+    def __init__(self, name: str, pipe, log_file, log_lock, chunks: queue.Queue):
+        super().__init__(daemon=True, name=f"runner-{name}")
+        self.pipe_name, self.pipe = name, pipe
+        self.log_file, self.log_lock, self.chunks = log_file, log_lock, chunks
+
+    def run(self) -> None:
+        try:
+            while data := os.read(self.pipe.fileno(), 65536):
+                with self.log_lock:
+                    self.log_file.write(data)
+                    self.log_file.flush()
+                self.chunks.put((self.pipe_name, data))
+        except (OSError, ValueError):  # the pipe or the log closed under us at the very end
+            pass
+        finally:
+            self.chunks.put((self.pipe_name, _EOF))
+
+
+def _start(plan: RunPlan) -> subprocess.Popen:
+    # One process sees its stdout and stderr apart: a warning on stderr must not end the line
+    # of a progress bar on stdout. horovodrun keeps them apart itself, with its prefixes, and
+    # its own order of the two is kept in one pipe.
+    return subprocess.Popen(
+        plan.argv,
+        cwd=plan.cwd,
+        env=plan.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if plan.launcher == "python" else subprocess.STDOUT,
+        # Its own session: Ctrl-C in a terminal reaches only us, and we stop it all in order.
+        start_new_session=True,
+    )
 
 
 def execute(
@@ -70,57 +106,53 @@ def execute(
     console.start(plan)
 
     started = time.monotonic()
-    process = subprocess.Popen(
-        plan.argv,
-        cwd=plan.cwd,
-        env=plan.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        # Its own session: Ctrl-C in a terminal reaches only us, and we stop it all in order.
-        start_new_session=True,
-    )
-    tree = ProcessTree(process)
+    process = _start(plan)
+    tree = ProcessTree(process, plan.marker)
     chunks: queue.Queue = queue.Queue()
-    reader = threading.Thread(
-        target=_pump,
-        args=(process.stdout, log_file, chunks),
-        daemon=True,
-        name=f"runner-output-{plan.run_name}",
-    )
-    reader.start()
+    log_lock = threading.Lock()
+    pipes = {"stdout": process.stdout, "stderr": process.stderr}
+    pumps = [
+        _Pump(name, pipe, log_file, log_lock, chunks)
+        for name, pipe in pipes.items()
+        if pipe is not None
+    ]
+    for pump in pumps:
+        pump.start()
+    open_pipes = len(pumps)
 
     def show(events: list) -> None:
         for event in events:
             for line in transcript.add(event):
                 console.line(line)
 
+    def take(item) -> None:
+        nonlocal open_pipes
+        pipe, data = item
+        if data is _EOF:
+            open_pipes -= 1
+        else:
+            show(parser.feed(data, pipe))
+
     def show_queued() -> None:
-        """Shows the output the reader has queued and the loop has not taken yet."""
+        """Shows the output the readers have queued and the loop has not taken yet."""
         while True:
             try:
-                item = chunks.get_nowait()
+                take(chunks.get_nowait())
             except queue.Empty:
                 return
-            if item is not _EOF:
-                show(parser.feed(item))
 
     interrupted = timed_out = ctrl_c = False
     leftover: list[int] = []
+    left_remote: dict[str, str] = {}
     stopped = 0
-    eof = False
     exited_at = None
     try:
         last_snapshot = 0.0
-        while not eof:
+        while open_pipes:
             try:
-                item = chunks.get(timeout=0.25)
+                take(chunks.get(timeout=0.25))
             except queue.Empty:
-                item = None
-            if item is _EOF:
-                eof = True
-            elif item is not None:
-                show(parser.feed(item))
+                pass
             now = time.monotonic()
             if now - last_snapshot > SNAPSHOT_INTERVAL_S:
                 tree.snapshot()
@@ -140,7 +172,7 @@ def execute(
         interrupted = ctrl_c = True
     finally:
         with sigint_deferred():
-            if interrupted or timed_out or (not eof and exited_at is None):
+            if interrupted or timed_out or (open_pipes and exited_at is None):
                 show_queued()  # show what arrived before the stop...
                 # ...but not the tracebacks of the workers being stopped (they go to the log).
                 transcript.stopping = True
@@ -157,8 +189,15 @@ def execute(
                 wait_briefly(process, 10)
                 if not tree.wait(2.0):
                     leftover = tree.stop(STOP_STAGES[1:])
+            if plan.remote_hosts and (interrupted or timed_out or process.returncode != 0):
+                # The workers over there outlive horovodrun's ssh clients: stop them too.
+                console.line(f"Stopping what is left on {', '.join(plan.remote_hosts)}")
+                left_remote = stop_remote(
+                    list(plan.remote_hosts), plan.marker, plan.ssh, _ssh_env(plan)
+                )
             wait_briefly(process, 5)
-            reader.join(timeout=5)
+            for pump in pumps:
+                pump.join(timeout=5)
             show_queued()  # show what arrived before the end
             show(parser.finish())
             log_file.close()
@@ -187,10 +226,193 @@ def execute(
         interrupted=interrupted,
         timed_out=timed_out,
         leftover_pids=leftover,
+        leftover_remote=left_remote,
         stopped_processes=stopped,
         output="\n".join(transcript.shown),
     )
     console.finish(result, transcript)
     if leftover:
         console.line(f"WARNING: processes {leftover} did not stop; kill them by hand")
+    for host, problem in left_remote.items():
+        console.line(
+            f"WARNING: could not stop the run's processes on {host} ({problem}); on {host}, "
+            f"stop the processes whose environment has {'='.join(plan.marker)}"
+        )
     return result, ctrl_c
+
+
+# The result of the last foreground run, also when it was interrupted. The package reads it
+# from here on every access (`workbook.runner.last_result`), so it is always the current one.
+last_result: RunResult | None = None
+
+
+def horovodrun(
+    command: str | list[str],
+    np: int | str = "auto",
+    *,
+    timeout: float | None = None,
+    run_name: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    log_dir: str | Path | bool | None = None,
+    logs_root: str | Path = LOGS_DIR,
+    quiet: bool = False,
+) -> RunResult:
+    """Runs `horovodrun [options] script [args]` and shows its output live; returns a RunResult.
+
+    command: `"fashion_mnist.py --epochs 3"`, optionally with horovodrun options in front
+        (`"-H host1:4,host2:4 fashion_mnist.py"`); a `-np` there wins over `np`.
+    np: "auto" (one worker per GPU, else 2 CPU workers sharing the cores) or a number.
+    timeout: seconds, after which every worker is stopped (the result has timed_out=True).
+    run_name: the folder under logs_root for the script's --log-dir and horovodrun.log;
+        default `<script>-np<N>-<HHMM>`. A script that takes --log-dir and got none gets
+        `--log-dir <logs_root>/<run_name>`, so TensorBoard shows the runs side by side.
+        Reuse a run_name to let the script resume from that run's checkpoints.
+    log_dir: False to never add --log-dir, or a folder to use instead of logs_root/run_name.
+
+    Interrupting the cell stops all workers, then raises KeyboardInterrupt; the partial
+    result is in `workbook.runner.last_result`.
+    """
+    global last_result
+    plan = plan_run(
+        command,
+        np,
+        run_name=run_name,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        log_dir=log_dir,
+        logs_root=logs_root,
+    )
+    console = console_for(quiet)
+    ensure_hosts_reachable(plan, console.line)  # an unreachable host: a clear error, no hang
+    busy = running_in_background()
+    if busy and not quiet:
+        console.line(
+            f"Note: {', '.join(busy)} still running in the background; both share "
+            "the CPU cores, so both run slower."
+        )
+    result, ctrl_c = execute(plan, console)
+    last_result = result
+    if ctrl_c:
+        stopped = (
+            f"processes {result.leftover_pids} did NOT stop"
+            if result.leftover_pids
+            else "all its processes stopped"
+        )
+        raise KeyboardInterrupt(f"run {plan.run_name} interrupted; {stopped}")
+    return result
+
+
+class BackgroundRun:
+    """A run going on in a background thread: `done`, `result()`, `tail()`, `stop()`."""
+
+    def __init__(self, plan: RunPlan):
+        self.plan = plan
+        self.run_name = plan.run_name
+        self.log_path = plan.log_path
+        self._transcript = transcript_for(plan)
+        self._stop = threading.Event()
+        self._result: RunResult | None = None
+        self._failure: BaseException | None = None
+        self._started = time.monotonic()
+        self._thread = threading.Thread(
+            target=self._run, daemon=True, name=f"runner-{plan.run_name}"
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result, _ = execute(self.plan, SilentConsole(), self._stop, self._transcript)
+        except BaseException as failure:  # shown by result()
+            self._failure = failure
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self, timeout: float | None = None) -> RunResult:
+        """Waits for the run to end (TimeoutError after `timeout` seconds) and returns it."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"{self.run_name} is still running")
+        if self._failure is not None:
+            raise RuntimeError(f"{self.run_name} could not run") from self._failure
+        return self._result
+
+    def tail(self, lines: int = 10) -> str:
+        """The last lines shown, and the current progress bar."""
+        return self._transcript.tail(lines)
+
+    def stop(self, timeout: float = 30) -> RunResult:
+        """Stops every process of the run and returns its (interrupted) result."""
+        self._stop.set()
+        return self.result(timeout)
+
+    def status(self) -> str:
+        if self.done:
+            return self._result.status() if self._result else "could not run"
+        return f"running {clock(time.monotonic() - self._started)}"
+
+    def __repr__(self) -> str:
+        return f"{self.run_name}: {self.status()}\n{self.tail(5)}"
+
+    def _repr_html_(self) -> str:
+        if self.done and self._result is not None:
+            return self._result._repr_html_()
+        return (
+            f"<b>{html.escape(self.run_name)}</b>: {html.escape(self.status())}"
+            f"<pre>{html.escape(self.tail(5))}</pre>"
+        )
+
+
+_background_runs: list[BackgroundRun] = []
+
+
+def running_in_background() -> list[str]:
+    """The names of the background runs that have not ended yet."""
+    return [run.run_name for run in _background_runs if not run.done]
+
+
+def start_in_background(
+    command: str | list[str],
+    np: int | str = "auto",
+    *,
+    launcher: str = "horovodrun",
+    timeout: float | None = None,
+    run_name: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    log_dir: str | Path | bool | None = None,
+    logs_root: str | Path = LOGS_DIR,
+) -> BackgroundRun:
+    """Starts a run and returns at once; the same arguments as horovodrun().
+
+    launcher="python" runs the script as one plain process (np=1), for a baseline without
+    Horovod's launcher.
+    """
+    plan = plan_run(
+        command,
+        np,
+        run_name=run_name,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        log_dir=log_dir,
+        logs_root=logs_root,
+        launcher=launcher,
+    )
+    ensure_hosts_reachable(plan)  # here, so that an unreachable host is said at once
+    run = BackgroundRun(plan)
+    _background_runs.append(run)
+    return run
+
+
+@atexit.register
+def _stop_background_runs() -> None:
+    """A kernel that shuts down takes its background runs with it."""
+    for run in _background_runs:
+        if not run.done:
+            run._stop.set()
+    for run in _background_runs:
+        run._thread.join(timeout=15)

@@ -1,29 +1,111 @@
-"""Hosts: which of a run's hosts horovodrun reaches with ssh, and a quick check that it can.
+"""Hosts: which of a run's hosts are this machine, and what the runner does on the others.
 
-horovodrun starts the workers on another machine with `ssh <host> <command>`. When a host is
-down, has no sshd or asks for a password, horovodrun 0.28.1 tries ssh 5 times with a 10-second
-connect timeout and then says only "could not connect to some hosts via ssh". Before a run on
-other machines the runner therefore tries `ssh <host> true` once on every host, in parallel,
-with the options horovodrun uses (so a host that passes here passes there), and stops with one
-message that names each host that failed, ssh's own error, and what to fix.
+horovodrun starts the workers on another machine with `ssh <host> <command>`. Before a run
+the runner tries `ssh <host> true` once on every other host, in parallel, with the options
+horovodrun uses: when a host is down, has no sshd or asks for a password, horovodrun 0.28.1
+tries 5 times with a 10-second connect timeout and then says only "could not connect to some
+hosts via ssh"; the runner names each host, ssh's own error, and what to fix.
+
+After a run that failed or was stopped, the runner stops what is left of it on each other
+host. ssh without a terminal does not pass a stop on: when horovodrun's ssh client ends, the
+worker on the far side keeps running. Every process of a run carries the run's marker in its
+environment (horovodrun exports the environment on its ssh command line), and a short shell
+script over ssh stops the processes that carry it.
 """
 
 from __future__ import annotations
 
+import shlex
 import socket
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
-from workbook.runner.command import host_entries, option_value
+from workbook.facts import with_safe_env
 
-SSH_PORT_OPTIONS = ("-p", "--ssh-port")
-SSH_IDENTITY_OPTIONS = ("-i", "--ssh-identity-file")
-START_TIMEOUT_OPTIONS = ("--start-timeout",)
-# horovodrun's limit for its start-up checks on the hosts (ssh, the interface search); its
-# default is 30 s, or $HOROVOD_START_TIMEOUT. For remote hosts the runner passes one unless one
-# is given, so the command shows the bound, with room for hosts that start Python slowly.
-REMOTE_START_TIMEOUT_S = 60
+LOCAL_NAMES = frozenset({"localhost", "127.0.0.1"})
+
+
+def host_entries(hosts: str) -> list[tuple[str, int]]:
+    """(name, slots) per host of a horovodrun -H value; a host without :N has 1 slot."""
+    entries = []
+    for host in filter(None, (h.strip() for h in hosts.split(","))):
+        name, colon, slots = host.rpartition(":")
+        entries.append((name or host, int(slots) if colon and slots.isdigit() else 1))
+    return entries
+
+
+def slots_of_hosts(hosts: str) -> int:
+    """Total slots of a horovodrun -H value like `host1:4,host2:4`."""
+    return sum(slots for _, slots in host_entries(hosts))
+
+
+def hosts_for_workers(hosts: str, workers: int) -> str:
+    """The first `workers` slots of a -H value, filled host by host: `a:2,b:4`, 5 -> `a:2,b:3`."""
+    kept, left = [], workers
+    for name, slots in host_entries(hosts):
+        if left <= 0:
+            break
+        kept.append(f"{name}:{min(slots, left)}")
+        left -= slots
+    return ",".join(kept)
+
+
+def hosts_of_hostfile(path: Path) -> str:
+    """A hostfile (`host slots=4` per line) as a -H value (`host:4,...`)."""
+    hosts = []
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        name, *rest = line.split()
+        slots = next((r.split("=")[1] for r in rest if r.startswith("slots=")), "1")
+        hosts.append(f"{name}:{slots}")
+    return ",".join(hosts)
+
+
+def host_names(hosts: str) -> list[str]:
+    """The distinct host names of a -H value, in order: `a:2,b:2,a:1` -> [a, b]."""
+    return list(dict.fromkeys(name for name, _ in host_entries(hosts)))
+
+
+def local_addresses() -> set[str]:
+    """This machine's IPv4 addresses, on every interface."""
+    import psutil  # here: the runner is imported by every notebook, this is needed by few
+
+    return {
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET
+    }
+
+
+def is_this_machine(name: str, addresses: set[str] | None = None) -> bool:
+    """horovodrun's rule: a host is local when its name resolves to an address of this machine.
+
+    The runner's one rule for "this machine": the layout, the start-up bound, the ssh check
+    and the clean-up on other hosts all ask here. A name that does not resolve counts as
+    remote: ssh may still know it (an alias in ~/.ssh/config), and if not, ssh's error says so.
+    """
+    if name in LOCAL_NAMES or name == socket.gethostname():
+        return True
+    try:
+        address = socket.gethostbyname(name)
+    except (OSError, UnicodeError):
+        return False
+    return address in (local_addresses() if addresses is None else addresses)
+
+
+def remote_hosts(hosts: str) -> list[str]:
+    """The hosts of a -H value that horovodrun would start its workers on with ssh."""
+    addresses = local_addresses()
+    return [name for name in host_names(hosts) if not is_this_machine(name, addresses)]
+
+
+# --- ssh ---------------------------------------------------------------------------------------
+
 CONNECT_TIMEOUT_S = 5  # per host; the hosts are tried in parallel
 # A host that accepts the connection but never answers (a hung sshd) must not hang us either.
 SSH_TIMEOUT_S = CONNECT_TIMEOUT_S + 10
@@ -35,7 +117,6 @@ SSH_OPTIONS = (
     "-o", "BatchMode=yes",
     "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
 )  # fmt: skip
-LOCAL_NAMES = frozenset({"localhost", "127.0.0.1"})
 
 
 class HostsUnreachable(RuntimeError):
@@ -62,77 +143,47 @@ class SshSettings:
         return [*port, *identity]
 
 
-def ssh_settings(options: list[str]) -> SshSettings:
-    """The ssh port and key given to horovodrun, if any (`-p 2222`, `--ssh-identity-file=k`)."""
-    return SshSettings(
-        port=option_value(options, SSH_PORT_OPTIONS),
-        identity_file=option_value(options, SSH_IDENTITY_OPTIONS),
-    )
+def ssh_command(
+    host: str, settings: SshSettings = SshSettings(), remote: str = "true"
+) -> list[str]:
+    """`ssh <options> [-p PORT] [-i KEY] host <remote>`; by default logs in and runs nothing."""
+    return ["ssh", *SSH_OPTIONS, *settings.args(), host, remote]
 
 
-def host_names(hosts: str) -> list[str]:
-    """The distinct host names of a -H value, in order: `a:2,b:2,a:1` -> [a, b]."""
-    return list(dict.fromkeys(name for name, _ in host_entries(hosts)))
-
-
-def _local_addresses() -> set[str]:
-    import psutil  # here: the runner is imported by every notebook, this is needed by few
-
-    return {
-        address.address
-        for addresses in psutil.net_if_addrs().values()
-        for address in addresses
-        if address.family == socket.AF_INET
-    }
-
-
-def is_this_machine(name: str, local_addresses: set[str] | None = None) -> bool:
-    """horovodrun's rule: a host is local when its name resolves to an address of this machine.
-
-    A name that does not resolve counts as remote: ssh may still know it (an alias in
-    ~/.ssh/config), and if not, ssh's own error says so.
-    """
-    if name in LOCAL_NAMES or name == socket.gethostname():
-        return True
-    try:
-        address = socket.gethostbyname(name)
-    except (OSError, UnicodeError):
-        return False
-    return address in (_local_addresses() if local_addresses is None else local_addresses)
-
-
-def remote_hosts(hosts: str) -> list[str]:
-    """The hosts of a -H value that horovodrun would start its workers on with ssh."""
-    local = _local_addresses()
-    return [name for name in host_names(hosts) if not is_this_machine(name, local)]
-
-
-def ssh_command(host: str, settings: SshSettings = SshSettings()) -> list[str]:
-    """`ssh <options> [-p PORT] [-i KEY] host true`: logs in, runs nothing, logs out."""
-    return ["ssh", *SSH_OPTIONS, *settings.args(), host, "true"]
-
-
-def ssh_problem(host: str, settings: SshSettings = SshSettings(), env=None) -> str | None:
-    """None when `ssh host true` works; otherwise what went wrong, in ssh's words."""
+def _ssh(host: str, settings: SshSettings, remote: str, env, timeout: float):
+    """Runs `remote` on `host`; (completed process, None) or (None, what went wrong)."""
     try:
         done = subprocess.run(
-            ssh_command(host, settings),
+            ssh_command(host, settings, remote),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=SSH_TIMEOUT_S,
-            env=env,
+            timeout=timeout,
+            env=with_safe_env(env),
         )
     except FileNotFoundError:
-        return "there is no ssh command on this machine (Debian: apt-get install openssh-client)"
+        return (
+            None,
+            "there is no ssh command on this machine (Debian: apt-get install openssh-client)",
+        )
     except subprocess.TimeoutExpired:
-        return f"no answer within {SSH_TIMEOUT_S} s"
-    if done.returncode == 0:
-        return None
+        return None, f"no answer within {timeout:g} s"
+    return done, None
+
+
+def _ssh_error(done: subprocess.CompletedProcess) -> str:
     said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
     # ssh prints "Warning: Permanently added ..." before the real error: keep the error.
     said = [line for line in said if not line.startswith("Warning: Permanently added")]
     return said[-1] if said else f"ssh exited with code {done.returncode}"
+
+
+def ssh_problem(host: str, settings: SshSettings = SshSettings(), env=None) -> str | None:
+    """None when `ssh host true` works; otherwise what went wrong, in ssh's words."""
+    done, problem = _ssh(host, settings, "true", env, SSH_TIMEOUT_S)
+    if problem is not None:
+        return problem
+    return None if done.returncode == 0 else _ssh_error(done)
 
 
 def unreachable_message(problems: dict[str, str], settings: SshSettings = SshSettings()) -> str:
@@ -149,12 +200,16 @@ def unreachable_message(problems: dict[str, str], settings: SshSettings = SshSet
     )
 
 
+def _on_each(hosts: list[str], call) -> dict:
+    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
+        return dict(zip(hosts, pool.map(call, hosts)))
+
+
 def check_ssh(hosts: list[str], settings: SshSettings = SshSettings(), env=None) -> dict[str, str]:
     """{host: problem} for the hosts `ssh host true` fails on, all tried at the same time."""
     if not hosts:
         return {}
-    with ThreadPoolExecutor(max_workers=min(16, len(hosts))) as pool:
-        found = dict(zip(hosts, pool.map(lambda host: ssh_problem(host, settings, env), hosts)))
+    found = _on_each(hosts, lambda host: ssh_problem(host, settings, env))
     return {host: problem for host, problem in found.items() if problem is not None}
 
 
@@ -169,3 +224,48 @@ def ensure_reachable(
     problems = check_ssh(hosts, settings, env)
     if problems:
         raise HostsUnreachable(unreachable_message(problems, settings))
+
+
+# --- stopping what a run left on the other hosts -----------------------------------------------
+
+REMOTE_STOP_TIMEOUT_S = SSH_TIMEOUT_S + 10  # the stop script itself waits up to 6 s
+
+# POSIX sh: the pids of the processes whose environment holds the line $1 (NAME=VALUE). The
+# shell running this has the marker on its command line, never in its environment.
+_MARKED = """marked() {
+  for f in /proc/[0-9]*/environ; do
+    if tr '\\0' '\\n' < "$f" 2>/dev/null | grep -qxF "$1"; then p=${f#/proc/}; echo "${p%/environ}"; fi
+  done
+}"""
+# SIGTERM, up to 3 s for them to end, then SIGKILL; prints what is still there after 3 s more.
+_STOP_MARKED = _MARKED + """
+pids=$(marked "$1"); [ -z "$pids" ] && exit 0
+kill -TERM $pids 2>/dev/null
+for i in 1 2 3 4 5 6; do pids=$(marked "$1"); [ -z "$pids" ] && exit 0; sleep 0.5; done
+kill -KILL $pids 2>/dev/null
+for i in 1 2 3 4 5 6; do pids=$(marked "$1"); [ -z "$pids" ] && exit 0; sleep 0.5; done
+echo "left: $pids"
+"""
+
+
+def stop_remote(
+    hosts: list[str], marker: tuple[str, str], settings: SshSettings = SshSettings(), env=None
+) -> dict[str, str]:
+    """Stops the processes carrying `marker` (name, value) on each host, all hosts at once.
+
+    Returns {host: problem} for the hosts where that did not work, or where some are left.
+    """
+    if not hosts:
+        return {}
+    remote = f"sh -c {shlex.quote(_STOP_MARKED)} stop {shlex.quote('='.join(marker))}"
+
+    def stop(host: str) -> str | None:
+        done, problem = _ssh(host, settings, remote, env, REMOTE_STOP_TIMEOUT_S)
+        if problem is not None:
+            return problem
+        if done.returncode != 0:
+            return _ssh_error(done)
+        return done.stdout.strip() or None
+
+    found = _on_each(hosts, stop)
+    return {host: problem for host, problem in found.items() if problem is not None}

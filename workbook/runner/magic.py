@@ -6,8 +6,8 @@ import shlex
 from dataclasses import dataclass
 
 from workbook.runner.command import NP_OPTIONS, option_value, split_horovodrun_args, without_option
-from workbook.runner.result import RunResult
-from workbook.runner.run import horovodrun
+from workbook.runner.display import RunResult
+from workbook.runner.execute import horovodrun
 
 
 @dataclass

@@ -1,4 +1,10 @@
-"""Processes: stop everything horovodrun started, wherever its launcher put it."""
+"""Processes: stop everything a run started on this machine, wherever its launcher put it.
+
+Two ways to find them: the process tree below horovodrun (recorded while the run goes on, so
+that orphans are still known), and the run's marker, an environment variable every process of
+the run inherits: OpenMPI's orted daemonizes (a new session, re-parented to init) where no
+tree reaches it. Stopping goes SIGINT, SIGTERM, then SIGKILL: orted ignores SIGTERM.
+"""
 
 from __future__ import annotations
 
@@ -24,15 +30,19 @@ class ProcessTree:
     horovodrun's process group alone would leave them running.
     """
 
-    def __init__(self, process: subprocess.Popen):
+    def __init__(self, process: subprocess.Popen, marker: tuple[str, str] | None = None):
         self.process = process
+        self.marker = marker  # (name, value): the environment variable the run's processes carry
         self.known: dict[int, psutil.Process] = {}
 
-    def snapshot(self) -> None:
-        """Records the processes below horovodrun, and below any already known (orphans too)."""
+    def snapshot(self, marked: bool = False) -> None:
+        """Records the processes below horovodrun, and below any already known (orphans too);
+        with `marked`, also those that carry the run's marker (reading every environment)."""
         children = defaultdict(list)
         for process in psutil.process_iter(["ppid"]):
             children[process.info["ppid"]].append(process)
+            if marked and self._is_marked_stranger(process):
+                self.known[process.pid] = process
         parents = [self.process.pid] + [p.pid for p in self.alive_descendants()]
         seen = set(parents)
         while parents:
@@ -43,6 +53,15 @@ class ProcessTree:
                 parents.append(child.pid)
                 if not _is_alive(self.known.get(child.pid)):
                     self.known[child.pid] = child
+
+    def _is_marked_stranger(self, process: psutil.Process) -> bool:
+        """Carries the run's marker, yet is not horovodrun nor known already."""
+        return (
+            self.marker is not None
+            and process.pid != self.process.pid
+            and not _is_alive(self.known.get(process.pid))
+            and _carries(process, self.marker)
+        )
 
     def alive_descendants(self) -> list[psutil.Process]:
         return [p for p in self.known.values() if _is_alive(p)]
@@ -65,7 +84,7 @@ class ProcessTree:
         """Waits until every process is gone; True if they are."""
         deadline = time.monotonic() + seconds
         while True:
-            self.snapshot()
+            self.snapshot(marked=True)
             if not self.root_alive() and not self.alive_descendants():
                 return True
             if time.monotonic() >= deadline:
@@ -74,7 +93,7 @@ class ProcessTree:
 
     def stop(self, stages=STOP_STAGES) -> list[int]:
         """SIGINT, then SIGTERM, then SIGKILL to all; returns the pids still alive after."""
-        self.snapshot()
+        self.snapshot(marked=True)
         for signum, seconds in stages:
             if not self.root_alive() and not self.alive_descendants():
                 break
@@ -84,6 +103,14 @@ class ProcessTree:
         return ([self.process.pid] if self.root_alive() else []) + [
             p.pid for p in self.alive_descendants()
         ]
+
+
+def _carries(process: psutil.Process, marker: tuple[str, str]) -> bool:
+    name, value = marker
+    try:
+        return process.pid != os.getpid() and process.environ().get(name) == value
+    except psutil.Error:  # gone, a zombie, or another user's
+        return False
 
 
 def _is_alive(process: psutil.Process | None) -> bool:
