@@ -1,4 +1,4 @@
-"""python -m instructor SUBCOMMAND DIR ...: grading a class with nbgrader (see instructor/README.md).
+"""python -m instructor SUBCOMMAND DIR ...: grading a class with nbgrader (instructor/README.md).
 
     init DIR              source/ and nbgrader_config.py from the step notebooks
     generate DIR          the student version in release/

@@ -112,10 +112,12 @@ def grade_together(course: Course, students: list, force: bool) -> dict:
     if others:
         args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
     log = course.root / CLASS_LOG
-    status = run_nbgrader(course, args, log, RUN_START_SECONDS + SECONDS_PER_STUDENT * len(students))
+    limit = RUN_START_SECONDS + SECONDS_PER_STUDENT * len(students)
+    status = run_nbgrader(course, args, log, limit)
     output = log.read_text(encoding="utf-8", errors="replace")
     failed = set(re.findall(r"error processing assignment '[^']*' for student '([^']*)'", output))
-    reached = re.findall(rf"{re.escape(str(course.root))}/(?:submitted|autograded)/([^/\s]+)/", output)
+    folders = rf"{re.escape(str(course.root))}/(?:submitted|autograded)/([^/\s]+)/"
+    reached = re.findall(folders, output)  # in the order nbgrader went
     # nbgrader lists the students it failed once it has been through them all; without that
     # list, a failed run stopped at the last student it reached, whose grades are partial.
     finished = status == 0 or bool(failed)

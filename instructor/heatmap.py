@@ -50,7 +50,7 @@ def write_heatmap(report, path: Path) -> Path:
     footer = []
     for row in rows:
         if row.recovery:
-            footer += [f"{row.student}, not graded: to grade it with the released notebook in place:"]
+            footer.append(f"{row.student}, not graded: to grade it with the released notebook:")
             footer += [f"    {command}" for command in row.recovery]
     n = max(len(rows), 1)
     width = LABELS + COLUMN * len(steps) + NOTES

@@ -122,7 +122,7 @@ def read_class(course: Course) -> tuple:
             for notebook in graded.notebooks if graded else []:
                 for grade in notebook.grades:
                     step = step_of(grade.name, notebook.name)
-                    score = grade.manual_score if grade.manual_score is not None else grade.auto_score
+                    score = grade.auto_score if grade.manual_score is None else grade.manual_score
                     if step in row.steps and score is not None:
                         row.steps[step] = score >= grade.max_score
             if student in submitted:
@@ -189,7 +189,8 @@ class ClassReport:
         if ungraded:
             lines += ["", "Not graded:"]
             for row in ungraded:
-                lines.append(f"  {row.student}: {row.status}" + (f": {row.reason}" if row.reason else ""))
+                reason = f": {row.reason}" if row.reason else ""
+                lines.append(f"  {row.student}: {row.status}{reason}")
                 if row.recovery:
                     lines.append("    to grade it with the released notebook in its place:")
                     lines += [f"      {command}" for command in row.recovery]

@@ -102,8 +102,7 @@ def tampered_cells(folder: Path, expected: list) -> list:
         submitted = {
             cell.metadata["nbgrader"]["grade_id"]: cell
             for cell in notebook.cells
-            if cell.metadata.get("nbgrader", {}).get("grade")
-            and cell.metadata["nbgrader"].get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("grade_id")
         }
         for source in cells:
             cell = submitted.get(source.grade_id)
@@ -143,7 +142,9 @@ def script_problem(folder: Path) -> str:
     if not result.file_problem:
         return ""
     message = result.message.replace(str(script), LEARNER_SCRIPT_NAME)
-    return message if message.startswith(LEARNER_SCRIPT_NAME) else f"{LEARNER_SCRIPT_NAME}: {message}"
+    if message.startswith(LEARNER_SCRIPT_NAME):
+        return message
+    return f"{LEARNER_SCRIPT_NAME}: {message}"
 
 
 def recovery_commands(course_root: Path, assignment: str, student: str, notebooks: list) -> list:
