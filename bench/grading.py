@@ -3,7 +3,7 @@
 The class is made from the reference chain, the same every time (a fixed seed): scripts that
 stop after each step, solutions with one Horovod line deleted, a syntax error, an empty
 file, a missing script. It is graded by the checker's batch command (one process) and by
-nbgrader autograde through `python -m grader course autograde` (the real CLI and gradebook),
+nbgrader autograde through `python -m instructor autograde` (the real nbgrader and gradebook),
 and the two sets of grades must be equal, student by student.
 """
 
@@ -66,6 +66,10 @@ def grader_command(*args) -> list:
     return [sys.executable, "-m", "grader", *map(str, args)]
 
 
+def instructor_command(*args) -> list:
+    return [sys.executable, "-m", "instructor", *map(str, args)]
+
+
 def timed(argv: list, ok_codes=(0,), cwd=None) -> tuple:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
@@ -83,8 +87,8 @@ def nbgrader_class(work: Path, scripts: dict) -> Path:
     roster.write_text("id,first_name,last_name,email\n" + "".join(
         f"{s},{s},Synthetic,{s}@example.org\n" for s in scripts))
     for command in (["init", root], ["generate", root], ["add-students", root, roster]):
-        timed(grader_command("course", *command))
-    from grader.course import Course
+        timed(instructor_command(*command))
+    from instructor.course import Course
 
     course = Course.open(root)
     release = course.folder("release")
@@ -99,7 +103,7 @@ def nbgrader_class(work: Path, scripts: dict) -> Path:
 
 def exported_scores(root: Path, work: Path) -> dict:
     csv_path = work / "grades.csv"
-    timed(grader_command("course", "export", root, csv_path))
+    timed(instructor_command("export", root, csv_path))
     with open(csv_path, newline="", encoding="utf-8") as grades:
         return {row["student_id"]: float(row["score"] or 0) for row in csv.DictReader(grades)}
 
@@ -135,7 +139,7 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     echo(f"  grading: batch, {students} submissions: "
          f"median {results.summarize(batch_seconds)['median']:.2f} s")
 
-    autograde_seconds, done = timed(grader_command("course", "autograde", root), (0, 1))
+    autograde_seconds, done = timed(instructor_command("autograde", root), (0, 1))
     nbgrader_scores = exported_scores(root, work)
     echo(f"  grading: nbgrader autograde, {students} submissions: {autograde_seconds:.1f} s")
     mismatches = {s: {"batch": batch_scores.get(s), "nbgrader": nbgrader_scores.get(s)}

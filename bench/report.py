@@ -88,7 +88,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         lines += [f"| `python -m grader batch`, {s['students']} submissions | "
                   f"{s['batch_seconds']['median']:.1f} s ({s['batch_ms_per_submission']:.0f} ms each)"
                   f" | 20 s |",
-                  f"| `python -m grader course autograde` (nbgrader), {s['students']} submissions | "
+                  f"| `python -m instructor autograde` (nbgrader), {s['students']} submissions | "
                   f"{s['nbgrader_seconds']:.0f} s ({s['nbgrader_seconds_per_submission']:.2f} s each)"
                   " | |", "",
                   f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
