@@ -9,11 +9,11 @@ launch, start-up included: the TensorBoard comparison, as numbers and a plot.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from bench import machine, results, settings
 from bench.training import STARTER, SOLUTION, Launch, epoch_scalars, run_script
+from workbook.facts import usable_cores
 
 TARGETS = (0.88, 0.90)
 
@@ -42,12 +42,13 @@ def time_to(points: list, target: float) -> float | None:
 
 
 def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
-    cores, gpus = os.cpu_count() or 1, len(machine.gpus())
+    cores, gpus = usable_cores(), len(machine.gpus())
     args = settings.accuracy_args(tiny)
     measurements, summary = {}, {"targets": list(TARGETS)}
     for name, launch in launches(cores, gpus).items():
         script = STARTER if name == "baseline" else SOLUTION
-        done = run_script(launch, args, out_dir / "runs" / "accuracy" / name, script)
+        done = run_script(launch, args, out_dir / "runs" / "accuracy" / name, script,
+                          timeout=settings.run_timeout(tiny))
         points = curve(done)
         measurements[name] = {
             "config": launch.label, "script": script.name, "curve": points,

@@ -44,16 +44,16 @@ class FirstStepConsole:
         pass
 
 
-def runner_first_step(args: list, run_dir: Path) -> dict:
+def runner_first_step(args: list, run_dir: Path, timeout: float) -> dict:
     """The runner, as `horovodrun(cmd, np="auto")` in a cell runs it: seconds to the first step."""
     from workbook.runner.execute import execute
-    from workbook.runner.plan import plan_run
+    from workbook.runner.command import plan_run
 
     # A fresh folder each time: the script would resume from the last repetition's checkpoints.
     shutil.rmtree(run_dir / "runner", ignore_errors=True)
     called = time.monotonic()
     plan = plan_run([str(SOLUTION), *args], "auto", run_name="runner", logs_root=run_dir,
-                    env={"TF_CPP_MIN_LOG_LEVEL": "2"})
+                    env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
     console = FirstStepConsole()
     result, _ = execute(plan, console)
     if not result.ok:
@@ -71,7 +71,8 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
     runs_dir = out_dir / "runs" / "overhead"
     for repetition in range(repeats):
         for name, launch in configs.items():
-            done = run_script(launch, args, runs_dir / name.replace(" ", "_"))
+            done = run_script(launch, args, runs_dir / name.replace(" ", "_"),
+                              timeout=settings.run_timeout(tiny))
             if done.timed.first_step_seconds is None:
                 raise RuntimeError(f"{name} showed no training step; its log: {done.log_dir}")
             per_epoch = epoch_scalars(done.log_dir, "train", "epoch_images_per_second")
@@ -84,7 +85,7 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             echo(f"  overhead {repetition + 1}/{repeats}: {name}: {row['wall_seconds']:.1f} s, "
                  f"first step at {row['first_step_seconds']:.1f} s, "
                  f"{row['images_per_second']:.0f} images/s")
-        cell = runner_first_step(args, runs_dir / "runner")
+        cell = runner_first_step(args, runs_dir / "runner", settings.run_timeout(tiny))
         measurements.append({"repetition": repetition, "config": "runner (np=auto)", **cell})
         echo(f"  overhead {repetition + 1}/{repeats}: runner cell ({cell['layout']}): "
              f"first step at {cell['first_step_seconds']} s")

@@ -13,11 +13,11 @@ repetition, so a slow minute of the machine hits all of them alike.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from bench import machine, results, settings
 from bench.training import Launch, epoch_scalars, run_script, run_separate
+from workbook.facts import usable_cores
 
 
 def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
@@ -38,20 +38,21 @@ def measured_throughput(run) -> float:
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
-    cores, gpus = os.cpu_count() or 1, len(machine.gpus())
+    cores, gpus = usable_cores(), len(machine.gpus())
     configs = launches(cores, gpus)
     args = settings.throughput_args(tiny)
+    timeout = settings.run_timeout(tiny)
     measurements = []
     for repetition in range(repeats):
         for launch in configs:
             folder = out_dir / "runs" / "scaling" / (
                 f"{launch.workers}-separate" if launch.separate else f"{launch.workers}")
             if launch.separate:
-                processes = run_separate(launch, args, folder)
+                processes = run_separate(launch, args, folder, timeout=timeout)
                 rate = sum(measured_throughput(one) for one in processes)
                 wall = max(one.timed.wall_seconds for one in processes)
             else:
-                done = run_script(launch, args, folder)
+                done = run_script(launch, args, folder, timeout=timeout)
                 rate, wall = measured_throughput(done), done.timed.wall_seconds
             echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s")
             measurements.append(

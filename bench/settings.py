@@ -24,3 +24,13 @@ def accuracy_args(tiny: bool) -> list:
     if tiny:
         return [*TINY_MODEL, "--test-images", "128", "--epochs", "2", "--steps-per-epoch", "8"]
     return ["--preset", "cpu"]
+
+
+# Seconds one benchmarked run may take before it is stopped and the benchmark fails with its log
+# (a full accuracy run takes about 13 minutes on 2 cores; a tiny one seconds).
+FULL_RUN_TIMEOUT_S = 3600
+TINY_RUN_TIMEOUT_S = 600
+
+
+def run_timeout(tiny: bool) -> float:
+    return TINY_RUN_TIMEOUT_S if tiny else FULL_RUN_TIMEOUT_S

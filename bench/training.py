@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.processes import Timed, run_timed
+from workbook.facts import RESULT_LINE
 from workbook.paths import SOLUTIONS_DIR
 
 SOLUTION = SOLUTIONS_DIR / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS_DIR / "fashion_mnist.py"
 PINNED = Path(__file__).with_name("pinned.py")
-RESULT_LINE = re.compile(r"RESULT (\{.*\})")
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,18 @@ class Run:
 
 
 def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION,
-               env: dict | None = None) -> Run:
-    """Runs the script with a fresh --log-dir (it would resume from old checkpoints)."""
+               env: dict | None = None, *, timeout: float) -> Run:
+    """Runs the script with a fresh --log-dir (it would resume from old checkpoints); its output
+    goes to output.log there."""
     shutil.rmtree(log_dir, ignore_errors=True)
-    log_dir.parent.mkdir(parents=True, exist_ok=True)
     argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
-    timed = run_timed(argv, env={**launch.env(), **(env or {})})
+    timed = run_timed(argv, log_dir / "output.log", env={**launch.env(), **(env or {})},
+                      timeout=timeout)
     return Run(launch, timed, result_of(timed.output), log_dir)
 
 
-def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION) -> list:
+def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION, *,
+                 timeout: float) -> list:
     """Starts launch.workers plain processes at once, process i pinned to the i-th core block.
 
     They share nothing but the machine: their total throughput is the most N Horovod workers
@@ -102,7 +104,7 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
 
     def one(index: int) -> Run:
         return run_script(launch, args, log_dir / f"process-{index}", script,
-                          env={"BENCH_CORE_BLOCK": str(index)})
+                          env={"BENCH_CORE_BLOCK": str(index)}, timeout=timeout)
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))

@@ -1,5 +1,6 @@
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -7,6 +8,44 @@ import pytest
 
 # Make `import workbook` work however pytest is started (bare `pytest` too).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from processes import SESSION_MARKER, TEST_MARKER, new_marker, stop_marked  # noqa: E402
+
+# TensorBoard's port. `make lab` beside the tests holds it with TensorBoard; without it, the
+# suite holds it itself, so that every test runs where OpenMPI's X probe would hang.
+TENSORBOARD_PORT = 6006
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tensorboard_port_taken():
+    """A listener on 127.0.0.1:6006 that accepts and never answers, for the whole session."""
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", TENSORBOARD_PORT))
+        listener.listen(64)
+        yield "the tests"
+    except OSError:
+        yield "another process (make lab's TensorBoard?)"
+    finally:
+        listener.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_processes_stopped():
+    """At the end of the session, nothing any test started is left running."""
+    os.environ[SESSION_MARKER] = new_marker()
+    yield
+    stop_marked(SESSION_MARKER, os.environ.pop(SESSION_MARKER), "after the test session")
+
+
+@pytest.fixture(autouse=True)
+def test_processes_stopped(request):
+    """After each test (passed, failed or timed out), no process it started is left running."""
+    marker = os.environ[TEST_MARKER] = new_marker()
+    yield
+    os.environ.pop(TEST_MARKER, None)
+    stop_marked(TEST_MARKER, marker, f"after {request.node.nodeid}")
 
 
 @pytest.fixture

@@ -121,6 +121,7 @@ def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2000)
 def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "bench", "all", "--tiny", "--out", str(tmp_path)],

@@ -242,6 +242,7 @@ def epochs_started(output: str, rank: int | None = None) -> list[int]:
 @pytest.mark.skipif(not HOROVODRUN.exists(), reason=f"no horovodrun beside {sys.executable}")
 @pytest.mark.skipif(not (SAMPLE / "train.npz").is_file(), reason=f"no sample data in {SAMPLE}")
 @pytest.mark.parametrize("victim_rank", [1, 0], ids=["kill-rank-1", "kill-rank-0"])
+@pytest.mark.timeout(1300)
 def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
     log_dir = tmp_path / "logs"
     process = subprocess.Popen(

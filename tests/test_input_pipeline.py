@@ -61,7 +61,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 needs_sample = pytest.mark.skipif(
     not (SAMPLE / "train.npz").is_file(),
-    reason=f"no sample data in {SAMPLE}: python -m workbook.fashion_data sample",
+    reason=f"no sample data in {SAMPLE}: git checkout -- data/sample",
 )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from workbook.facts import with_safe_env
 from workbook.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -54,11 +55,12 @@ def mpi_horovod():
         pytest.skip(f"Horovod in this environment was built without MPI: install OpenMPI "
                     f"({INSTALL_OPENMPI}) and run make env REBUILD_HOROVOD=1")
     if not (SAMPLE / "train.npz").is_file():
-        pytest.skip(f"no sample data in {SAMPLE}: python -m workbook.fashion_data sample")
+        pytest.skip(f"no sample data in {SAMPLE}: git checkout -- data/sample")
 
 
 def worker_env() -> dict:
-    env = dict(os.environ)
+    """A terminal or kernel of `make lab`, which has the settings that keep MPI from hanging."""
+    env = with_safe_env()
     env.update(
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
         # Two workers on the machine's cores: one thread each, or they fight over them.

@@ -49,7 +49,7 @@ needs_horovodrun = pytest.mark.skipif(
 )
 needs_sample = pytest.mark.skipif(
     not (SAMPLE / "train.npz").is_file(),
-    reason=f"no sample data in {SAMPLE}: python -m workbook.fashion_data sample",
+    reason=f"no sample data in {SAMPLE}: git checkout -- data/sample",
 )
 
 

@@ -37,8 +37,9 @@ BONUSES = {
     "alexnet": "bonus/fashion_mnist_alexnet.py",
 }
 
-# The last line every training script of the workbook prints: `RESULT {json}`.
-RESULT_LINE = re.compile(r"^RESULT (\{.*\})\s*$", re.MULTILINE)
+# The last line every training script of the workbook prints: `RESULT {json}` (after a launcher's
+# prefix such as horovodrun's `[0]<stdout>:`; .match() wants it at the start of the text).
+RESULT_LINE = re.compile(r"RESULT (\{.*\})\s*$", re.MULTILINE)
 
 # TensorFlow's C++ logging, and the abseil format newer parts of TensorFlow use.
 TF_LOG_LINE = re.compile(

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from workbook.facts import with_safe_env
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
 
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ensure_learner_script()
     tensorboard = ensure_tensorboard(port=args.tensorboard_port)
     os.environ[PORT_VARIABLE] = str(args.tensorboard_port)  # inherited by JupyterLab's kernels
+    # Kernels and terminals inherit these too: without them, a script run with `!python`,
+    # `!mpirun` or `!horovodrun` hangs in hvd.init() while TensorBoard listens (see facts.py).
+    os.environ.update(with_safe_env())
     existing = server_for_repo()
     if existing:
         print("JupyterLab is already running for this workbook.")

@@ -20,7 +20,8 @@ import re
 import sys
 from pathlib import Path
 
-RESULT_LINE = re.compile(r"RESULT (\{.*\})")
+from workbook.facts import RESULT_LINE
+
 IN_MEMORY = "in-memory"  # the script's name for training on one batch held in memory
 REQUIRED_KEYS = ("workers", "pipelines", "training")
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")

@@ -21,6 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbook.facts import usable_cores
+
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 EXPECTED_PYTHON = (3, 11)
 EXPECTED_TF = "2.15."
@@ -239,13 +241,6 @@ def check_gpus(probe: dict) -> Check:
         return Check("GPUs", WARN, f"{len(gpus)} seen, but Horovod has no NCCL: GPU allreduce "
                      "goes through the CPU", "make env DEVICE=gpu REBUILD_HOROVOD=1")
     return Check("GPUs", OK, f"{len(gpus)} seen ({', '.join(gpus)}), NCCL built")
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS
-        return os.cpu_count() or 1
 
 
 def check_cores() -> Check:

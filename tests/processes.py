@@ -1,0 +1,70 @@
+"""Every process a test starts is found and stopped afterwards, wherever it went.
+
+Each test runs with a marker variable in its environment. Every process it starts inherits it,
+including the ones that leave the test's process tree: horovodrun's workers (setsid), and
+OpenMPI's `orted`, which is re-parented to init and ignores SIGTERM. After the test, whatever
+still carries the marker is shown (pid, parent, session, command) and killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+
+import psutil
+
+TEST_MARKER = "WORKBOOK_TEST_ID"
+SESSION_MARKER = "WORKBOOK_TEST_SESSION"
+
+
+def new_marker() -> str:
+    return uuid.uuid4().hex
+
+
+def marked(variable: str, value: str) -> list[psutil.Process]:
+    """The live processes (not this one) whose environment has variable=value."""
+    found = []
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
+            continue
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(variable) == value:
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+def describe(processes: list[psutil.Process]) -> str:
+    lines = []
+    for process in processes:
+        try:
+            lines.append(
+                f"  pid {process.pid} ppid {process.ppid()} session {os.getsid(process.pid)}: "
+                + " ".join(process.cmdline())[:200]
+            )
+        except (psutil.Error, OSError):
+            lines.append(f"  pid {process.pid} (gone)")
+    return "\n".join(lines)
+
+
+def stop_marked(variable: str, value: str, why: str, grace: float = 2.0) -> list[int]:
+    """Waits `grace` seconds for the marked processes to end, then shows and kills the rest."""
+    deadline = time.monotonic() + grace
+    left = marked(variable, value)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = marked(variable, value)
+    if not left:
+        return []
+    print(f"\n{why}: killing {len(left)} process(es) left behind:\n{describe(left)}",
+          file=sys.stderr)
+    for process in left:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(left, timeout=5)
+    return [process.pid for process in left]
