@@ -12,10 +12,12 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -26,7 +28,9 @@ import pytest
 from lab_helpers import free_port
 
 from workbook import runner
+from workbook.facts import with_safe_env
 from workbook.runner import hosts
+from workbook.runner.processes import ProcessTree
 from workbook.runner import (
     Line,
     OutputParser,
@@ -41,7 +45,10 @@ from workbook.runner import (
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
-FAILS_ON_RANK_1 = Path(__file__).resolve().parent / "runner_cases" / "fails_on_rank_1.py"
+CASES = Path(__file__).resolve().parent / "runner_cases"
+FAILS_ON_RANK_1 = CASES / "fails_on_rank_1.py"
+INIT_HOROVOD = CASES / "init_horovod.py"  # hvd.init(), one line, then --wait S seconds
+REPLAY_OUTPUT = CASES / "replay_output.py"
 SAMPLE = REPO / "data" / "sample"
 VENV_BIN = Path(sys.executable).parent
 QUICK = (
@@ -55,7 +62,7 @@ needs_horovodrun = pytest.mark.skipif(
 )
 needs_sample = pytest.mark.skipif(
     not (SAMPLE / "train.npz").is_file(),
-    reason=f"no sample data in {SAMPLE}: python -m workbook.fashion_data sample",
+    reason=f"no sample data in {SAMPLE}: git checkout -- data/sample",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -475,6 +482,54 @@ def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
         plan_run("missing.py", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
 
 
+@needs_horovodrun
+def test_plan_refuses_fewer_workers_than_the_slots_of_H_with_gloo(tmp_path):
+    a_script(tmp_path)
+    common = dict(cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)
+    # horovodrun 0.28.1 with Gloo would start 2 workers here (test_gloo_starts_every_slot_of_H).
+    with pytest.raises(ValueError) as raised:
+        plan_run("-np 1 -H localhost:2 train.py", **common)
+    assert str(raised.value) == (
+        "-np 1 with -H localhost:2 would start 2 workers: horovodrun 0.28.1 (Gloo) starts one "
+        "on every slot of -H, whatever -np says. Give -H only the slots to use: "
+        "-np 1 -H localhost:1"
+    )
+    with pytest.raises(ValueError, match=r"Give -H only the slots to use: -np 5 -H a:2,b:3$"):
+        plan_run("-np 5 -H a:2,b:4 train.py", **common)
+    with pytest.raises(ValueError, match=r"^-np 3 asks for more workers than the 2 slots of -H"):
+        plan_run("-np 3 -H localhost:2 train.py", **common)
+    # mpirun starts -np workers; `auto` and an -np equal to the slots are what -H says.
+    assert plan_run("--mpi -np 1 -H localhost:2 train.py", **common).np == 1
+    assert plan_run("-H localhost:2 train.py", **common).np == 2
+    assert plan_run("-np 2 -H localhost:2 train.py", **common).np == 2
+
+
+@needs_horovodrun
+def test_this_machines_own_address_is_this_machine_everywhere(tmp_path, monkeypatch):
+    monkeypatch.delenv("HOROVOD_START_TIMEOUT", raising=False)
+    lan = [a for a in hosts.local_addresses() if not a.startswith("127.")]
+    if not lan:
+        pytest.skip("this machine has no address but loopback")
+    a_script(tmp_path)
+    plan = plan_run(
+        f"-H {lan[0]}:2 train.py", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0
+    )
+    # Local for the layout (threads split), the start-up bound, the ssh check and the clean-up.
+    assert plan.layout.describe() == "2 workers x 1 thread on 2 CPU cores"
+    assert "--start-timeout" not in plan.argv and plan.remote_hosts == ()
+
+
+def test_every_process_of_a_run_gets_the_safe_env_and_a_marker_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.delenv("HWLOC_COMPONENTS", raising=False)
+    a_script(tmp_path)
+    common = dict(launcher="python", np=1, cwd=tmp_path, logs_root=tmp_path / "logs")
+    first, second = plan_run("train.py", **common), plan_run("train.py", **common)
+    assert first.env["HWLOC_COMPONENTS"] == "-gl"
+    assert first.marker[0] == "WORKBOOK_RUN_ID" and first.marker != second.marker
+    own = plan_run("train.py", env={"HWLOC_COMPONENTS": "-gl,-opencl"}, **common)
+    assert own.env["HWLOC_COMPONENTS"] == "-gl,-opencl"  # the caller's own value wins
+
+
 # ---------------------------------------------------------------------------------------------
 # Hosts: which ones horovodrun reaches with ssh, and the check before a run (real ssh, no server)
 # ---------------------------------------------------------------------------------------------
@@ -487,7 +542,9 @@ needs_ssh = pytest.mark.skipif(
 def test_ssh_settings_come_from_horovodruns_options():
     options, command = split_horovodrun_args("-np 4 -p 2222 -i /k/id -H a:2,b:2 x.py -p 9".split())
     assert command == ["x.py", "-p", "9"]  # the script's own -p is the script's
-    assert runner.command.ssh_settings(options) == hosts.SshSettings(port="2222", identity_file="/k/id")
+    assert runner.command.ssh_settings(options) == hosts.SshSettings(
+        port="2222", identity_file="/k/id"
+    )
     long = runner.command.ssh_settings(["--ssh-port=22", "--ssh-identity-file", "key"])
     assert long.args() == ["-p", "22", "-i", "key"]
     assert runner.command.ssh_settings(["-H", "a:1"]).args() == []
@@ -661,6 +718,28 @@ def test_events_do_not_depend_on_where_the_output_is_cut(name):
             events += parser.feed(text[at : at + size])
             at += size
         assert events + parser.finish() == whole
+
+
+@pytest.mark.parametrize("name", ["SOLUTION_OUTPUT", "MPI_OUTPUT"])
+def test_a_real_pipe_cutting_and_delaying_the_output_changes_nothing(name, tmp_path):
+    """The recorded output through a real pipe, cut and delayed at random, three times."""
+    (tmp_path / "output.bin").write_bytes(globals()[name])
+    expected = Transcript(label_ranks=False)
+    for event in parse_in_pieces(globals()[name], 4096, default_rank=0):
+        expected.add(event)
+    for seed in range(3):
+        handle = runner.start_in_background(
+            [str(REPLAY_OUTPUT), str(tmp_path / "output.bin"), str(seed)],
+            np=1,
+            launcher="python",
+            logs_root=tmp_path,
+            run_name=f"replay-{seed}",
+            timeout=60,
+        )
+        result = handle.result(timeout=90)
+        assert result.ok, result.error
+        assert result.output.splitlines() == expected.shown
+        assert len(finished_bars(expected)) == 2
 
 
 def test_known_warnings_and_empty_lines_are_folded():
@@ -931,6 +1010,223 @@ def test_background_baseline_without_horovodrun(tmp_path):
         "4/4 [====]",
         'RESULT {"test_accuracy": 0.5, "images_per_second": ' "100.0}",
     ]
+
+
+@pytest.mark.slow
+@needs_horovodrun
+def test_gloo_starts_every_slot_of_H(tmp_path, quiet_tensorflow):
+    """Why the runner refuses `-np 1 -H localhost:2`: horovodrun itself starts 2 workers."""
+    script = tmp_path / "who.py"
+    script.write_text("import os\nprint('size', os.environ['HOROVOD_SIZE'], flush=True)\n")
+    done = subprocess.run(
+        [str(VENV_BIN / "horovodrun"), "--gloo", "-np", "1", "-H", "localhost:2",
+         sys.executable, str(script)],
+        capture_output=True, text=True, timeout=300, env=with_safe_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(re.findall(r"\[(\d)\]<stdout>:size (\d)", done.stdout)) == [
+        ("0", "2"),
+        ("1", "2"),
+    ]
+
+
+@pytest.mark.slow
+def test_tensorflow_addons_notice_is_folded_but_kept_in_the_raw_log(tmp_path, quiet_tensorflow):
+    script = tmp_path / "uses_addons.py"
+    script.write_text("import tensorflow_addons\nprint('imported', flush=True)\n")
+    handle = runner.start_in_background(str(script), np=1, launcher="python", logs_root=tmp_path)
+    result = handle.result(timeout=300)
+    assert result.ok, result.error
+    assert result.output.splitlines() == ["imported"]
+    raw = result.log_path.read_text()
+    assert "TensorFlow Addons (TFA) has ended development" in raw
+    assert "  warnings.warn(" in raw
+
+
+# --- never hang, and leave nothing behind -------------------------------------------------------
+
+# Starts a daemon the way OpenMPI's orted becomes one (fork, setsid, fork: re-parented to init,
+# in a session of its own) that ignores SIGINT and SIGTERM, prints its pid, and waits.
+DAEMONIZES = """\
+import os, signal, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(os.getpid(), flush=True)
+        time.sleep(120)
+    os._exit(0)
+os.wait()
+time.sleep(120)
+"""
+
+
+def alive(process: psutil.Process) -> bool:
+    try:  # init may be slow to reap a killed orphan: a zombie is not alive
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+QUICK_STOP = ((signal.SIGINT, 0.5), (signal.SIGTERM, 0.5), (signal.SIGKILL, 3.0))
+
+
+@pytest.mark.parametrize("with_marker", [True, False])
+def test_the_marker_finds_a_daemon_that_left_the_process_tree(with_marker):
+    marker = ("WORKBOOK_RUN_ID", f"test-{os.getpid()}-{time.monotonic_ns()}")
+    process = subprocess.Popen(
+        [sys.executable, "-c", DAEMONIZES],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, **dict([marker])),
+        start_new_session=True,
+    )
+    daemon = psutil.Process(int(process.stdout.readline()))
+    try:
+        assert daemon.ppid() != process.pid and daemon.environ()[marker[0]] == marker[1]
+        tree = ProcessTree(process, marker if with_marker else None)
+        assert tree.stop(QUICK_STOP) == []
+        # Without the marker, the tree (horovodrun and what is below it) misses the daemon.
+        assert alive(daemon) != with_marker
+    finally:
+        if alive(daemon):
+            daemon.kill()
+        process.kill()
+        process.wait(10)
+        process.stdout.close()
+
+
+SILENT_PORT = 6006  # TensorBoard's: OpenMPI's hwloc takes a listener there for X display :6
+
+
+def answers_within(port: int, seconds: float) -> bool:
+    """Whether the listener on `port` answers an X11 greeting (or hangs up) within `seconds`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=seconds) as connection:
+        connection.sendall(b"l\0\x0b\0\0\0\0\0\0\0\0\0")  # an X11 client's first bytes
+        connection.settimeout(seconds)
+        try:
+            return connection.recv(1) is not None
+        except socket.timeout:
+            return False
+
+
+@pytest.fixture
+def port_6006_silent():
+    """A listener on 127.0.0.1:6006 that accepts and never answers, like TensorBoard to hwloc.
+
+    If the port is taken, something listens there already (the test session's own listener,
+    or make lab's TensorBoard): what the tests need. Yields whether that one never answers.
+    """
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", SILENT_PORT))
+    except OSError:
+        listener.close()
+        yield not answers_within(SILENT_PORT, 2)
+        return
+    listener.listen(64)
+    accepted, done = [], threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not done.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield True
+    finally:
+        done.set()
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        listener.close()
+
+
+def carrying(marker):
+    """The live processes whose environment has `marker` (name, value)."""
+    name, value = marker
+    found = []
+    for process in psutil.process_iter(["name", "status"]):
+        try:
+            if process.info["status"] != psutil.STATUS_ZOMBIE and (
+                process.environ().get(name) == value
+            ):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+needs_mpi = pytest.mark.skipif(
+    shutil.which("mpirun") is None, reason="no mpirun: tests/setup_mpi.sh installs OpenMPI"
+)
+
+
+@pytest.mark.slow
+@needs_horovodrun
+@pytest.mark.parametrize("launch", [pytest.param("--mpi", marks=needs_mpi), "--gloo", "python"])
+def test_runs_finish_while_something_silent_listens_on_6006(
+    launch, tmp_path, port_6006_silent, quiet_tensorflow, monkeypatch
+):
+    monkeypatch.delenv("HWLOC_COMPONENTS", raising=False)  # as in a terminal without make lab
+    if launch == "python":
+        handle = runner.start_in_background(
+            str(INIT_HOROVOD), np=1, launcher="python", logs_root=tmp_path, timeout=240
+        )
+    else:
+        handle = runner.start_in_background(
+            f"{launch} {INIT_HOROVOD}", np=2, logs_root=tmp_path, timeout=240
+        )
+    result = handle.result(timeout=300)
+    assert result.ok, f"{result}\n{result.log_path.read_text()[-3000:]}"
+    size = 1 if launch == "python" else 2
+    initialized = sorted(re.findall(rf"initialized rank (\d) of {size}", result.output))
+    assert initialized == [str(rank) for rank in range(size)], result.output
+
+
+@pytest.mark.slow
+@needs_horovodrun
+@needs_mpi
+def test_without_the_safe_env_mpi_hangs_and_the_cleanup_still_stops_orted(
+    tmp_path, port_6006_silent, quiet_tensorflow
+):
+    """The control: without HWLOC_COMPONENTS=-gl hvd.init() hangs (so the test above can fail),
+    and the timeout stops it all, OpenMPI's orted (in a session of its own) included."""
+    if not port_6006_silent:
+        pytest.skip("what listens on 127.0.0.1:6006 answers: hwloc would not hang")
+    plan = runner.plan_run(
+        str(INIT_HOROVOD), np=1, launcher="python", logs_root=tmp_path, timeout=45
+    )
+    del plan.env["HWLOC_COMPONENTS"]  # as in a terminal that lacks it
+    handle = runner.BackgroundRun(plan)
+    wait_for(lambda: any(p.name() == "orted" for p in carrying(plan.marker)), 40, "OpenMPI's orted")
+    result = handle.result(timeout=120)
+    assert result.timed_out, result
+    assert "initialized" not in result.output  # it hung in hvd.init()
+    assert result.leftover_pids == []
+    assert carrying(plan.marker) == []
+
+
+@pytest.mark.slow
+@needs_horovodrun
+@needs_mpi
+def test_an_interrupted_mpi_run_leaves_no_process_with_its_marker(tmp_path, quiet_tensorflow):
+    handle = runner.start_in_background(
+        f"--mpi {INIT_HOROVOD} --wait 300", np=2, logs_root=tmp_path, run_name="mpi-stopped"
+    )
+    wait_for(lambda: handle.tail(20).count("initialized rank") == 2, 240, "both workers")
+    # horovodrun --mpi becomes `sh -c mpirun ...` (os.execve); mpirun starts the 2 workers.
+    names = sorted(p.name() for p in carrying(handle.plan.marker))
+    assert names == ["mpirun", "python", "python", "sh"], names
+    result = handle.stop()
+    assert result.interrupted and result.leftover_pids == []
+    assert carrying(handle.plan.marker) == []
 
 
 # --- from a notebook kernel -------------------------------------------------------------------
