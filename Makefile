@@ -1,6 +1,7 @@
 # The Horovod workbook. The two commands a user needs:
 #   make lab    set up what is missing, prepare the data, start JupyterLab
 #   make test   set up what is missing, run the whole test suite
+# For every change: make check (the fast tier: no root, no apt, a few minutes).
 # Options: DEVICE=gpu (CUDA TensorFlow + NCCL Horovod), REBUILD_HOROVOD=1, VENV=$CONDA_PREFIX
 #          (use an activated conda env), LAB_ARGS="--port 8899", PYTEST_ARGS="-k data"
 
@@ -13,11 +14,12 @@ VPY := $(VENV)/bin/python
 RUN := PATH="$(abspath $(VENV))/bin:$$PATH"
 BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HOROVOD)),--rebuild-horovod)
 
-.PHONY: lab test env data preflight lock help course grade browser sshd mpi bench
+.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
-	@echo "make test       set up, run all tests"
+	@echo "make test       set up, run all tests (root for apt: Chromium, sshd, OpenMPI)"
+	@echo "make check      the fast tests, for every change: no root, no apt, a few minutes"
 	@echo "make env        create/update .venv only (DEVICE=gpu, REBUILD_HOROVOD=1)"
 	@echo "make data       prepare the official Fashion-MNIST in data/fashion_mnist (Debian: apt-get)"
 	@echo "make preflight  check that the workbook can run here"
@@ -45,6 +47,15 @@ lab: data
 
 test: mpi env browser sshd
 	$(RUN) $(VPY) -m pytest $(PYTEST_ARGS)
+
+# The fast tier: the grader, the chain, the notebooks' static checks, the data on the sample,
+# the runner's units, and one real 2-worker run (the `check` marker). No root, no apt.
+CHECK_TESTS := tests/test_grader.py tests/test_grader_cli.py tests/test_grader_bonus.py \
+	tests/test_step_chain.py tests/test_notebooks.py tests/test_fashion_data.py \
+	tests/test_runner.py tests/test_environment_pins.py tests/test_imports.py \
+	tests/test_no_hang.py tests/test_training_runs.py
+check: env
+	$(RUN) $(VPY) -m pytest $(CHECK_TESTS) -m "not slow or check" $(PYTEST_ARGS)
 
 browser:
 	@sh tests/setup_browser.sh

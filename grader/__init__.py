@@ -18,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader import reference, strict
+from grader.bonus import BONUSES
+from grader.bonus import run as bonus_run
 from grader.engine import Failure, FileProblem, Script, parse, read_source
 from grader.report import Results, StepResult
 from grader.rules import RULES
@@ -97,8 +99,6 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
 
 def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
     """Checks a bonus exercise (see grader/bonus/) in the script at `path`; no points."""
-    from grader.bonus import BONUSES
-
     if name not in BONUSES:
         raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
     bonus = BONUSES[name]
@@ -128,9 +128,7 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
 
 def train_bonus(name: str, path=DEFAULT_PATH, **options) -> StepResult:
     """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/run.py)."""
-    from grader.bonus.run import train_bonus as run_bonus
-
-    return run_bonus(name, path, **options)
+    return bonus_run.train_bonus(name, path, check_bonus(name, path), **options)
 
 
 def _check(path, steps: list) -> Results:

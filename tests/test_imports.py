@@ -1,0 +1,139 @@
+"""The import graph: packages by audience, imports flowing one way, no cycles.
+
+Every import counts, including the ones inside functions (they hide cycles, not remove them).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbook.paths import REPO
+
+PACKAGES = ("workbook", "grader", "instructor", "authoring", "bootstrap", "bench")
+
+# Which of the project's packages each package may import (besides itself).
+ALLOWED = {
+    "workbook": set(),  # what notebook kernels import: nothing of the grader, course or tools
+    "grader": {"workbook"},
+    "instructor": {"workbook", "grader"},
+    "authoring": {"workbook"},
+    "bootstrap": set(),  # runs before the environment exists: the standard library only
+    "bench": {"workbook", "grader", "instructor"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {
+        module_name(path): path
+        for package in PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+    }
+
+
+MODULES = project_modules()
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module an import in the file names, resolved to the project's modules where it is
+    one (`from grader import check_step` is `grader`; `from grader import batch`, grader.batch)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path.parent / "x.py")
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                names.add(candidate if candidate in MODULES else base)
+    return names
+
+
+def graph() -> dict[str, set[str]]:
+    return {
+        name: {imported for imported in imported_names(path) if imported in MODULES}
+        for name, path in MODULES.items()
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in edges:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    assert cycles(graph()) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_imports_flow_one_way(package):
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if name.split(".")[0] == package
+        for target in targets
+        if target.split(".")[0] not in ALLOWED[package] | {package}
+    )
+    assert wrong == []
+
+
+def test_bootstrap_needs_only_the_standard_library():
+    outside = sorted(
+        f"{name} imports {imported}"
+        for name, path in MODULES.items()
+        if name.split(".")[0] == "bootstrap"
+        for imported in imported_names(path)
+        if imported.split(".")[0] not in sys.stdlib_module_names | {"bootstrap", "__future__"}
+    )
+    assert outside == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_says_what_it_is_for(package):
+    docstring = ast.get_docstring(ast.parse((REPO / package / "__init__.py").read_text()))
+    assert docstring and len(docstring.split()) >= 8
