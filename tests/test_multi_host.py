@@ -18,6 +18,10 @@ system. The script, the data and the Python environment are seen at the same pat
 ssh finds hostA and hostB through a private ssh config: an `ssh` early on PATH runs
 `/usr/bin/ssh -F <that config>`; /etc/hosts, /etc/ssh and ~/.ssh are not touched.
 
+After a run, nothing of it may be left on either host: not after a run that went well, nor after
+an interrupt or a failing rank, when the runner stops over ssh what horovodrun's ssh clients
+left behind.
+
 Needs root, `ip` and sshd (tests/setup_sshd.sh installs Debian's openssh-server). Everything
 made here is removed by the fixture's finalizer, also when a test fails.
 """
@@ -40,6 +44,17 @@ import pytest
 
 from workbook import runner
 from workbook.runner.hosts import SSH_TIMEOUT_S
+
+FAILS_ON_RANK_1 = Path(__file__).resolve().parent / "runner_cases" / "fails_on_rank_1.py"
+# Each worker counts to 3, then waits in silence: a worker that still wrote would end on its own
+# (a broken pipe) once its ssh connection is gone, one that waits does not.
+COUNTS = """\
+import os, time
+for step in range(4):
+    print(f"rank {os.environ['HOROVOD_RANK']} step {step}", flush=True)
+    time.sleep(0.5)
+time.sleep(300)
+"""
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -299,6 +314,16 @@ def on_path(fake_hosts, monkeypatch):
     return fake_hosts
 
 
+def left_on_the_hosts(hosts: FakeHosts, seconds: float) -> dict[str, list[str]]:
+    """What runs on each host but its sshd, after waiting up to `seconds` for it to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = {host: hosts.processes_in(namespace) for host, namespace in hosts.namespaces.items()}
+        if not any(left.values()) or time.monotonic() > deadline:
+            return {host: commands for host, commands in left.items() if commands}
+        time.sleep(0.5)
+
+
 def where_lines(output: str) -> dict[int, dict]:
     found = [json.loads(m) for m in re.findall(r"WHERE (\{.*\})", output)]
     return {where["rank"]: where for where in found}
@@ -347,12 +372,55 @@ def test_run_on_two_hosts(on_path, tmp_path):
     assert sorted(p.name for p in log_dir.iterdir()) == ["horovodrun.log"]
 
     # Nothing of the run is left on the hosts: only their sshd.
-    for host, namespace in hosts.namespaces.items():
-        deadline = time.monotonic() + 20
-        while (left := hosts.processes_in(namespace)) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not left, f"{host}: {left}"
+    assert left_on_the_hosts(hosts, 20) == {}
     print(f"two hosts: {seconds:.0f} s")
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_leaves_nothing_on_either_host(on_path, tmp_path):
+    hosts = on_path
+    (tmp_path / "counts.py").write_text(COUNTS)
+    handle = runner.start_in_background(
+        f"-H hostA:1,hostB:1 --network-interfaces {LINK} counts.py",
+        np=2,
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        timeout=600,
+    )
+    deadline = time.monotonic() + 240
+    while not ("rank 0 step 3" in handle.tail(20) and "rank 1 step 3" in handle.tail(20)):
+        assert time.monotonic() < deadline and not handle.done, handle.tail(20)
+        time.sleep(0.5)
+    # Both workers run on their hosts, under sshd: ssh gives them no terminal, and stopping the
+    # local ssh clients (what stopping horovodrun does) would leave them there.
+    assert all(
+        any("counts.py" in c for c in hosts.processes_in(n)) for n in hosts.namespaces.values()
+    )
+    stopped = time.monotonic()
+    result = handle.stop(timeout=60)
+    assert result.interrupted and result.leftover_pids == [] and result.leftover_remote == {}
+    assert left_on_the_hosts(hosts, 5) == {}
+    assert time.monotonic() - stopped < 40
+
+
+@pytest.mark.slow
+def test_a_failing_rank_leaves_nothing_on_either_host(on_path, tmp_path):
+    """Rank 1 (hostB) fails; rank 0 (hostA) would wait a minute: horovodrun stops only its ssh."""
+    hosts = on_path
+    started = time.monotonic()
+    result = runner.horovodrun(
+        f"-H hostA:1,hostB:1 --network-interfaces {LINK} {FAILS_ON_RANK_1} x",
+        np=2,
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        timeout=300,
+        quiet=True,
+    )
+    assert result.failed_rank == 1, f"{result}\n{result.log_path.read_text()[-3000:]}"
+    assert "RuntimeError: rank 1 fails on purpose" in result.error
+    assert result.leftover_remote == {}
+    assert left_on_the_hosts(hosts, 5) == {}
+    assert time.monotonic() - started < 60  # well before rank 0's minute is up
 
 
 @pytest.mark.slow

@@ -105,12 +105,27 @@ class ProcessTree:
         ]
 
 
+def _network_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:  # gone, another user's, or no /proc (macOS)
+        return None
+
+
 def _carries(process: psutil.Process, marker: tuple[str, str]) -> bool:
+    """Whether `process` carries the marker and runs on this machine.
+
+    This machine as hosts.is_this_machine() sees it: its network addresses. A process of the
+    run in another network namespace (a container, or a test's fake host) is on another host,
+    which the clean-up reaches with ssh.
+    """
     name, value = marker
     try:
-        return process.pid != os.getpid() and process.environ().get(name) == value
+        if process.pid == os.getpid() or process.environ().get(name) != value:
+            return False
     except psutil.Error:  # gone, a zombie, or another user's
         return False
+    return _network_namespace(process.pid) == _network_namespace("self")
 
 
 def _is_alive(process: psutil.Process | None) -> bool:
