@@ -20,6 +20,7 @@ from pathlib import Path
 
 from instructor.course import Course, CourseError
 from instructor.submission import notebook_problems
+from workbook.facts import with_safe_env
 
 LOG_DIR = Path("logs") / "autograde"
 STATUS_FILE = LOG_DIR / "status.json"  # the last autograde of each student
@@ -82,7 +83,7 @@ def run_nbgrader(course: Course, args: list, log: Path, timeout: float) -> int |
     import psutil
 
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    env = with_safe_env()
     # Kernels start from this Python's folder: the environment with grader installed.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     command = [sys.executable, "-m", "nbgrader", "autograde", course.assignment, *args]

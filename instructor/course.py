@@ -67,7 +67,9 @@ class Course:
 
     @property
     def exchange_root(self) -> Path:
-        return Path(self.config.Exchange.get("root", "/srv/nbgrader/exchange"))
+        from nbgrader.exchange.default import Exchange
+
+        return Path(self.config.Exchange.get("root") or Exchange.class_traits()["root"].default())
 
     def api(self, **settings):
         """nbgrader's NbGraderAPI on this course: its nbgrader_config.py, plus `settings`
