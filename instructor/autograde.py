@@ -95,7 +95,10 @@ def run_nbgrader(course: Course, args: list, log: Path, timeout: float) -> int |
             return process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             # Kernels run in sessions of their own: find them before their parent goes.
-            family = [process, *psutil.Process(process.pid).children(recursive=True)]
+            try:
+                family = [process, *psutil.Process(process.pid).children(recursive=True)]
+            except psutil.NoSuchProcess:  # it ended in the meantime
+                family = [process]
             for member in family:
                 try:
                     member.kill()
