@@ -1,1 +1,17 @@
-"""Shared pieces of the Horovod workbook: environment set-up, data, preflight, lab launcher."""
+"""What the learner's notebook kernels import: everything a learner runs, nothing that judges.
+
+    facts          the facts several packages share (file names, steps, log formats, the
+                   environment every process gets, the core count): one home each
+    paths          where things live in the repository
+    runner/        horovodrun() and %horovodrun: run a script on several workers from a cell
+    fashion_data   the official Fashion-MNIST, verified, and the committed sample
+    preflight      can the workbook run here? (`make preflight`)
+    lab            `make lab`: JupyterLab and TensorBoard, with a safe environment
+    tensorboard    one TensorBoard for every run's logs
+    navigation     the "Next" cell: the next notebook in the same tab, this kernel shut down
+    cluster        bonus lesson 15: Slurm's host lists as horovodrun's -np and -H
+    pipeline_plot  bonus lesson 17: the input-pipeline measurements as a plot
+
+Imports flow one way: the grader, the instructor's course, the authoring tools and the
+benchmarks may import this package; it imports none of them (tests/test_imports.py).
+"""
