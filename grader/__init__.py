@@ -20,7 +20,7 @@ from pathlib import Path
 from grader import reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
-from grader.engine import Failure, FileProblem, Script, parse, read_source
+from grader.engine import Failure, FileProblem, Note, Script, parse, read_source
 from grader.report import Results, StepResult
 from grader.rules import RULES
 
@@ -112,8 +112,8 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
         failure = Failure("the file is too deeply nested to check")
     except Exception as error:  # a grader bug must read as one, not as the learner's mistake
         failure = Failure(f"the grader could not check this ({type(error).__name__}: {error})")
-    if failure is None:
-        return StepResult(None, bonus.TITLE, True, "done", path=str(path))
+    if failure is None or isinstance(failure, Note):
+        return StepResult(None, bonus.TITLE, True, _done(failure), path=str(path))
     return StepResult(
         None,
         bonus.TITLE,
@@ -150,8 +150,8 @@ def _run_rule(script: Script, step: int, path) -> StepResult:
         failure = Failure("the file is too deeply nested to check")
     except Exception as error:  # a grader bug must not hide the other steps' results
         failure = Failure(f"the grader could not check this step ({type(error).__name__}: {error})")
-    if failure is None:
-        return StepResult(step, title, True, "done", path=str(path))
+    if failure is None or isinstance(failure, Note):
+        return StepResult(step, title, True, _done(failure), path=str(path))
     return StepResult(
         step,
         title,
@@ -162,6 +162,11 @@ def _run_rule(script: Script, step: int, path) -> StepResult:
         line=failure.line,
         path=str(path),
     )
+
+
+def _done(note) -> str:
+    """A passed step's message; a Note says what the grader couldn't tell."""
+    return "done" if note is None else f"done (the grader can't tell for sure: {note.message})"
 
 
 def _problem_result(step, title: str, path, problem: FileProblem) -> StepResult:

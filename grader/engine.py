@@ -15,7 +15,15 @@ from pathlib import Path
 
 from grader.ranks import RankQuestions
 from grader.scaling import ScaleQuestions
-from grader.syntax import MAX_DEPTH, canonical, end_position, method_name, position
+from grader.syntax import (
+    HVD,
+    HVD_FUNCTIONS,
+    MAX_DEPTH,
+    canonical,
+    end_position,
+    method_name,
+    position,
+)
 from grader.training import TrainingQuestions
 
 MAX_BYTES = 1_000_000  # a training script is ~20 kB; anything this big is the wrong file
@@ -55,6 +63,28 @@ class Failure:
     message: str
     line: int | None = None
     hint: str | None = None  # overrides the rule's general hint when set
+
+
+@dataclass
+class Note:
+    """What a rule returns when it can't tell: the step passes, and the note says what the
+    grader looked for and could not follow."""
+
+    message: str
+    line: int | None = None
+
+
+def first_verdict(*checks):
+    """Runs the checks (functions returning Failure, Note or None) in order: the first Failure,
+    else the first Note, else None. A check the grader can't follow doesn't hide a later one
+    that fails."""
+    note = None
+    for check in checks:
+        verdict = check()
+        if isinstance(verdict, Failure):
+            return verdict
+        note = note or verdict
+    return note
 
 
 def read_source(path) -> str:
@@ -138,7 +168,9 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         self._chains: dict = {}
         self._scales: dict = {}
         self.attributes: set = set()  # every `.name` the script uses
-        calls, imports, assignments = [], [], []
+        self.late_bound: dict = {}  # lambdas copied out of loops: {id: names read late}
+        self._originals: dict = {}  # {id of a copy: the node it was copied from}
+        calls, imports, assignments, named = [], [], [], []
         for parent in ast.walk(tree):  # one pass over the tree collects everything
             inside = isinstance(parent, _SCOPES) or id(parent) in self._in_scope
             for child in ast.iter_child_nodes(parent):
@@ -149,6 +181,10 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
                 calls.append(parent)
             elif isinstance(parent, ast.Attribute):
                 self.attributes.add(parent.attr)
+                if parent.attr in HVD_FUNCTIONS:
+                    named.append(parent)
+            elif isinstance(parent, ast.Name) and parent.id in HVD_FUNCTIONS:
+                named.append(parent)
             elif isinstance(parent, (ast.Import, ast.ImportFrom)):
                 imports.append(parent)
             elif isinstance(parent, _BINDING) and not self.in_function(parent):
@@ -159,6 +195,13 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             self.calls_by_method.setdefault(method_name(call), []).append(call)
         self.imports, self.imported = self._collect_imports(imports)
         self.bindings = self._collect_bindings(assignments)
+        called = {id(call.func) for call in calls}
+        # hvd.size and the like, named but not called (`args.base_lr * hvd.size`)
+        self._uncalled = {
+            id(node): node
+            for node in named
+            if id(node) not in called and self.qualified_name(node) == f"{HVD}.{_last(node)}"
+        }
 
     @classmethod
     def from_text(cls, text: str) -> Script:
@@ -327,6 +370,8 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         def bind_target(target, value, statement):
             if isinstance(target, ast.Name):
                 bind(target.id, value, statement)
+            elif _key(target):  # args.base_lr = ...: later reads of args.base_lr see it
+                bind(_key(target), value, statement)
             elif isinstance(target, (ast.Tuple, ast.List)):
                 values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
                 if values is not None and len(values) != len(target.elts):
@@ -345,13 +390,16 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
                     bind_target(target, node.value, node)
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 bind_target(node.target, node.value, node)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            elif isinstance(node, ast.AugAssign) and _key(node.target):
                 # x //= n is x = x // n, where the inner x is the value before this statement.
-                previous = ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target)
+                previous = _load_copy(node.target)
                 value = ast.copy_location(ast.BinOp(previous, node.op, node.value), node)
+                for child in ast.walk(previous):
+                    for grandchild in ast.iter_child_nodes(child):
+                        self._parents[grandchild] = child
                 self._parents[previous] = value
                 self._parents[value] = node
-                bind(node.target.id, value, node)
+                bind(_key(node.target), value, node)
             elif isinstance(node, ast.NamedExpr):
                 bind(node.target.id, node.value, self.statement_of(node) or node)
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
@@ -371,9 +419,11 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         }
         return bindings
 
-    def _bound_locally(self, name: ast.Name) -> bool:
+    def _bound_locally(self, name) -> bool:
         """True if `name` is a parameter or local variable of an enclosing function."""
-        if not self.in_function(name):
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        if not isinstance(name, ast.Name) or not self.in_function(name):
             return False
         for scope in self.ancestors(name):
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -398,19 +448,20 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             self._scope_locals[key] = names
         return self._scope_locals[key]
 
-    def bindings_before(self, name: ast.Name) -> list:
+    def bindings_before(self, name) -> list:
         """The assignments that may give `name` its value where it is used, latest first.
 
-        Usually one; more when the latest sits in a branch that the use is not in (an `if`
-        and its `else` both assign), up to the nearest assignment that always runs (or
-        MAX_REACHING of them).
+        `name` is a name or an attribute of one (`args.base_lr`). Usually one; more when the
+        latest sits in a branch that the use is not in (an `if` and its `else` both assign),
+        up to the nearest assignment that always runs (or MAX_REACHING of them).
         """
-        if self._bound_locally(name):
+        key = _key(name)
+        if not key or self._bound_locally(name):
             return []
-        found = self.bindings.get(name.id)
+        found = self.bindings.get(key)
         if not found:
             return []
-        visible = bisect_right(self._binding_positions[name.id], position(name))
+        visible = bisect_right(self._binding_positions[key], position(name))
         use_chain = self._branch_chain(name)
         reaching = []
         for binding in reversed(found[max(0, visible - MAX_REACHING) : visible]):
@@ -421,7 +472,7 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
 
     def values_of(self, expr, depth: int = 0) -> list:
         """The expressions `expr` may stand for: itself, or the values the name may hold."""
-        if not isinstance(expr, ast.Name) or depth >= MAX_DEPTH:
+        if not _key(expr) or depth >= MAX_DEPTH:
             return [expr]
         reaching = self.bindings_before(expr)
         if not reaching or any(b.value is None for b in reaching):
@@ -434,7 +485,7 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
     def resolve(self, expr):
         """Follows a name to the value of its latest assignment (through names, a few deep)."""
         for _ in range(MAX_DEPTH):
-            if not isinstance(expr, ast.Name):
+            if not _key(expr):
                 return expr
             reaching = self.bindings_before(expr)
             if not reaching or reaching[0].value is None:
@@ -453,9 +504,62 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             for node in ast.walk(current):
                 if predicate(node):
                     return True
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
                     pending.extend(value for value in self.values_of(node) if value is not node)
         return False
+
+    def first_mention(self, expr, predicate):
+        """The first node inside `expr` (following names) for which `predicate` holds, or None."""
+        found = []
+        self.mentions(expr, lambda node: predicate(node) and not found.append(node))
+        return found[0] if found else None
+
+    def uncalled_function(self, expr):
+        """A Horovod function inside `expr` (following names) that is named but not called, as
+        in `args.base_lr * hvd.size`; None if there is none."""
+        if expr is None or not self._uncalled:
+            return None
+        return self.first_mention(expr, lambda node: id(node) in self._uncalled)
+
+    def uncalled_failure(self, *exprs):
+        """A Failure at its own line for the first uncalled Horovod function in `exprs`."""
+        for expr in exprs:
+            node = self.uncalled_function(expr)
+            if node is not None:
+                shown = self.source(node)
+                return Failure(
+                    f"line {node.lineno}: {shown} is a function: call it, {shown}() (without "
+                    f"the parentheses it is the function itself, never a number)",
+                    node.lineno,
+                )
+        return None
+
+    # ---- the script's own functions -------------------------------------------------------
+
+    def function_of(self, call):
+        """The module-level `def` that `call` calls, or None."""
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return None
+        reaching = self.bindings_before(call.func)
+        if len(reaching) == 1 and isinstance(reaching[0].statement, ast.FunctionDef):
+            return reaching[0].statement
+        return None
+
+    def returned(self, call):
+        """What a call of a one-line function without parameters stands for:
+        `def is_root(): return hvd.rank() == 0` makes `is_root()` mean `hvd.rank() == 0`."""
+        function = self.function_of(call)
+        if function is None or call.args or call.keywords:
+            return None
+        arguments = function.args
+        if arguments.posonlyargs or arguments.args or arguments.kwonlyargs:
+            return None
+        body = function.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            return body[0].value
+        return None
 
     def mentions_call(self, expr, *names: str) -> bool:
         return self.mentions(
@@ -484,3 +588,25 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
 
 def _contains(statements, node) -> bool:
     return any(item is node for item in statements)
+
+
+def _key(node) -> str:
+    """The name an assignment binds: "x" for x, "args.base_lr" for args.base_lr; else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
+def _last(node) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id
+
+
+def _load_copy(target):
+    """A reading copy of an assignment target (x, or args.base_lr) at the same position."""
+    if isinstance(target, ast.Name):
+        copy = ast.Name(target.id, ast.Load())
+    else:
+        copy = ast.Attribute(_load_copy(target.value), target.attr, ast.Load())
+    return ast.copy_location(copy, target)

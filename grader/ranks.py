@@ -1,13 +1,46 @@
-"""Conditions about this worker's rank: is this line, value or guard "rank 0 only"?"""
+"""Which workers run a line, and which values differ between workers: the one rank evaluator.
+
+`rank_test` reads one condition on hvd.rank() (`hvd.rank() == 0`, `not hvd.rank()`, a helper
+function that returns one); `holds` and `runs` judge conditions, and the lines under them, on
+rank 0 and on any other worker, when resuming from a checkpoint or on a fresh run; `varies`
+says why a condition may differ between workers (their rank, or what each finds on its own
+disk), which decides whether every worker reaches a collective.
+"""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-from grader.syntax import HVD, MAX_DEPTH
+from grader.syntax import BROADCASTS, COLLECTIVES, HVD, MAX_DEPTH
 
 _MISSING = object()
+
+# Calls whose result each worker works out for itself: its files, clock, environment, chance.
+STATE_CALLS = {
+    "open",
+    "os.path.exists",
+    "os.path.isfile",
+    "os.path.isdir",
+    "os.path.getsize",
+    "os.path.getmtime",
+    "os.listdir",
+    "os.scandir",
+    "os.walk",
+    "os.getenv",
+    "os.environ.get",
+    "os.getpid",
+    "glob.glob",
+    "glob.iglob",
+    "socket.gethostname",
+    "platform.node",
+    "time.time",
+    "time.monotonic",
+    "time.perf_counter",
+}
+STATE_MODULES = ("random.", "numpy.random.", "tensorflow.random.")
+STATE_METHODS = {"exists", "is_file", "is_dir", "glob", "rglob", "iterdir", "stat"}
+_SEVERITY = {"rank": 0, "state": 1, "unknown": 2}
 
 
 @dataclass(frozen=True)
@@ -32,8 +65,20 @@ class RankTest:
         return self.which == "rank" and self.op == "==" and self.value == 0
 
 
+@dataclass(frozen=True)
+class Variation:
+    """Why a value may differ between workers: `kind` "rank" (it depends on the worker's rank),
+    "state" (on what each worker finds: files on its disk, its clock...) or "unknown" (the
+    grader can't tell); `cause` is the expression it comes from."""
+
+    kind: str
+    cause: ast.AST
+
+
 class RankQuestions:
     """Script methods about ranks (a mixin of engine.Script; uses its name resolution)."""
+
+    # ---- one condition on the rank ------------------------------------------------------
 
     def rank_test(self, expr, depth: int = 0) -> RankTest | None:
         """What `expr` says about this worker's rank when it is true, if anything."""
@@ -43,6 +88,9 @@ class RankQuestions:
         which = self.rank_kind(expr)
         if which:
             return RankTest(which, "!=", 0)  # `if hvd.rank():` is true on every rank but 0
+        returned = self.returned(expr)
+        if returned is not None:  # def is_root(): return hvd.rank() == 0
+            return self.rank_test(returned, depth + 1)
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             inner = self.rank_test(expr.operand, depth + 1)
             return inner.negated() if inner else None
@@ -67,10 +115,14 @@ class RankQuestions:
                     return RankTest(inner.which, "==", inner.value, exact=len(expr.values) == 1)
         return None
 
-    def rank_kind(self, expr) -> str:
+    def rank_kind(self, expr, depth: int = 0) -> str:
+        """"rank" or "local_rank" if `expr` is that call (or a helper returning it), else ""."""
         name = self.call_name(expr)
         if name in (f"{HVD}.rank", f"{HVD}.local_rank"):
             return name.rsplit(".", 1)[1]
+        returned = self.returned(self.resolve(expr))
+        if returned is not None and depth < MAX_DEPTH:
+            return self.rank_kind(returned, depth + 1)
         return ""
 
     def _rank_comparison(self, left, op, right) -> RankTest | None:
@@ -115,3 +167,169 @@ class RankQuestions:
     def rank0_only(self, node) -> bool:
         """True if `node` runs on rank 0 only (inside `if hvd.rank() == 0:` or similar)."""
         return any(test.means_rank0 for test in self.guard_tests(node))
+
+    # ---- where a line runs: rank 0 or another worker, resuming or not --------------------
+    #
+    # When resuming, the epoch rank 0 broadcast is at least 1; on a fresh run it is 0. A
+    # condition then holds (True), doesn't (False), or the grader can't tell (None).
+
+    def runs(self, node, rank0: bool, resuming: bool = True):
+        """Does `node` run on rank 0 (`rank0`) or on another worker, when resuming or not?"""
+        verdict = True
+        for test, polarity in self.guards(node):
+            value = self.holds(test, rank0, resuming)
+            if value is None:
+                verdict = None
+            elif value != polarity:
+                return False
+        return verdict
+
+    def holds(self, expr, rank0: bool, resuming: bool, depth: int = 0):
+        """Is condition `expr` true on rank 0 (`rank0`) or on another worker, resuming or not?"""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Name):
+            value = self.resolve(expr)
+            if isinstance(value, (ast.BoolOp, ast.UnaryOp, ast.Compare)):  # a condition in a name
+                return self.holds(value, rank0, resuming, depth + 1)
+        returned = self.returned(expr)
+        if returned is not None:
+            return self.holds(returned, rank0, resuming, depth + 1)
+        if isinstance(expr, ast.BoolOp):
+            values = [self.holds(value, rank0, resuming, depth + 1) for value in expr.values]
+            decisive = isinstance(expr.op, ast.Or)  # True decides `or`, False decides `and`
+            if decisive in values:
+                return decisive
+            return None if None in values else not decisive
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            inner = self.holds(expr.operand, rank0, resuming, depth + 1)
+            return None if inner is None else not inner
+        if (
+            isinstance(expr, ast.Call)
+            and self.qualified_name(expr.func) in ("int", "bool")
+            and len(expr.args) == 1
+            and not expr.keywords
+        ):
+            return self.holds(expr.args[0], rank0, resuming, depth + 1)
+        test = self.rank_test(expr)
+        if test is not None:
+            return _rank_holds(test, rank0)
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+            return self._epoch_comparison(expr, resuming)
+        if self.is_shared_epoch(expr):
+            return resuming  # the epoch is at least 1 when resuming, else 0
+        return None
+
+    def _epoch_comparison(self, compare, resuming: bool):
+        left, op, right = compare.left, compare.ops[0], compare.comparators[0]
+        if not self.is_shared_epoch(left):
+            flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+            left, right, op = right, left, flipped.get(type(op), type(op))()
+        bound = self.constant(right)
+        if not self.is_shared_epoch(left) or not isinstance(bound, int) or isinstance(bound, bool):
+            return None
+        compare_to = {
+            ast.Gt: lambda n: n > bound,
+            ast.GtE: lambda n: n >= bound,
+            ast.Lt: lambda n: n < bound,
+            ast.LtE: lambda n: n <= bound,
+            ast.Eq: lambda n: n == bound,
+            ast.Is: lambda n: n == bound,
+            ast.NotEq: lambda n: n != bound,
+            ast.IsNot: lambda n: n != bound,
+        }.get(type(op))
+        if compare_to is None:
+            return None
+        if not resuming:
+            return compare_to(0)
+        # When resuming the epoch is some n >= 1: the answer is known if it is the same for all.
+        # A comparison with a constant changes its answer only at the bound.
+        answers = {compare_to(n) for n in (1, bound - 1, bound, bound + 1) if n >= 1}
+        return answers.pop() if len(answers) == 1 else None
+
+    def is_shared_epoch(self, expr) -> bool:
+        """True if `expr` is the epoch to resume from, as rank 0 broadcast it."""
+        return isinstance(expr, (ast.Name, ast.Call)) and self.mentions_call(expr, *BROADCASTS)
+
+    # ---- values that differ between workers ---------------------------------------------
+
+    def varies(self, expr) -> Variation | None:
+        """Why `expr` may have another value on another worker, or None if it can't.
+
+        Follows names (and the conditions they are assigned under) and the script's own
+        functions; a collective's result (hvd.broadcast(...)) is the same on every worker.
+        """
+        found = self._varies(expr, 0, set())
+        return found
+
+    def _varies(self, node, depth: int, seen: set) -> Variation | None:
+        if node is None or id(node) in seen:
+            return None
+        if depth > MAX_DEPTH * 4:
+            return Variation("unknown", node)
+        seen.add(id(node))
+        found = []
+        if isinstance(node, ast.Lambda):
+            return None  # a function, not a value: its body runs when it is called
+        if isinstance(node, ast.Call):
+            name = self.qualified_name(node.func)
+            if name in COLLECTIVES:
+                return None
+            if self.rank_kind(node):
+                return Variation("rank", node)
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
+                return Variation("state", node)
+            function = self.function_of(node)
+            if function is not None:
+                found.append(self._varies_in_function(function, node, depth, seen))
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            reaching = self.bindings_before(node)
+            for binding in reaching:
+                if binding.value is not None:
+                    found.append(self._varies(binding.value, depth + 1, seen))
+                elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
+                    found.append(self._varies(binding.statement.iter, depth + 1, seen))
+                elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
+                    found.append(Variation("unknown", node))
+                for test, _ in self.guards(binding.statement):
+                    found.append(self._varies(test, depth + 1, seen))
+            if reaching and isinstance(node, ast.Name):
+                return _worst(found)
+        for child in ast.iter_child_nodes(node):
+            found.append(self._varies(child, depth + 1, seen))
+        return _worst(found)
+
+    def _varies_in_function(self, function, call, depth: int, seen: set) -> Variation | None:
+        """A call of the script's own function varies if what it computes does."""
+        found = []
+        for node in ast.walk(function):
+            if node is function or not isinstance(node, ast.Call):
+                continue
+            name = self.qualified_name(node.func)
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if self.rank_kind(node):
+                found.append(Variation("rank", call))
+            elif name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
+                found.append(Variation("state", call))
+            elif self.function_of(node) is not None and id(node) not in seen:
+                seen.add(id(node))
+                inner = self._varies_in_function(self.function_of(node), call, depth + 1, seen)
+                found.append(inner)
+        return _worst(found)
+
+
+def _worst(found) -> Variation | None:
+    """The most telling variation: a rank beats state, state beats "can't tell"."""
+    found = [item for item in found if item is not None]
+    return min(found, key=lambda item: _SEVERITY[item.kind]) if found else None
+
+
+def _rank_holds(test, rank0: bool):
+    if test.which != "rank" or not test.exact:
+        return None
+    if rank0:
+        return (test.value == 0) == (test.op == "==")
+    if test.value == 0:
+        return test.op == "!="
+    return None  # `hvd.rank() == 1` holds on one of the other workers only

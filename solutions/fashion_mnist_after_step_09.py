@@ -50,7 +50,8 @@ SAMPLE_DATA_DIR = REPO_DIR / "data" / "sample"
 
 # Settings that depend on the hardware; --preset picks one, explicit options override it.
 PRESETS = {
-    # The original Horovod tutorial's WRN-16-10, for GPUs.
+    # The original Horovod tutorial's WRN-16-10, for GPUs: 40 epochs, the learning rate x0.1 at
+    # epochs 15, 25 and 35 (step_decay).
     "gpu": dict(
         depth=16,
         width=10,
@@ -191,7 +192,7 @@ def restart_epoch(log_dir):
 
 
 def step_decay(epoch):
-    """Returns the learning rate multiplier: x0.1 at epoch 15, x0.01 at 25, x0.001 at 35."""
+    """Returns the learning rate multiplier of `epoch`: 1, then x0.1 from epochs 15, 25 and 35."""
     return 0.1 ** sum(epoch >= boundary for boundary in (15, 25, 35))
 
 
@@ -322,8 +323,10 @@ else:
     opt = hvd.DistributedOptimizer(opt)
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     if resume_from_epoch > 0:
-        # Horovod: create the optimizer's variables as rank 0's load_model does, so that the
-        # broadcast (which matches variables by name) finds the same ones on every worker.
+        # Horovod: rank 0's load_model made its optimizer's variables (iter, momentum) as it
+        # loaded them; a fresh optimizer makes its own in the first step, named otherwise
+        # (DistributedSGD/iter), and the broadcast, which matches names, would wait forever.
+        # Make them now under the same names, with the private method load_model calls too.
         opt._create_all_weights(model.trainable_variables)
 if resume_from_epoch > 0 and verbose:
     print(f"Resuming from epoch {resume_from_epoch}", flush=True)

@@ -121,6 +121,9 @@ def test_mistakes_corpus(tmp_path, case):
         assert passed_steps(results)[: case.base_step] == list(range(1, case.base_step + 1)), str(
             results
         )
+        assert case.expect_message in result.message, result.message
+        if not case.expect_message:
+            assert result.message == "done", result.message
     else:
         assert not result.passed, f"{case.description}: step {case.step} passed"
         assert case.expect_message in result.message, result.message

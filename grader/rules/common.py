@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from grader.engine import Failure
+from grader.engine import Failure, Note
 from grader.syntax import HVD, TF, argument
 
 NO_FIT = "no model.fit(...) call found outside a function: keep the script's model.fit(...)"
@@ -20,15 +20,19 @@ KERAS_LOAD_MODEL = (
 )
 
 
-def callbacks(script):
-    """Returns (the callbacks that reach model.fit, None) or (None, a Failure)."""
-    if script.fit_call() is None:
+def callbacks(script, looked_for: str):
+    """Returns (the callbacks that reach model.fit, None), or (None, a Failure when there is
+    no model.fit, a Note when the grader can't follow them; it looked for `looked_for`)."""
+    fit = script.fit_call()
+    if fit is None:
         return None, Failure(NO_FIT)
     entries = script.callbacks()
     if entries is None:
-        return None, Failure(
-            "the grader can't follow the callbacks passed to model.fit: build them as one list "
-            "(callbacks = [...], then .append/.insert) and pass callbacks=callbacks"
+        return None, Note(
+            f"it can't follow the callbacks passed to model.fit on line {fit.lineno}, where it "
+            f"looked for {looked_for} (it follows one list, callbacks = [...], with .append, "
+            ".insert, .extend, += and loops over a written-out list)",
+            fit.lineno,
         )
     return entries, None
 
@@ -64,31 +68,93 @@ def not_rank0_reason(tests) -> str:
     return ""
 
 
-def rank0_guard_failure(tests, line: int, what: str, why: str = ""):
-    """A Failure unless the RankTests guarding `what` (on `line`) mean rank 0 only; else None.
+def rank0_guard_failure(script, guards, line: int, what: str, why: str = ""):
+    """None if the (test, polarity) `guards` of `what` (on `line`) mean rank 0 only; else a
+    Failure, or a Note when a guard depends on the rank in a way the grader can't read.
 
     `why` ends the message: why `what` belongs on rank 0 only.
     """
+    tests = script.rank_tests(guards)
     if any(test.means_rank0 for test in tests):
         return None
+    failure = script.uncalled_failure(*(test for test, _ in guards))
+    if failure:
+        return failure
     reason = not_rank0_reason(tests)
     if reason:
         return Failure(f"line {line}: {what} is guarded wrongly: {reason}", line)
+    for test, _ in guards:
+        variation = script.varies(test)
+        if variation is not None and variation.kind in ("rank", "unknown"):
+            return Note(
+                f"line {line}: it can't tell whether `{script.source(test)}` holds on rank 0 "
+                f"only; it looked for {what} under `if hvd.rank() == 0:`",
+                line,
+            )
     return Failure(
         f"line {line}: {what} runs on every worker; it belongs on rank 0 only{why}", line
     )
 
 
 def every_rank_failure(script, entry, what: str):
-    """A Failure if a callback that every worker must run is added under a rank condition."""
+    """A Failure (or a Note) if a callback every worker must run is added under a condition
+    that may differ between workers."""
+    failure = script.uncalled_failure(*(test for test, _ in entry.guards))
+    if failure:
+        return failure
     tests = script.rank_tests(entry.guards)
-    if not tests:
-        return None
-    return Failure(
-        f"line {entry.line}: the {what} is only added when `{describe(tests[0])}`; every worker "
-        "must run it (the others would wait for it forever, or train differently)",
+    if tests:
+        return Failure(
+            f"line {entry.line}: the {what} is only added when `{describe(tests[0])}`; every "
+            "worker must run it (the others would wait for it forever, or train differently)",
+            entry.line,
+        )
+    return differing_guard(
+        script,
+        entry.guards,
         entry.line,
+        f"the {what} is only added",
+        "every worker must run it (the others would wait for it forever, or train differently)",
     )
+
+
+def collective_failure(script, node, what: str, consequence: str):
+    """A Failure (or a Note) unless every worker reaches `node`, a call that needs them all.
+
+    `what` names the call; `consequence` says what happens when only some workers reach it.
+    """
+    return differing_guard(script, script.guards(node), node.lineno, f"{what} runs", consequence)
+
+
+def differing_guard(script, guards, line: int, what: str, consequence: str):
+    """A Failure if one of the (test, polarity) `guards` may differ between workers (their rank,
+    or what each finds on its own disk), a Note if the grader can't tell, else None."""
+    note = None
+    for test, polarity in guards:
+        variation = script.varies(test)
+        if variation is None:
+            continue
+        when = f"`{script.source(test)}` is {'true' if polarity else 'false'}"
+        if variation.kind == "rank":
+            return Failure(
+                f"line {line}: {what} only when {when}, which depends on the worker's rank: "
+                f"{consequence}",
+                line,
+            )
+        if variation.kind == "state":
+            return Failure(
+                f"line {line}: {what} only when {when}, and each worker works that out for "
+                f"itself (`{script.source(variation.cause)}`: its own files, clock or "
+                f"environment), so they may disagree: {consequence}",
+                line,
+            )
+        note = note or Note(
+            f"line {line}: it can't tell whether `{script.source(test)}` is the same on every "
+            f"worker, where {what}; it looked for conditions that don't depend on the rank or "
+            "on a worker's own files",
+            line,
+        )
+    return note
 
 
 def rank0_value_failure(script, expr, what: str, line: int):
@@ -96,6 +162,9 @@ def rank0_value_failure(script, expr, what: str, line: int):
     test = script.rank_test(expr)
     if test is not None and test.means_rank0:
         return None
+    failure = script.uncalled_failure(expr)
+    if failure:
+        return failure
     if test is not None:
         reason = not_rank0_reason([test])
         if reason:
@@ -107,6 +176,13 @@ def rank0_value_failure(script, expr, what: str, line: int):
             "elsewhere (1 if hvd.rank() == 0 else 0)",
             line,
         )
+    variation = script.varies(expr)
+    if variation is not None and variation.kind in ("rank", "unknown"):
+        return Note(
+            f"line {line}: it can't tell whether {what} (`{script.source(expr)}`) is 1 on rank 0 "
+            "and 0 elsewhere, as in 1 if hvd.rank() == 0 else 0",
+            line,
+        )
     return Failure(
         f"line {line}: {what} (`{script.source(expr)}`) does not depend on hvd.rank(): make it 1 "
         "on rank 0 and 0 elsewhere (1 if hvd.rank() == 0 else 0)",
@@ -115,7 +191,8 @@ def rank0_value_failure(script, expr, what: str, line: int):
 
 
 def optimizer_call(script):
-    """Returns (the optimizer constructor passed to model.compile, None) or (None, a Failure).
+    """Returns (the optimizer constructor passed to model.compile, None), or (None, a Failure,
+    or a Note when the grader can't follow it).
 
     Looks through hvd.DistributedOptimizer(...) to the optimizer it wraps.
     """
@@ -132,10 +209,11 @@ def optimizer_call(script):
             inner = argument(value, "optimizer", 0)
             value = script.resolve(inner) if inner is not None else None
     if not isinstance(value, ast.Call):
-        return None, Failure(
-            f"line {compiles[0].lineno}: model.compile(...) gets no optimizer object the grader "
-            "can follow: create it with its class, opt = tf.keras.optimizers.legacy.SGD(...)",
-            compiles[0].lineno,
+        line = compiles[0].lineno
+        return None, Note(
+            f"line {line}: it can't follow the optimizer given to model.compile(...); it looked "
+            "for one created with its class, opt = tf.keras.optimizers.legacy.SGD(...)",
+            line,
         )
     return value, None
 
@@ -143,6 +221,11 @@ def optimizer_call(script):
 def scaling_failure(script, expr, what: str, line: int):
     """A Failure unless `expr` is proportional to hvd.size() (and nothing else of Horovod's)."""
     scale = script.scale(expr)
+    if scale.powers == (("size", 1),) and not scale.mixed and not scale.unclear:
+        return None
+    failure = script.uncalled_failure(expr)
+    if failure:
+        return failure
     shown = f"{what} (`{script.source(expr)}`)"
     if scale.unclear:
         return Failure(

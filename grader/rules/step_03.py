@@ -1,6 +1,6 @@
 """Step 3: progress and results are printed by rank 0 only."""
 
-from grader.engine import Failure
+from grader.engine import Failure, first_verdict
 from grader.rules.common import NO_FIT, rank0_guard_failure, rank0_value_failure
 from grader.syntax import argument
 
@@ -23,23 +23,18 @@ def check(script):
             "bar on every worker: pass verbose=verbose",
             fit.lineno,
         )
-    failure = rank0_value_failure(script, verbose, "model.fit(verbose=...)", fit.lineno)
-    if failure:
-        return failure
+    checks = [lambda: rank0_value_failure(script, verbose, "model.fit(verbose=...)", fit.lineno)]
     for call in script.calls:
-        if script.in_function(call) or call is fit:
-            continue
-        failure = _printing_failure(script, call)
-        if failure:
-            return failure
-    return None
+        if not script.in_function(call) and call is not fit:
+            checks.append(lambda call=call: _printing_failure(script, call))
+    return first_verdict(*checks)
 
 
 def _printing_failure(script, call):
     name = script.qualified_name(call.func)
     method = name.rsplit(".", 1)[-1]
     if name == "print":
-        return rank0_guard_failure(script.guard_tests(call), call.lineno, "this print(...)")
+        return rank0_guard_failure(script, script.guards(call), call.lineno, "this print(...)")
     if method not in PRINTING_METHODS + ("Throughput",):
         return None
     given = argument(call, "verbose")

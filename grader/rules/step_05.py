@@ -10,9 +10,11 @@ HINT = (
     "callbacks list, on every worker."
 )
 
+LOOKED_FOR = "hvd.callbacks.BroadcastGlobalVariablesCallback(0) on every worker"
+
 
 def check(script):
-    entries, failure = callbacks(script)
+    entries, failure = callbacks(script, LOOKED_FOR)
     if failure:
         return failure
     ours = [entry for entry in entries if entry.name == BROADCAST]

@@ -29,9 +29,11 @@ KERAS_METRIC_READERS = {
     "BackupAndRestore",
 }
 
+LOOKED_FOR = "hvd.callbacks.MetricAverageCallback() on every worker"
+
 
 def check(script):
-    entries, failure = callbacks(script)
+    entries, failure = callbacks(script, LOOKED_FOR)
     if failure:
         return failure
     ours = [entry for entry in entries if entry.name == METRIC_AVERAGE]

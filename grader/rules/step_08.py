@@ -1,44 +1,55 @@
 """Step 8: rank 0 finds the checkpoint, broadcasts its epoch, and alone loads it.
 
-When resuming, the workers that build a fresh model must also create their optimizer's
-variables eagerly (`opt._create_all_weights(model.trainable_variables)`), as rank 0's
-hvd.load_model does: otherwise their names differ from rank 0's (`iter:0`, `.../momentum:0`
-there; made later under `DistributedSGD/` here) and BroadcastGlobalVariablesCallback, which
-matches variables by name, waits forever (measured on Horovod 0.28.1 / TensorFlow 2.15).
+When resuming, the workers that build a fresh model must also make their optimizer's variables
+at once, with `opt._create_all_weights(model.trainable_variables)`: WHY_WEIGHTS says why, in
+the words notebook 08 uses (measured on Horovod 0.28.1 / TensorFlow 2.15: without it a 2-worker
+resume hangs in the broadcast callback).
 """
 
 import ast
 
-from grader.engine import Failure
+from grader.engine import Failure, Note, first_verdict
 from grader.rules.common import (
     DISTRIBUTED_OPTIMIZER,
     KERAS_LOAD_MODEL,
     NO_FIT,
+    collective_failure,
     optimizer_call,
     rank0_guard_failure,
 )
-from grader.syntax import HVD, MAX_DEPTH, TF, argument, position
+from grader.syntax import BROADCASTS, COLLECTIVES, HVD, TF, argument, position
 
 STEP = 8
+# Why the workers that build a fresh model make their optimizer's variables when resuming;
+# notebook 08 says it in these words.
+WHY_WEIGHTS = (
+    "rank 0's hvd.load_model makes the optimizer's variables (iter, momentum) as it loads "
+    "them; a fresh optimizer makes its own in the first step, named otherwise "
+    "(DistributedSGD/iter), and the broadcast callback, which matches variables by name, "
+    "waits forever"
+)
+HOW_WEIGHTS = (
+    "opt._create_all_weights(model.trainable_variables) makes them at once, under the names "
+    "rank 0 has (it is the private Keras method that load_model calls too)"
+)
 HINT = (
     "Only rank 0 calls restart_epoch; broadcast the epoch it found with hvd.broadcast(..., "
     "root_rank=0) and give the result to model.fit as initial_epoch. Only rank 0 loads the "
     "checkpoint, with hvd.load_model (legacy_opts=True for a legacy Keras optimizer); the "
-    "other workers build a fresh model and, when resuming, create its optimizer's variables "
-    "with opt._create_all_weights(model.trainable_variables)."
+    "other workers build a fresh model and, when resuming, make its optimizer's variables: "
+    f"{HOW_WEIGHTS}. Without it, {WHY_WEIGHTS}."
 )
 WEIGHTS_HINT = (
     "In the `else:` branch that builds the fresh model, after model.compile(...), add "
     "`if resume_from_epoch > 0: opt._create_all_weights(model.trainable_variables)` (on its "
-    "own two lines), so these workers make the same variables as rank 0's hvd.load_model."
+    f"own two lines). Without it, {WHY_WEIGHTS}; {HOW_WEIGHTS}."
+)
+BROADCAST_HANG = (
+    "a broadcast completes only when every worker calls it, so the workers that call it wait "
+    "forever for the others (training hangs): call it on every worker"
 )
 CREATE_WEIGHTS = "_create_all_weights"
 MODEL_VARIABLES = ("trainable_variables", "trainable_weights")
-BROADCASTS = (
-    f"{HVD}.broadcast",
-    "horovod.tensorflow.broadcast",
-    "horovod.tensorflow.broadcast_object",
-)
 LOAD_MODEL = f"{HVD}.load_model"
 
 
@@ -46,23 +57,29 @@ def check(script):
     fit = script.fit_call()
     if fit is None:
         return Failure(NO_FIT)
-    return _finding_failure(script) or _broadcast_failure(script, fit) or _loading_failure(script)
+    return first_verdict(
+        lambda: _finding_failure(script),
+        lambda: _broadcast_failure(script, fit),
+        lambda: _loading_failure(script),
+    )
 
 
 def _finding_failure(script):
     finders = [c for c in script.calls_to("restart_epoch") if not script.in_function(c)]
     if not finders:
         return Failure("restart_epoch(...) is never called: rank 0 must look for checkpoints")
-    for call in finders:
-        failure = rank0_guard_failure(
-            script.guard_tests(call),
-            call.lineno,
-            "restart_epoch(...)",
-            "; the others get the epoch from rank 0 by broadcast",
+    return first_verdict(
+        *(
+            lambda call=call: rank0_guard_failure(
+                script,
+                script.guards(call),
+                call.lineno,
+                "restart_epoch(...)",
+                "; the others get the epoch from rank 0 by broadcast",
+            )
+            for call in finders
         )
-        if failure:
-            return failure
-    return None
+    )
 
 
 def _broadcast_failure(script, fit):
@@ -82,8 +99,15 @@ def _broadcast_failure(script, fit):
             "the epoch found on rank 0 is never broadcast, so the other workers start from "
             "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
         )
+    for call in _other_broadcasts(script):
+        verdict = collective_failure(script, call, f"{script.source(call.func)}(...)", BROADCAST_HANG)
+        if verdict:
+            return verdict
     for call in broadcasts:
         line = call.lineno
+        verdict = collective_failure(script, call, "hvd.broadcast(...)", BROADCAST_HANG)
+        if verdict:
+            return verdict
         is_object = _is_object_broadcast(script, call)
         root = argument(call, "root_rank", 1)
         if root is None:
@@ -91,6 +115,9 @@ def _broadcast_failure(script, fit):
         else:
             root_value = script.constant(root)
         if root_value != 0 or isinstance(root_value, bool):
+            failure = script.uncalled_failure(root)
+            if failure:
+                return failure
             shown = script.source(root) if root is not None else "nothing"
             return Failure(
                 f"line {line}: broadcast from rank 0, the one that found the checkpoint: "
@@ -121,6 +148,17 @@ def _broadcast_failure(script, fit):
     return None
 
 
+def _other_broadcasts(script):
+    """Horovod's other broadcasts at the top level: each needs every worker too."""
+    return [
+        call
+        for call in script.calls_to(*COLLECTIVES)
+        if "broadcast" in script.qualified_name(call.func)
+        and script.qualified_name(call.func) not in BROADCASTS
+        and not script.in_function(call)
+    ]
+
+
 def _is_object_broadcast(script, call):
     return script.qualified_name(call.func).endswith(".broadcast_object")
 
@@ -137,32 +175,45 @@ def _loading_failure(script):
     loads = [c for c in script.calls_to(LOAD_MODEL) if not script.in_function(c)]
     if not loads:
         return Failure("the checkpoint is never loaded: hvd.load_model(...) on rank 0")
+    checks = []
     for call in loads:
-        failure = rank0_guard_failure(
-            script.guard_tests(call),
-            call.lineno,
-            "loading the checkpoint",
-            "; the broadcast callback copies its weights and optimizer state to the others",
+        checks.append(
+            lambda call=call: rank0_guard_failure(
+                script,
+                script.guards(call),
+                call.lineno,
+                "loading the checkpoint",
+                "; the broadcast callback copies its weights and optimizer state to the others",
+            )
         )
-        if failure:
-            return failure
-        failure = _legacy_failure(script, call)
-        if failure:
-            return failure
-    return _others_need_a_model(script) or _optimizer_weights_failure(script)
+        checks.append(lambda call=call: _legacy_failure(script, call))
+    checks.append(lambda: _others_need_a_model(script))
+    checks.append(lambda: _optimizer_weights_failure(script))
+    return first_verdict(*checks)
 
 
 def _legacy_failure(script, load):
+    """legacy_opts must say which Keras optimizers the checkpoint holds (Horovod 0.28.1
+    rebuilds them from keras.optimizers.legacy with it, from keras.optimizers without)."""
     optimizer, _ = optimizer_call(script)
     if optimizer is None:
         return None
-    if not script.qualified_name(optimizer.func).startswith(f"{TF}.keras.optimizers.legacy."):
-        return None
-    if script.constant(argument(load, "legacy_opts", 4)) is not True:
+    name = script.qualified_name(optimizer.func)
+    legacy = script.constant(argument(load, "legacy_opts", 4))
+    if name.startswith(f"{TF}.keras.optimizers.legacy."):
+        if legacy is not True:
+            return Failure(
+                f"line {load.lineno}: pass legacy_opts=True: the checkpoint holds a "
+                "tf.keras.optimizers.legacy optimizer, and without it hvd.load_model fails "
+                '("decay is deprecated in the new Keras optimizer")',
+                load.lineno,
+            )
+    elif name.startswith(f"{TF}.keras.optimizers.") and legacy is True:
         return Failure(
-            f"line {load.lineno}: pass legacy_opts=True: the checkpoint holds a "
-            "tf.keras.optimizers.legacy optimizer, and without it hvd.load_model fails "
-            '("decay is deprecated in the new Keras optimizer")',
+            f"line {load.lineno}: drop legacy_opts=True: the checkpoint holds a new Keras "
+            f"optimizer ({script.source(optimizer.func)}), and legacy_opts=True makes "
+            "hvd.load_model rebuild it as a legacy one, which rejects its settings "
+            '("Unexpected keyword argument passed to optimizer: weight_decay")',
             load.lineno,
         )
     return None
@@ -185,12 +236,10 @@ def _others_need_a_model(script):
 
 # ---- the optimizer's variables on the workers that don't load the checkpoint ---------------
 #
-# Conditions are judged on rank 0 and on any other worker, when resuming (the broadcast epoch
-# is at least 1: rank 0 loads the checkpoint, the others build a fresh model) and on a fresh
-# run (epoch 0: every worker builds a fresh model). A condition then holds (True), doesn't
-# (False), or the grader can't tell (None). The call must run on every other worker when
-# resuming, and on a fresh run on every worker or on none, so that all name their optimizer's
-# variables alike.
+# Conditions are judged (script.runs, grader/ranks.py) on rank 0 and on any other worker, when
+# resuming (rank 0 loads the checkpoint, the others build a fresh model) and on a fresh run
+# (every worker builds a fresh model). The call must run on every other worker when resuming,
+# and on a fresh run on every worker or on none, so that all name their variables alike.
 
 
 def _optimizer_weights_failure(script):
@@ -199,21 +248,17 @@ def _optimizer_weights_failure(script):
         failure = _loader_crash(script, call)
         if failure:
             return failure
-    failures = []
-    for call in calls:
-        failure = _weights_call_failure(script, call)
-        if failure is None:
-            return next(filter(None, (_fresh_run_failure(script, c) for c in calls)), None)
-        failures.append(failure)
-    if failures:
-        return failures[0]
+    verdicts = [_weights_call_failure(script, call) for call in calls]
+    if None in verdicts or any(isinstance(verdict, Note) for verdict in verdicts):
+        fresh_runs = [lambda call=call: _fresh_run_failure(script, call) for call in calls]
+        return first_verdict(*fresh_runs, lambda: next(filter(None, verdicts), None))
+    if verdicts:
+        return verdicts[0]
     line = _fresh_compile_line(script)
     return Failure(
         (f"line {line}: " if line else "")
-        + "when resuming, the workers that build a fresh model never create their optimizer's "
-        "variables, so theirs (made later, under `DistributedSGD/`) are named unlike rank 0's "
-        "from hvd.load_model (`iter:0`, `.../momentum:0`), and BroadcastGlobalVariablesCallback, "
-        "which matches variables by name, waits for them forever",
+        + "when resuming, the workers that build a fresh model never make their optimizer's "
+        f"variables: {WHY_WEIGHTS}",
         line,
         WEIGHTS_HINT,
     )
@@ -222,12 +267,12 @@ def _optimizer_weights_failure(script):
 def _loader_crash(script, call):
     """A Failure if `call` may run on rank 0 after loading, where its optimizer name is unset."""
     receiver = call.func.value
-    if not isinstance(receiver, ast.Name) or _runs(script, call, rank0=True) is False:
+    if not isinstance(receiver, ast.Name) or script.runs(call, rank0=True) is False:
         return None
     if _is_model_optimizer(script.resolve(receiver)):
         return None  # the loaded model's optimizer: its variables exist, making them is a no-op
     reaching = script.bindings_before(receiver)
-    if not reaching or any(_runs(script, b.statement, rank0=True) is not False for b in reaching):
+    if not reaching or any(script.runs(b.statement, rank0=True) is not False for b in reaching):
         return None
     return Failure(
         f"line {call.lineno}: `{script.source(call)}` also runs on rank 0 when it loads the "
@@ -241,7 +286,7 @@ def _loader_crash(script, call):
 def _weights_call_failure(script, call):
     """None if `call` makes the fresh optimizer's variables on every other worker when resuming."""
     line, shown = call.lineno, f"`{script.source(call)}`"
-    runs = _runs(script, call, rank0=False)
+    runs = script.runs(call, rank0=False)
     if runs is False:
         return Failure(
             f"line {line}: {shown} never runs on the workers that build a fresh model when "
@@ -250,12 +295,11 @@ def _weights_call_failure(script, call):
             WEIGHTS_HINT,
         )
     if runs is None:
-        return Failure(
-            f"line {line}: the grader can't tell that {shown} runs on every worker that builds "
-            "a fresh model when resuming: put it in the `else:` branch, under "
+        return Note(
+            f"line {line}: it can't tell whether {shown} runs on every worker that builds a "
+            "fresh model when resuming; it looked for it in the `else:` branch, under "
             "`if resume_from_epoch > 0:`",
             line,
-            WEIGHTS_HINT,
         )
     model, failure = _fresh_optimizer(script, call)
     if failure:
@@ -265,15 +309,18 @@ def _weights_call_failure(script, call):
 
 def _fresh_run_failure(script, call):
     """A Failure unless, with nothing to resume, `call` runs on every worker or on none."""
-    on_rank0 = _runs(script, call, rank0=True, resuming=False)
-    on_others = _runs(script, call, rank0=False, resuming=False)
+    on_rank0 = script.runs(call, rank0=True, resuming=False)
+    on_others = script.runs(call, rank0=False, resuming=False)
     if on_rank0 == on_others and on_rank0 is not None:
         return None
     line, shown = call.lineno, f"`{script.source(call)}`"
     if on_rank0 is None or on_others is None:
-        where = "the grader can't tell whether it runs on every worker or on none"
-    else:
-        where = "it runs on " + ("rank 0 only" if on_rank0 else "every worker but rank 0")
+        return Note(
+            f"line {line}: it can't tell whether {shown} runs on every worker or on none on a "
+            "fresh run (nothing to resume); it looked for `if resume_from_epoch > 0:` around it",
+            line,
+        )
+    where = "it runs on " + ("rank 0 only" if on_rank0 else "every worker but rank 0")
     return Failure(
         f"line {line}: on a fresh run (nothing to resume) {where}, so the workers' optimizer "
         f"variables get different names and the broadcast waits forever: run {shown} only when "
@@ -303,7 +350,7 @@ def _fresh_optimizer(script, call):
             if isinstance(c.func.value, ast.Name)
             and c.func.value.id == model
             and position(c) < position(call)
-            and _runs(script, c, rank0=False) is not False
+            and script.runs(c, rank0=False) is not False
         ]
         if not compiled:
             return None, Failure(
@@ -368,95 +415,6 @@ def _is_model_optimizer(value) -> bool:
 def _fresh_compile_line(script):
     compiles = script.compile_calls()
     for call in compiles:
-        if _runs(script, call, rank0=False) and _runs(script, call, rank0=True) is False:
+        if script.runs(call, rank0=False) and script.runs(call, rank0=True) is False:
             return call.lineno
     return compiles[0].lineno if compiles else None
-
-
-def _runs(script, node, rank0: bool, resuming: bool = True):
-    """Does `node` run on rank 0 (`rank0`) or on another worker, when resuming or not?"""
-    verdict = True
-    for test, polarity in script.guards(node):
-        value = _holds(script, test, rank0, resuming)
-        if value is None:
-            verdict = None
-        elif value != polarity:
-            return False
-    return verdict
-
-
-def _holds(script, expr, rank0: bool, resuming: bool, depth: int = 0):
-    """Is condition `expr` true on rank 0 (`rank0`) or on another worker, when resuming or not?"""
-    if depth > MAX_DEPTH:
-        return None
-    if isinstance(expr, ast.Name):
-        value = script.resolve(expr)
-        if isinstance(value, (ast.BoolOp, ast.UnaryOp, ast.Compare)):  # a condition in a name
-            return _holds(script, value, rank0, resuming, depth + 1)
-    if isinstance(expr, ast.BoolOp):
-        values = [_holds(script, value, rank0, resuming, depth + 1) for value in expr.values]
-        decisive = isinstance(expr.op, ast.Or)  # True decides `or`, False decides `and`
-        if decisive in values:
-            return decisive
-        return None if None in values else not decisive
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-        inner = _holds(script, expr.operand, rank0, resuming, depth + 1)
-        return None if inner is None else not inner
-    if (
-        isinstance(expr, ast.Call)
-        and script.qualified_name(expr.func) in ("int", "bool")
-        and len(expr.args) == 1
-        and not expr.keywords
-    ):
-        return _holds(script, expr.args[0], rank0, resuming, depth + 1)
-    test = script.rank_test(expr)
-    if test is not None:
-        return _rank_holds(test, rank0)
-    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-        return _epoch_comparison(script, expr, resuming)
-    if _is_epoch(script, expr):
-        return resuming  # the epoch is at least 1 when resuming, else 0
-    return None
-
-
-def _rank_holds(test, rank0: bool):
-    if test.which != "rank" or not test.exact:
-        return None
-    if rank0:
-        return (test.value == 0) == (test.op == "==")
-    if test.value == 0:
-        return test.op == "!="
-    return None  # `hvd.rank() == 1` holds on one of the other workers only
-
-
-def _epoch_comparison(script, compare, resuming: bool):
-    left, op, right = compare.left, compare.ops[0], compare.comparators[0]
-    if not _is_epoch(script, left):
-        flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
-        left, right, op = right, left, flipped.get(type(op), type(op))()
-    bound = script.constant(right)
-    if not _is_epoch(script, left) or not isinstance(bound, int) or isinstance(bound, bool):
-        return None
-    compare_to = {
-        ast.Gt: lambda n: n > bound,
-        ast.GtE: lambda n: n >= bound,
-        ast.Lt: lambda n: n < bound,
-        ast.LtE: lambda n: n <= bound,
-        ast.Eq: lambda n: n == bound,
-        ast.Is: lambda n: n == bound,
-        ast.NotEq: lambda n: n != bound,
-        ast.IsNot: lambda n: n != bound,
-    }.get(type(op))
-    if compare_to is None:
-        return None
-    if not resuming:
-        return compare_to(0)
-    # When resuming the epoch is some n >= 1: the answer is known if it is the same for all.
-    # A comparison with a constant changes its answer only at the bound.
-    answers = {compare_to(n) for n in (1, bound - 1, bound, bound + 1) if n >= 1}
-    return answers.pop() if len(answers) == 1 else None
-
-
-def _is_epoch(script, expr) -> bool:
-    """True if `expr` is the epoch to resume from, as rank 0 broadcast it."""
-    return isinstance(expr, (ast.Name, ast.Call)) and script.mentions_call(expr, *BROADCASTS)

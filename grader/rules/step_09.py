@@ -1,6 +1,6 @@
 """Step 9: checkpoints and TensorBoard logs are written by rank 0 only."""
 
-from grader.engine import Failure
+from grader.engine import Failure, first_verdict
 from grader.rules.common import callbacks, rank0_guard_failure
 
 STEP = 9
@@ -11,22 +11,26 @@ HINT = (
 WRITERS = ("ModelCheckpoint", "TensorBoard", "CSVLogger", "BackupAndRestore")
 REQUIRED = ("ModelCheckpoint", "TensorBoard")
 
+LOOKED_FOR = "ModelCheckpoint and TensorBoard on rank 0 only"
+
 
 def check(script):
-    entries, failure = callbacks(script)
+    entries, failure = callbacks(script, LOOKED_FOR)
     if failure:
         return failure
     for kind in REQUIRED:
         if not any(entry.kind == kind for entry in entries):
             return Failure(f"no {kind} reaches model.fit: keep it, and add it on rank 0 only")
-    for entry in entries:
-        if entry.kind in WRITERS and not entry.name.startswith("horovod"):
-            failure = rank0_guard_failure(
-                script.rank_tests(entry.guards),
+    return first_verdict(
+        *(
+            lambda entry=entry: rank0_guard_failure(
+                script,
+                entry.guards,
                 entry.line,
                 f"{entry.kind}(...)",
                 ": the workers would all write the same files at once",
             )
-            if failure:
-                return failure
-    return None
+            for entry in entries
+            if entry.kind in WRITERS and not entry.name.startswith("horovod")
+        )
+    )

@@ -25,7 +25,7 @@ def check(script):
     failure = scaling_failure(script, rate, "the learning rate", line)
     if failure:
         return failure
-    entries, _ = callbacks(script)
+    entries, _ = callbacks(script, "a LearningRateScheduler")
     for entry in entries or []:
         if entry.kind == "LearningRateScheduler" and entry.call is not None:
             schedule = script.resolve(argument(entry.call, "schedule", 0))

@@ -1,8 +1,15 @@
-"""Step 11: the learning rate warms up, then Horovod's schedule takes over (no overlap)."""
+"""Step 11: the learning rate warms up, then Horovod's schedule takes over: x0.1 at 15, 25, 35.
+
+Beyond the callbacks' arguments, the rule works out the learning rate each epoch gets, as
+Horovod 0.28.1 sets it (grader/schedule.py): a LearningRateScheduleCallback sets
+`initial_lr * multiplier(epoch)` for a function, but `initial_lr * m ** (epoch - start_epoch)`
+for a number m, an exponential decay that Horovod's older examples fall into.
+"""
 
 import ast
+import math
 
-from grader.engine import Failure
+from grader.engine import Failure, Note, first_verdict
 from grader.rules.common import (
     SCHEDULE,
     WARMUP,
@@ -11,21 +18,36 @@ from grader.rules.common import (
     missing_callback,
     scaling_failure,
 )
+from grader.schedule import CantTell, Evaluator, Function
 from grader.syntax import argument
 
 STEP = 11
 HINT = (
     "Replace the Keras LearningRateScheduler with hvd.callbacks.LearningRateWarmupCallback "
     "(initial_lr: the scaled rate; warmup_epochs: from a --warmup-epochs option that has a "
-    "default in every preset) and hvd.callbacks.LearningRateScheduleCallback segments with "
-    "the scaled rate, the first starting where the warmup ends."
+    "default in every preset) and one hvd.callbacks.LearningRateScheduleCallback with "
+    "initial_lr=scaled_lr, start_epoch where the warmup ends, and multiplier=step_decay: a "
+    "function, as a number m would decay the rate m ** (epoch - start_epoch) every epoch."
+)
+# The workbook's schedule (the starting script's step_decay): x0.1 at each of these epochs.
+DROPS = (15, 25, 35)
+DROP_FACTOR = 0.1
+EPOCHS = 40  # the longest run, the GPU preset's
+SCHEDULE_TEXT = (
+    "the workbook's schedule is x1 from the end of the warmup, then x0.1 at epochs 15, 25 and "
+    "35 (step_decay)"
 )
 
 
+def intended_multiplier(epoch) -> float:
+    """The workbook's multiplier of the scaled rate at `epoch` after the warmup."""
+    return DROP_FACTOR ** sum(epoch >= drop for drop in DROPS)
+
+
 def check(script):
-    entries, failure = callbacks(script)
-    if failure:
-        return failure
+    entries, verdict = callbacks(script, "the warmup and schedule callbacks")
+    if verdict:
+        return verdict
     for entry in entries:
         if entry.kind == "LearningRateScheduler" and not entry.name.startswith("horovod"):
             return Failure(
@@ -55,7 +77,17 @@ def check(script):
         failure = _callback_failure(script, schedule, "LearningRateScheduleCallback")
         if failure:
             return failure
-    return _overlap_failure(script, warmup_epochs, schedules) or _option_failure(script)
+        if argument(schedule.call, "multiplier", 1) is None:
+            return Failure(
+                f"line {schedule.line}: LearningRateScheduleCallback needs a multiplier: "
+                "multiplier=step_decay",
+                schedule.line,
+            )
+    return first_verdict(
+        lambda: _overlap_failure(script, warmup_epochs, schedules),
+        lambda: _option_failure(script),
+        lambda: _rates_failure(script, warmup, warmup_epochs, schedules),
+    )
 
 
 def _callback_failure(script, entry, what):
@@ -72,7 +104,8 @@ def _callback_failure(script, entry, what):
 
 
 def _overlap_failure(script, warmup_epochs, schedules):
-    """The schedules must start where the warmup ends and must not overlap each other."""
+    """The schedules must start where the warmup ends and must not overlap each other: two
+    callbacks that set the rate at one epoch also undo each other's momentum correction."""
     warmup_end = script.constant(warmup_epochs)
     spans = []  # (start, end or None, entry); start -1 stands for "where the warmup ends"
     for entry in schedules:
@@ -117,6 +150,180 @@ def _overlap_failure(script, warmup_epochs, schedules):
     return None
 
 
+# ---- the learning rate of every epoch ----------------------------------------------------
+
+
+class _Stretch:
+    """One LearningRateScheduleCallback: the epochs it acts on and what it sets there."""
+
+    def __init__(self, script, evaluator, entry, warmup_epochs, warmup_lr):
+        self.entry = entry
+        self.line = entry.line
+        call = entry.call
+        self.multiplier = argument(call, "multiplier", 1)
+        self._start = _epoch_bound(script, argument(call, "start_epoch", 2), warmup_epochs, 0)
+        self._end = _epoch_bound(script, argument(call, "end_epoch", 3), warmup_epochs, math.inf)
+        self.factor = _factor(script, argument(call, "initial_lr", 0), warmup_lr)
+        value = evaluator.expr(self.multiplier, {})
+        self.function = value if isinstance(value, Function) else None
+        self.number = None if self.function else value
+        if self.function is None and (
+            isinstance(value, bool) or not isinstance(value, (int, float))
+        ):
+            raise CantTell(self.multiplier)
+        self.evaluator = evaluator
+
+    def start(self, warmup_end):
+        return warmup_end if self._start is None else self._start
+
+    def end(self, warmup_end):
+        return warmup_end if self._end is None else self._end
+
+    def covers(self, epoch, warmup_end) -> bool:
+        return self.start(warmup_end) <= epoch < self.end(warmup_end)
+
+    def rate(self, epoch, warmup_end) -> float:
+        """The multiple of the warmup's initial_lr it sets at `epoch` (Horovod 0.28.1)."""
+        if self.function is not None:
+            return self.factor * self.evaluator.multiplier(self.multiplier, epoch)
+        return self.factor * self.number ** (epoch - self.start(warmup_end))
+
+
+def _epoch_bound(script, node, warmup_epochs, default):
+    """An epoch bound as a number, or None for "where the warmup ends"."""
+    if node is None:
+        return default
+    if script.same_value(node, warmup_epochs):
+        return None
+    resolved = script.resolve(node)
+    if isinstance(resolved, ast.Constant) and resolved.value is None:
+        return default  # end_epoch=None: no end
+    value = script.constant(node)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CantTell(node)
+    return value
+
+
+def _factor(script, initial_lr, warmup_lr) -> float:
+    """initial_lr as a multiple of the warmup's (1 when they are the same expression)."""
+    if script.same_value(initial_lr, warmup_lr):
+        return 1.0
+    value = script.resolve(initial_lr)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        for same, other in ((value.left, value.right), (value.right, value.left)):
+            number = script.constant(other)
+            if script.same_value(same, warmup_lr) and isinstance(number, (int, float)):
+                return float(number)
+    raise CantTell(initial_lr)
+
+
+def _rates_failure(script, warmup, warmup_epochs, schedules):
+    """A Failure at the first epoch whose learning rate is not the workbook's schedule."""
+    warmup_lr = argument(warmup.call, "initial_lr", 0)
+    lengths = _warmup_lengths(script, warmup_epochs)
+    if not lengths:
+        return Note(
+            f"it can't work out how many epochs the warmup lasts (`{script.source(warmup_epochs)}`"
+            f"), so it did not check the rate of each epoch; it looked for: {SCHEDULE_TEXT}",
+            warmup.line,
+        )
+    evaluator = Evaluator(script)
+    try:
+        stretches = [
+            _Stretch(script, evaluator, entry, warmup_epochs, warmup_lr) for entry in schedules
+        ]
+        for warmup_end in lengths:
+            failure = _first_wrong_epoch(script, stretches, warmup_end, warmup_lr)
+            if failure:
+                return failure
+    except CantTell as unclear:
+        line = getattr(unclear.node, "lineno", None)
+        return Note(
+            f"it can't work out the rate this schedule sets from `{script.source(unclear.node)}`"
+            f" (line {line}); it looked for: {SCHEDULE_TEXT}",
+            line,
+        )
+    return None
+
+
+def _first_wrong_epoch(script, stretches, warmup_end, warmup_lr):
+    rate, base = 1.0, script.source(warmup_lr)  # the warmup ends at initial_lr
+    for epoch in range(EPOCHS):
+        if epoch < warmup_end:
+            continue
+        setting = [stretch for stretch in stretches if stretch.covers(epoch, warmup_end)]
+        if setting:  # each sets the rate at the epoch's first batch: the last one in the list wins
+            rate = setting[-1].rate(epoch, warmup_end)
+        wanted = intended_multiplier(epoch)
+        if math.isclose(rate, wanted, rel_tol=1e-9):
+            continue
+        if not setting:
+            line = stretches[-1].line
+            return Failure(
+                f"line {line}: no LearningRateScheduleCallback sets the rate at epoch {epoch}, "
+                f"so it stays {base} x {rate:g}; {SCHEDULE_TEXT}: add one for epoch {epoch} on",
+                line,
+            )
+        return _wrong_rate(script, setting[-1], epoch, warmup_end, rate, wanted, base)
+    return None
+
+
+def _wrong_rate(script, stretch, epoch, warmup_end, rate, wanted, base):
+    line = stretch.line
+    if stretch.number is not None:
+        shown = ", ".join(
+            f"x {stretch.rate(later, warmup_end):g} at {later}" for later in range(epoch, epoch + 3)
+        )
+        return Failure(
+            f"line {line}: multiplier={script.source(stretch.multiplier)} is a number, and "
+            "Horovod 0.28.1 turns a number m into a decay, m ** (epoch - start_epoch), not a "
+            f"constant factor: this callback sets {base} {shown}, where {SCHEDULE_TEXT}. Pass a "
+            f"function of the epoch: multiplier=lambda epoch: {stretch.number:g}, or one "
+            "callback with multiplier=step_decay",
+            line,
+        )
+    late = script.late_bound.get(id(script.resolve(stretch.multiplier)))
+    if late:
+        name = late[0]
+        return Failure(
+            f"line {line}: the lambda reads `{name}` when it is called, after the loop, so every "
+            f"callback of the loop gets the last item's {name}: at epoch {epoch} it sets {base} "
+            f"x {rate:g}, not x {wanted:g}. Bind it when the lambda is made: "
+            f"lambda epoch, {name}={name}: {name}",
+            line,
+        )
+    return Failure(
+        f"line {line}: at epoch {epoch} it sets {base} x {rate:g}, not x {wanted:g}: "
+        f"{SCHEDULE_TEXT}",
+        line,
+    )
+
+
+def _warmup_lengths(script, warmup_epochs) -> list:
+    """The warmup lengths a run may have: the constant given, else every preset's default of
+    --warmup-epochs (or the option's constant default); [] if the grader can't tell."""
+    value = script.constant(warmup_epochs)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    resolved = script.resolve(warmup_epochs)
+    if not (isinstance(resolved, ast.Attribute) and resolved.attr == "warmup_epochs"):
+        return []
+    options = [
+        call
+        for call in script.calls
+        if getattr(call.func, "attr", "") == "add_argument" and _defines_warmup_epochs(script, call)
+    ]
+    default = argument(options[0], "default") if options else None
+    value = script.constant(default) if default is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]
+    if isinstance(default, ast.Subscript):
+        values = [script.constant(item) for item in _preset_values(script, default.slice)]
+        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            return values
+    return []
+
+
 def _option_failure(script):
     """args.warmup_epochs needs its --warmup-epochs option, and every preset a default."""
     if "warmup_epochs" not in script.attributes:
@@ -155,21 +362,27 @@ def _defines_warmup_epochs(script, add_argument):
 
 
 def _presets(script):
-    """(name, keys) of each preset in a module-level table of dicts that have an 'epochs'."""
+    """(name, {key: value node}) of each preset: a module-level table of dicts with 'epochs'."""
     for bindings in script.bindings.values():
         for binding in bindings:
             table = binding.value
             if not isinstance(table, ast.Dict):
                 continue
             for name, value in zip(table.keys, table.values):
-                keys = _dict_keys(script, value)
-                if keys is not None and "epochs" in keys:
-                    yield script.constant(name), keys
+                items = _dict_items(script, value)
+                if items is not None and "epochs" in items:
+                    yield script.constant(name), items
 
 
-def _dict_keys(script, value):
+def _preset_values(script, key_node) -> list:
+    """The value node of `key` in each preset that has it."""
+    key = script.constant(key_node)
+    return [items[key] for _, items in _presets(script) if key in items]
+
+
+def _dict_items(script, value):
     if isinstance(value, ast.Dict):
-        return {script.constant(key) for key in value.keys if key is not None}
+        return {script.constant(k): v for k, v in zip(value.keys, value.values) if k is not None}
     if isinstance(value, ast.Call) and script.qualified_name(value.func) == "dict":
-        return {keyword.arg for keyword in value.keywords if keyword.arg}
+        return {keyword.arg: keyword.value for keyword in value.keywords if keyword.arg}
     return None

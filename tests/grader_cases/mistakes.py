@@ -6,7 +6,8 @@ least once), so a case that no longer fits the reference fails loudly instead of
 nothing. Several replacements are applied in order.
 
 A wrong case must fail check `step` with a message containing `expect_message`; a right case
-must pass every check that its base script passes.
+must pass every check that its base script passes (and, with an `expect_message`, say it in the
+message of check `step`: a note of what the grader can't tell).
 """
 
 from __future__ import annotations
@@ -71,15 +72,46 @@ WRAP = "    opt = hvd.DistributedOptimizer(opt)\n"
 COMPILE = "model.compile(optimizer=opt,"
 RESUMING = "if resume_from_epoch > 0 and verbose:\n"
 CREATE = "opt._create_all_weights(model.trainable_variables)"
-CREATE_BLOCK = (
-    "    if resume_from_epoch > 0:\n"
-    "        # Horovod: create the optimizer's variables as rank 0's load_model does, so that the\n"
-    "        # broadcast (which matches variables by name) finds the same ones on every worker.\n"
-    "        opt._create_all_weights(model.trainable_variables)\n"
+CREATE_COMMENT = (
+    "        # Horovod: rank 0's load_model made its optimizer's variables (iter, momentum) as it\n"
+    "        # loaded them; a fresh optimizer makes its own in the first step, named otherwise\n"
+    "        # (DistributedSGD/iter), and the broadcast, which matches names, would wait forever.\n"
+    "        # Make them now under the same names, with the private method load_model calls too.\n"
 )
+CREATE_BLOCK = "    if resume_from_epoch > 0:\n" + CREATE_COMMENT + "        " + CREATE + "\n"
 SCALED = "scaled_lr = args.base_lr * hvd.size()"
 WARMUP_ARGS = "initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=verbose"
-FIRST_SCHEDULE = "start_epoch=args.warmup_epochs, end_epoch=15"
+SCHEDULE_ARGS = "initial_lr=scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay"
+SCHEDULE_CALL = (
+    "    hvd.callbacks.LearningRateScheduleCallback(\n        " + SCHEDULE_ARGS + "\n    ),\n"
+)
+LAMBDAS = ("lambda epoch: 1.0", "lambda epoch: 0.1", "lambda epoch: 0.01", "lambda epoch: 0.001")
+
+
+def stretches(*multipliers):
+    """One LearningRateScheduleCallback per stretch of the schedule (Horovod's older examples)."""
+    bounds = [("args.warmup_epochs", "15"), ("15", "25"), ("25", "35"), ("35", None)]
+    text = ""
+    for (start, end), multiplier in zip(bounds, multipliers):
+        until = f", end_epoch={end}" if end else ""
+        text += (
+            "    hvd.callbacks.LearningRateScheduleCallback(\n"
+            f"        initial_lr=scaled_lr, start_epoch={start}{until}, multiplier={multiplier}\n"
+            "    ),\n"
+        )
+    return text
+
+
+SCHEDULE_LOOP = (
+    "]\nfor start, end, m in [\n"
+    "    (args.warmup_epochs, 15, 1.0), (15, 25, 0.1), (25, 35, 0.01), (35, None, 0.001)\n"
+    "]:\n"
+    "    callbacks.append(\n"
+    "        hvd.callbacks.LearningRateScheduleCallback(\n"
+    "            initial_lr=scaled_lr, start_epoch=start, end_epoch=end, multiplier=lambda epoch, m=m: m\n"
+    "        )\n"
+    "    )\ncallbacks += [\n"
+)
 PIN = 'tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")'
 
 CASES = [
@@ -709,7 +741,7 @@ CASES = [
         CREATE_BLOCK,
         "",
         False,
-        "never create their optimizer's variables",
+        "named otherwise (DistributedSGD/iter), and the broadcast callback, which matches variables by name, waits forever",
     ),
     Case(
         8,
@@ -937,12 +969,19 @@ CASES = [
     Case(
         11,
         "schedule from epoch 0",
-        FIRST_SCHEDULE,
-        "start_epoch=0, end_epoch=15",
+        SCHEDULE_ARGS,
+        SCHEDULE_ARGS.replace("start_epoch=args.warmup_epochs", "start_epoch=0"),
         False,
         "during the warmup",
     ),
-    Case(11, "schedule without start", FIRST_SCHEDULE, "end_epoch=15", False, "during the warmup"),
+    Case(
+        11,
+        "schedule without start",
+        SCHEDULE_ARGS,
+        SCHEDULE_ARGS.replace(" start_epoch=args.warmup_epochs,", ""),
+        False,
+        "during the warmup",
+    ),
     Case(
         11,
         "warmup from the base rate",
@@ -963,11 +1002,51 @@ CASES = [
     Case(11, "no option", '"--warmup-epochs",', '"--warmup",', False, "--warmup-epochs option"),
     Case(
         11,
+        "constant multipliers as in Horovod's older examples",
+        SCHEDULE_CALL,
+        stretches("1.0", "1e-1", "1e-2", "1e-3"),
+        False,
+        "m ** (epoch - start_epoch)",
+    ),
+    Case(
+        11,
+        "a constant multiplier for one stretch",
+        SCHEDULE_CALL,
+        stretches(*LAMBDAS[:2], "0.01", LAMBDAS[3]),
+        False,
+        "sets scaled_lr x 1 at 25, x 0.01 at 26, x 0.0001 at 27",
+    ),
+    Case(
+        11,
         "schedules overlap",
-        "start_epoch=15, end_epoch=25",
-        "start_epoch=10, end_epoch=25",
+        SCHEDULE_CALL,
+        stretches(*LAMBDAS).replace("start_epoch=15, end_epoch=25", "start_epoch=10, end_epoch=25"),
         False,
         "before the one on line",
+    ),
+    Case(
+        11,
+        "last stretch missing",
+        SCHEDULE_CALL,
+        stretches(*LAMBDAS[:3]),
+        False,
+        "no LearningRateScheduleCallback sets the rate at epoch 35",
+    ),
+    Case(
+        11,
+        "a tenfold drop too many",
+        SCHEDULE_CALL,
+        stretches("lambda epoch: 1.0", "lambda epoch: 0.1", "lambda epoch: 0.001", LAMBDAS[3]),
+        False,
+        "at epoch 25 it sets scaled_lr x 0.001, not x 0.01",
+    ),
+    Case(
+        11,
+        "lambdas in a loop read the last multiplier",
+        SCHEDULE_CALL,
+        SCHEDULE_LOOP.replace(", m=m", ""),
+        False,
+        "`m` when it is called",
     ),
     Case(
         11,
@@ -991,13 +1070,71 @@ CASES = [
     Case(
         11,
         "warmup length in a variable",
-        ("callbacks = [\n", WARMUP_ARGS, FIRST_SCHEDULE),
+        ("callbacks = [\n", WARMUP_ARGS, SCHEDULE_ARGS),
         (
             "warmup = args.warmup_epochs\ncallbacks = [\n",
             "verbose=verbose, warmup_epochs=warmup, initial_lr=scaled_lr",
-            "end_epoch=15, start_epoch=warmup",
+            "multiplier=step_decay, start_epoch=warmup, initial_lr=scaled_lr",
         ),
         True,
+        base=12,
+    ),
+    Case(
+        11,
+        "one callback per stretch, lambdas",
+        SCHEDULE_CALL,
+        stretches(*LAMBDAS),
+        True,
+        base=12,
+    ),
+    Case(
+        11,
+        "stretches built in a loop",
+        SCHEDULE_CALL,
+        SCHEDULE_LOOP,
+        True,
+        base=12,
+    ),
+    Case(
+        11,
+        "stretches from a comprehension",
+        SCHEDULE_CALL,
+        "    *[\n"
+        "        hvd.callbacks.LearningRateScheduleCallback(\n"
+        "            initial_lr=scaled_lr, start_epoch=start, end_epoch=end,\n"
+        "            multiplier=lambda epoch, m=m: m,\n"
+        "        )\n"
+        "        for start, end, m in [\n"
+        "            (args.warmup_epochs, 15, 1.0), (15, 25, 0.1), (25, 35, 0.01), (35, None, 0.001)\n"
+        "        ]\n"
+        "    ],\n",
+        True,
+        base=12,
+    ),
+    Case(
+        11,
+        "own multiplier function with ifs",
+        (SCHEDULE_ARGS, "\nclass Throughput("),
+        (
+            SCHEDULE_ARGS.replace("step_decay", "lr_multiplier"),
+            "\ndef lr_multiplier(epoch):\n"
+            "    if epoch < 15:\n        return 1.0\n"
+            "    elif epoch < 25:\n        return 0.1\n"
+            "    factor = 0.01\n"
+            "    if epoch >= 35:\n        factor /= 10\n"
+            "    return factor\n\n\nclass Throughput(",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        11,
+        "a Keras schedule object the grader can't evaluate",
+        "multiplier=step_decay",
+        "multiplier=tf.keras.optimizers.schedules.PiecewiseConstantDecay(\n"
+        "            [14, 24, 34], [1.0, 0.1, 0.01, 0.001]\n        )",
+        True,
+        "can't tell",
         base=12,
     ),
     # ---- step 12 ------------------------------------------------------------------------
