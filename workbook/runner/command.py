@@ -37,7 +37,13 @@ def visible_gpus() -> int:
     listed = None
     if shutil.which("nvidia-smi"):
         try:
-            reply = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+            reply = subprocess.run(
+                ["nvidia-smi", "-L"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                env=with_safe_env(),
+            )
             if reply.returncode == 0:
                 listed = sum(line.startswith("GPU ") for line in reply.stdout.splitlines())
             else:
