@@ -521,6 +521,10 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             return None
         return self.first_mention(expr, lambda node: id(node) in self._uncalled)
 
+    def uncalled_functions(self) -> list:
+        """Every Horovod function the script names without calling it, in source order."""
+        return sorted(self._uncalled.values(), key=position)
+
     def uncalled_failure(self, *exprs):
         """A Failure at its own line for the first uncalled Horovod function in `exprs`."""
         for expr in exprs:

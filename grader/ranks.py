@@ -41,6 +41,15 @@ STATE_CALLS = {
 STATE_MODULES = ("random.", "numpy.random.", "tensorflow.random.")
 STATE_METHODS = {"exists", "is_file", "is_dir", "glob", "rglob", "iterdir", "stat"}
 _SEVERITY = {"rank": 0, "state": 1, "unknown": 2}
+_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+_COMPARISONS = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,10 @@ class RankQuestions:
         if isinstance(expr, ast.Call) and self.qualified_name(expr.func) in ("int", "bool"):
             return self.rank_test(expr.args[0], depth + 1) if len(expr.args) == 1 else None
         if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-            return self._rank_comparison(expr.left, expr.ops[0], expr.comparators[0])
+            left, op, right = expr.left, expr.ops[0], expr.comparators[0]
+            return self._rank_comparison(left, op, right) or self._choice_comparison(
+                left, op, right, depth
+            )
         if isinstance(expr, ast.IfExp):
             inner = self.rank_test(expr.test, depth + 1)
             body, orelse = self.constant(expr.body, _MISSING), self.constant(expr.orelse, _MISSING)
@@ -126,12 +138,11 @@ class RankQuestions:
         return ""
 
     def _rank_comparison(self, left, op, right) -> RankTest | None:
-        flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
         which = self.rank_kind(left)
         value = self.constant(right)
         if not which:
             which, value = self.rank_kind(right), self.constant(left)
-            op = flipped.get(type(op), type(op))()
+            op = _FLIPPED.get(type(op), type(op))()
         if not which or not isinstance(value, int) or isinstance(value, bool):
             return None
         if isinstance(op, (ast.Eq, ast.Is)):
@@ -143,6 +154,29 @@ class RankQuestions:
             return RankTest(which, "==", 0)
         if (isinstance(op, ast.Gt) and value == 0) or (isinstance(op, ast.GtE) and value == 1):
             return RankTest(which, "!=", 0)
+        return None
+
+    def _choice_comparison(self, left, op, right, depth: int) -> RankTest | None:
+        """`verbose > 0` where verbose = 1 if hvd.rank() == 0 else 0: a test of the rank."""
+        compare = _COMPARISONS.get(type(op))
+        choice, bound = self.resolve(left), self.constant(right, _MISSING)
+        if not isinstance(choice, ast.IfExp):
+            choice, bound = self.resolve(right), self.constant(left, _MISSING)
+            compare = _COMPARISONS.get(type(_FLIPPED.get(type(op), type(op))()))
+        if compare is None or not isinstance(choice, ast.IfExp) or bound is _MISSING:
+            return None
+        inner = self.rank_test(choice.test, depth + 1)
+        body, orelse = self.constant(choice.body, _MISSING), self.constant(choice.orelse, _MISSING)
+        if inner is None or body is _MISSING or orelse is _MISSING:
+            return None
+        try:
+            when_true, when_false = compare(body, bound), compare(orelse, bound)
+        except TypeError:
+            return None
+        if when_true and not when_false:
+            return inner
+        if when_false and not when_true:
+            return inner.negated()
         return None
 
     def guard_tests(self, node) -> list:
@@ -223,8 +257,7 @@ class RankQuestions:
     def _epoch_comparison(self, compare, resuming: bool):
         left, op, right = compare.left, compare.ops[0], compare.comparators[0]
         if not self.is_shared_epoch(left):
-            flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
-            left, right, op = right, left, flipped.get(type(op), type(op))()
+            left, right, op = right, left, _FLIPPED.get(type(op), type(op))()
         bound = self.constant(right)
         if not self.is_shared_epoch(left) or not isinstance(bound, int) or isinstance(bound, bool):
             return None

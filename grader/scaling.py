@@ -39,7 +39,7 @@ class ScaleQuestions:
         """How `expr` scales with hvd.size() (and local_size, rank, local_rank), see Scale."""
         if depth > MAX_DEPTH * 4:
             return Scale()
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, (ast.Name, ast.Attribute)) and self.values_of(expr) != [expr]:
             if id(expr) not in self._scales:  # names repeat; each is worked out once
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
@@ -80,6 +80,9 @@ class ScaleQuestions:
         return first
 
     def _scale_of_call(self, call: ast.Call, depth: int) -> Scale:
+        returned = self.returned(call)  # def workers(): return hvd.size()
+        if returned is not None:
+            return self.scale(returned, depth + 1)
         name = self.qualified_name(call.func)
         if name.startswith(HVD + ".") and not call.args:
             quantity = name[len(HVD) + 1 :]

@@ -102,18 +102,23 @@ def every_rank_failure(script, entry, what: str):
     failure = script.uncalled_failure(*(test for test, _ in entry.guards))
     if failure:
         return failure
-    tests = script.rank_tests(entry.guards)
-    if tests:
-        return Failure(
-            f"line {entry.line}: the {what} is only added when `{describe(tests[0])}`; every "
-            "worker must run it (the others would wait for it forever, or train differently)",
-            entry.line,
-        )
+    for test, polarity in entry.guards:
+        found = script.rank_tests([(test, polarity)])
+        if found:
+            shown, meaning = script.source(test), describe(found[0])
+            when = f"`{meaning}`" if shown == meaning else f"`{shown}` (that is, {meaning})"
+            if not polarity:
+                when = f"`{shown}` is false (that is, {meaning})"
+            return Failure(
+                f"line {entry.line}: the {what} is only added when {when}; every worker must "
+                "run it (the others would wait for it forever, or train differently)",
+                entry.line,
+            )
     return differing_guard(
         script,
         entry.guards,
         entry.line,
-        f"the {what} is only added",
+        f"the {what} is added",
         "every worker must run it (the others would wait for it forever, or train differently)",
     )
 

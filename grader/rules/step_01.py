@@ -17,6 +17,9 @@ def check(script):
         return _wrong_import(modules)
     inits = [call for call in script.calls_to(f"{HVD}.init") if not script.in_function(call)]
     if not inits:
+        named = [node for node in script.uncalled_functions() if _is_init(script, node)]
+        if named:
+            return script.uncalled_failure(named[0])  # `hvd.init` without parentheses
         return Failure("hvd.init() is never called at the top level of the script")
     first_init = inits[0]
     for call in script.calls:
@@ -44,3 +47,7 @@ def _wrong_import(modules):
             "load_model the later steps use): import horovod.tensorflow.keras as hvd"
         )
     return Failure("Horovod is not imported: add import horovod.tensorflow.keras as hvd")
+
+
+def _is_init(script, node):
+    return script.qualified_name(node) == f"{HVD}.init"

@@ -2,7 +2,7 @@
 
 import ast
 
-from grader.engine import Failure
+from grader.engine import Failure, Note
 from grader.syntax import TF, argument, position
 
 STEP = 2
@@ -31,15 +31,10 @@ def check(script):
             "to every device type and hides the CPU",
             line,
         )
-    failure = _index_failure(script, argument(call, "devices", 0), line)
+    devices = argument(call, "devices", 0)
+    failure = _index_failure(script, devices, line)
     if failure:
         return failure
-    if not script.guards(call) and not any(isinstance(a, ast.Try) for a in script.ancestors(call)):
-        return Failure(
-            f"line {line}: on a machine without GPUs the GPU list is empty and indexing it "
-            "raises IndexError: pin only `if gpus:`",
-            line,
-        )
     started = _first_tensorflow_use(script)
     if started is not None and position(started) < position(call):
         return Failure(
@@ -47,7 +42,58 @@ def check(script):
             "GPU is pinned; pin it right after hvd.init()",
             line,
         )
-    return None
+    return _guard_failure(script, call, devices)
+
+
+def _guard_failure(script, call, devices):
+    """The pinning must be guarded by a test of the GPU list (or a try), not of anything else."""
+    line = call.lineno
+    guards = script.guards(call)
+    for test, _ in guards:
+        if script.rank_test(test) is not None:  # `hvd.rank() == 0`, `gpus and hvd.rank() == 0`
+            return Failure(
+                f"line {line}: the GPU is pinned only when `{script.source(test)}`, a test of the "
+                "worker's rank, not of the GPU list: the other workers are never pinned and all "
+                "use GPU 0; what the guard is for is a machine without GPUs, where the list is "
+                "empty and indexing it raises IndexError: pin `if gpus:`",
+                line,
+            )
+    if any(isinstance(a, ast.Try) for a in script.ancestors(call)):
+        return None
+    if not guards:
+        return Failure(
+            f"line {line}: on a machine without GPUs the GPU list is empty and indexing it "
+            "raises IndexError: pin only `if gpus:`",
+            line,
+        )
+    listed = _listed(script, devices)
+    if any(script.mentions(test, listed) for test, _ in guards):
+        return None
+    shown = script.source(guards[0][0])
+    return Note(
+        f"line {line}: it can't tell whether `{shown}` makes sure there is a GPU to pin; it "
+        "looked for a test of the GPU list, `if gpus:`",
+        line,
+    )
+
+
+def _listed(script, devices):
+    """A predicate: is this node the GPU list that `devices` indexes (or a call listing GPUs)?"""
+    device = script.resolve(devices) if devices is not None else None
+    if isinstance(device, (ast.List, ast.Tuple)) and len(device.elts) == 1:
+        device = script.resolve(device.elts[0])
+    name = device.value.id if isinstance(device, ast.Subscript) and isinstance(
+        device.value, ast.Name
+    ) else None
+
+    def is_the_list(node):
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        return isinstance(node, ast.Call) and script.qualified_name(node.func).endswith(
+            "list_physical_devices"
+        )
+
+    return is_the_list
 
 
 def _index_failure(script, devices, line):
@@ -64,6 +110,9 @@ def _index_failure(script, devices, line):
     kind = script.rank_kind(index)
     if kind == "local_rank":
         return None
+    failure = script.uncalled_failure(index)
+    if failure:
+        return failure
     if kind == "rank":
         return Failure(
             f"line {line}: hvd.rank() counts workers on all machines, so on a second machine it "

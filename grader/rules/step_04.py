@@ -2,9 +2,14 @@
 
 import ast
 
-from grader.engine import Failure
-from grader.rules.common import DISTRIBUTED_OPTIMIZER
-from grader.syntax import argument
+from grader.engine import Failure, Note, first_verdict
+from grader.rules.common import (
+    DISTRIBUTED_OPTIMIZER,
+    KERAS_LOAD_MODEL,
+    NO_FIT,
+    collective_failure,
+)
+from grader.syntax import HVD, argument
 
 STEP = 4
 HINT = (
@@ -13,7 +18,29 @@ HINT = (
 )
 
 
+LOAD_MODEL = f"{HVD}.load_model"  # rank 0 may get its DistributedOptimizer from the checkpoint
+FIT_HANG = (
+    "with a DistributedOptimizer every training step averages the gradients of all workers, so "
+    "the workers that train wait forever for the others (training hangs): train on every worker"
+)
+# Which workers a line runs on, in each case the grader tells apart.
+CASES = {
+    (True, True): "rank 0 when resuming",
+    (False, True): "the other workers when resuming",
+    (True, False): "rank 0 on a fresh run",
+    (False, False): "the other workers on a fresh run",
+}
+
+
 def check(script):
+    return first_verdict(
+        lambda: _wrapping_failure(script),
+        lambda: _every_worker_wraps(script),
+        lambda: _every_worker_trains(script),
+    )
+
+
+def _wrapping_failure(script):
     compiles = script.compile_calls()
     if not compiles:
         return Failure("no model.compile(...) call found outside a function")
@@ -64,3 +91,69 @@ def _is_wrapper(script, value):
     return (
         isinstance(value, ast.Call) and script.qualified_name(value.func) == DISTRIBUTED_OPTIMIZER
     )
+
+
+def _every_worker_wraps(script):
+    """Every worker trains with a DistributedOptimizer: its own, or rank 0's from the checkpoint
+    (hvd.load_model wraps the restored optimizer)."""
+    wrappers = [c for c in script.calls_to(DISTRIBUTED_OPTIMIZER) if not script.in_function(c)]
+    loads = [c for c in script.calls_to(LOAD_MODEL) if not script.in_function(c)]
+    for wrapper in wrappers:
+        tests = [t for t, p in script.guards(wrapper) if not _loads_otherwise(script, t, p)]
+        kinds = {variation.kind for variation in map(script.varies, tests) if variation}
+        if not kinds:
+            return None  # every worker wraps its optimizer
+        if "state" in kinds:
+            return collective_failure(
+                script, wrapper, "hvd.DistributedOptimizer(...)", _wrap_consequence()
+            )
+    if not wrappers:
+        return None
+    note = None
+    for (rank0, resuming), who in CASES.items():
+        reached = [script.runs(call, rank0, resuming) for call in wrappers + loads]
+        if True in reached:
+            continue
+        if None in reached:
+            note = note or Note(
+                f"line {wrappers[0].lineno}: it can't tell whether {who} get a "
+                "DistributedOptimizer (their own, or rank 0's from hvd.load_model); it looked "
+                "at the conditions around both",
+                wrappers[0].lineno,
+            )
+            continue
+        return Failure(
+            f"line {wrappers[0].lineno}: hvd.DistributedOptimizer(...) never runs on {who} "
+            f"(and no hvd.load_model gives one there): {_wrap_consequence()}",
+            wrappers[0].lineno,
+        )
+    return note
+
+
+def _loads_otherwise(script, test, polarity) -> bool:
+    """True if `test` picks between loading the checkpoint and building a fresh model (which
+    workers look for and load checkpoints is step 8's question)."""
+    branch = script.parent(test)
+    if not isinstance(branch, ast.If) or branch.test is not test:
+        return False
+    other = branch.orelse if polarity else branch.body
+    names = (LOAD_MODEL, *KERAS_LOAD_MODEL)
+    return any(
+        isinstance(node, ast.Call) and script.qualified_name(node.func) in names
+        for statement in other
+        for node in ast.walk(statement)
+    )
+
+
+def _wrap_consequence():
+    return (
+        "a worker with a plain optimizer never averages its gradients with the others, so the "
+        "workers that do wait forever for it (training hangs): wrap the optimizer on every worker"
+    )
+
+
+def _every_worker_trains(script):
+    fit = script.fit_call()
+    if fit is None:
+        return Failure(NO_FIT)
+    return collective_failure(script, fit, "model.fit(...)", FIT_HANG)

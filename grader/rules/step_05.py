@@ -26,7 +26,9 @@ def check(script):
             return Failure(f"line {entry.line}: give the root rank: 0", entry.line)
         value = script.constant(root)
         if value != 0 or isinstance(value, bool):
-            return Failure(f"line {entry.line}: {_wrong_root(script, root, value)}", entry.line)
+            return script.uncalled_failure(root) or Failure(
+                f"line {entry.line}: {_wrong_root(script, root, value)}", entry.line
+            )
         failure = every_rank_failure(script, entry, "broadcast callback")
         if failure:
             return failure

@@ -45,6 +45,9 @@ def _sharding_failure(script, dataset, line):
     num_shards, shard_index = argument(shard, "num_shards", 0), argument(shard, "index", 1)
     if num_shards is None or shard_index is None:
         return Failure(f"line {shard_line}: shard(num_shards, index) needs both", shard_line)
+    failure = script.uncalled_failure(num_shards, shard_index)
+    if failure:
+        return failure
     if script.rank_kind(num_shards) and script.scale(shard_index).power("size") == 1:
         return Failure(
             f"line {shard_line}: the arguments are swapped: shard(num_shards, index) takes "
@@ -122,6 +125,10 @@ def _no_shard_failure(script, line):
 
 def _split_failure(script, given, name, coef, line):
     scale = script.scale(given)
+    if scale.powers != (("size", -1),) or scale.mixed or scale.unclear:
+        failure = script.uncalled_failure(given)
+        if failure:
+            return failure
     shown = f"{name} (`{script.source(given)}`)"
     if scale.unclear:
         return Failure(
@@ -172,7 +179,7 @@ def _throughput_failure(script):
             continue
         images = argument(call, "images_per_step", 0)
         if images is not None and script.scale(images).powers != (("size", 1),):
-            return Failure(
+            return script.uncalled_failure(images) or Failure(
                 f"line {call.lineno}: Throughput gets `{script.source(images)}` images per step, "
                 "but one step now trains a batch on each worker: multiply by hvd.size()",
                 call.lineno,

@@ -1,15 +1,17 @@
 """Step 7: MetricAverageCallback averages the metrics before any callback reads them."""
 
-from grader.engine import Failure
+from grader.engine import Failure, first_verdict
 from grader.rules.common import (
     BROADCAST,
     METRIC_AVERAGE,
     SCHEDULE,
     WARMUP,
     callbacks,
+    collective_failure,
     every_rank_failure,
     missing_callback,
 )
+from grader.syntax import COLLECTIVES
 
 STEP = 7
 HINT = (
@@ -32,7 +34,30 @@ KERAS_METRIC_READERS = {
 LOOKED_FOR = "hvd.callbacks.MetricAverageCallback() on every worker"
 
 
+COLLECTIVE_HANG = (
+    "it completes only when every worker calls it, so the workers that call it wait forever "
+    "for the others (training hangs): call it on every worker, and print its result on rank 0"
+)
+
+
 def check(script):
+    return first_verdict(lambda: _callback_failure(script), lambda: _collectives_failure(script))
+
+
+def _collectives_failure(script):
+    """hvd.allreduce(...) and Horovod's other reductions must be reached by every worker."""
+    for call in script.calls_to(*COLLECTIVES):
+        if "broadcast" in script.qualified_name(call.func) or script.in_function(call):
+            continue  # broadcasts are step 8's
+        verdict = collective_failure(
+            script, call, f"{script.source(call.func)}(...)", COLLECTIVE_HANG
+        )
+        if verdict:
+            return verdict
+    return None
+
+
+def _callback_failure(script):
     entries, failure = callbacks(script, LOOKED_FOR)
     if failure:
         return failure

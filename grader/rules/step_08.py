@@ -243,6 +243,16 @@ def _others_need_a_model(script):
 
 
 def _optimizer_weights_failure(script):
+    optimizer, _ = optimizer_call(script)
+    name = script.qualified_name(optimizer.func) if optimizer is not None else ""
+    if name.startswith(f"{TF}.keras.optimizers.") and ".legacy." not in name:
+        return Note(
+            f"line {optimizer.lineno}: it checks how the workers that build a fresh model make "
+            "their optimizer's variables for tf.keras.optimizers.legacy optimizers (and "
+            f"NovoGrad); {script.source(optimizer.func)} is a new Keras optimizer, which has no "
+            "_create_all_weights",
+            optimizer.lineno,
+        )
     calls = [c for c in script.calls_by_method.get(CREATE_WEIGHTS, []) if not script.in_function(c)]
     for call in calls:
         failure = _loader_crash(script, call)

@@ -276,8 +276,8 @@ def _wrong_rate(script, stretch, epoch, warmup_end, rate, wanted, base):
         )
         return Failure(
             f"line {line}: multiplier={script.source(stretch.multiplier)} is a number, and "
-            "Horovod 0.28.1 turns a number m into a decay, m ** (epoch - start_epoch), not a "
-            f"constant factor: this callback sets {base} {shown}, where {SCHEDULE_TEXT}. Pass a "
+            "Horovod 0.28.1 turns a number m into exponential decay, m ** (epoch - "
+            f"start_epoch), not a constant factor: this callback sets {base} {shown}, where {SCHEDULE_TEXT}. Pass a "
             f"function of the epoch: multiplier=lambda epoch: {stretch.number:g}, or one "
             "callback with multiplier=step_decay",
             line,

@@ -1,5 +1,7 @@
 """Step 12: the optimizer is TensorFlow Addons' NovoGrad, and checkpoints load with it."""
 
+import ast
+
 from grader.engine import Failure
 from grader.rules.common import optimizer_call
 from grader.syntax import HVD, TFA, argument
@@ -32,13 +34,39 @@ def check(script):
             line,
         )
     for load in script.calls_to(f"{HVD}.load_model"):
-        customs = argument(load, "custom_optimizers", 1)
-        if customs is None or not script.mentions(
-            customs, lambda node: script.qualified_name(node) == NOVOGRAD
-        ):
+        failure = _load_failure(script, load)
+        if failure:
+            return failure
+    return None
+
+
+def _load_failure(script, load):
+    """What hvd.load_model needs for a NovoGrad checkpoint (Horovod 0.28.1): the class in
+    custom_optimizers, a list, which it wraps in DistributedOptimizer (legacy_opts is no matter:
+    it only picks among Keras's own optimizers)."""
+    line = load.lineno
+    customs = argument(load, "custom_optimizers", 1)
+    is_novograd = lambda node: script.qualified_name(node) == NOVOGRAD  # noqa: E731
+    if customs is None or not script.mentions(customs, is_novograd):
+        objects = argument(load, "custom_objects", 2)
+        if objects is not None and script.mentions(objects, is_novograd):
             return Failure(
-                f"line {load.lineno}: hvd.load_model can't rebuild a NovoGrad checkpoint "
-                "unless it knows the class: custom_optimizers=[tfa.optimizers.NovoGrad]",
-                load.lineno,
+                f"line {line}: custom_objects hands NovoGrad to Keras as it is, so rank 0's "
+                "optimizer comes back unwrapped, without DistributedOptimizer, and never joins "
+                "the others' gradient averaging: name it in custom_optimizers=[tfa.optimizers."
+                "NovoGrad], which hvd.load_model wraps",
+                line,
             )
+        return Failure(
+            f"line {line}: hvd.load_model can't rebuild a NovoGrad checkpoint unless it knows "
+            "the class: custom_optimizers=[tfa.optimizers.NovoGrad]",
+            line,
+        )
+    if not isinstance(script.resolve(customs), (ast.List, ast.Tuple)):
+        return Failure(
+            f"line {line}: custom_optimizers takes a list of classes, and hvd.load_model loops "
+            f"over it (a class alone is not iterable: TypeError): "
+            f"custom_optimizers=[{script.source(customs)}]",
+            line,
+        )
     return None
