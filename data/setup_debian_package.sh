@@ -9,22 +9,13 @@ PREPARED=${FASHION_MNIST_PREPARED:-data/fashion_mnist/manifest.json}
 [ -f "$DIR/train-images-idx3-ubyte.gz" ] && exit 0
 grep -q '"split": "official"' "$PREPARED" 2>/dev/null && exit 0
 
-if [ "$(id -u)" = 0 ]; then
-    SUDO=
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=sudo
-else
-    SUDO=none
-fi
-if ! command -v apt-get >/dev/null 2>&1 || [ "$SUDO" = none ]; then
+. "${0%/*}/../bootstrap/apt.sh"  # called as: sh <its folder>/<it>
+status=0
+apt_install "the official Fashion-MNIST" dataset-fashion-mnist || status=$?
+if [ "$status" = 1 ]; then
     echo "Debian's package dataset-fashion-mnist (the official Fashion-MNIST) is not installed and"
     echo "cannot be installed here (it needs apt-get, and root or sudo); trying the other sources."
-    exit 0
-fi
-echo "==> Installing the official Fashion-MNIST (apt-get install dataset-fashion-mnist)"
-$SUDO apt-get update -qq || true  # a failed mirror may still leave the package installable
-if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq dataset-fashion-mnist >/dev/null
-then
+elif [ "$status" != 0 ]; then
     echo "apt-get could not install dataset-fashion-mnist; trying the other sources."
 fi
 exit 0

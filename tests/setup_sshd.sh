@@ -9,21 +9,13 @@ set -e
 SSHD=${SSHD:-/usr/sbin/sshd}
 [ -x "$SSHD" ] && command -v ip >/dev/null 2>&1 && exit 0
 
-if [ "$(id -u)" = 0 ]; then
-    SUDO=
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=sudo
-else
-    SUDO=none
-fi
-if ! command -v apt-get >/dev/null 2>&1 || [ "$SUDO" = none ]; then
+. "${0%/*}/../bootstrap/apt.sh"  # called as: sh <its folder>/<it>
+status=0
+apt_install "OpenSSH's server for the multi-host test" openssh-server openssh-client iproute2 || status=$?
+if [ "$status" = 1 ]; then
     echo "sshd not found at $SSHD (or no ip command), so tests/test_multi_host.py will be skipped."
     echo "Install them (Debian/Ubuntu: sudo apt-get install openssh-server openssh-client iproute2)."
     exit 0
 fi
-echo "==> Installing OpenSSH's server for the multi-host test (apt-get install openssh-server)"
-# Wait for another apt-get (another test set-up) instead of failing on its lock.
-$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    openssh-server openssh-client iproute2 >/dev/null
+[ "$status" = 0 ] || exit "$status"
 "$SSHD" -V 2>&1 | head -n 1
