@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from workbook import pipeline_plot
+from workbook.facts import with_safe_env
 from workbook.pipeline_plot import PipelineResultError, read_result, save_plot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,9 +67,10 @@ needs_sample = pytest.mark.skipif(
 
 
 def environment() -> dict:
-    # horovodrun and the workers come from this environment; TensorFlow's C++ notes stay out.
+    # horovodrun and the workers come from this environment; TensorFlow's C++ notes stay out;
+    # as in a kernel or terminal of `make lab`, MPI does not hang on TensorBoard's port.
     return dict(
-        os.environ,
+        with_safe_env(),
         PATH=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
         TF_CPP_MIN_LOG_LEVEL="2",
         PYTHONUNBUFFERED="1",

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from authoring import chain as step_chain
+from workbook.facts import with_safe_env
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +59,8 @@ def script(step):
 
 
 def worker_env():
-    env = dict(os.environ)
+    """As in a kernel or terminal of `make lab`, whose environment keeps MPI from hanging."""
+    env = with_safe_env()
     env.update(
         # Two workers on two cores: one thread each, or they fight over the cores.
         TF_NUM_INTRAOP_THREADS="1",
