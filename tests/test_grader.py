@@ -7,6 +7,7 @@ follow the reference when its wording changes.
 import ast
 import html
 import io
+import re
 import subprocess
 import sys
 import tokenize
@@ -19,6 +20,9 @@ from grader import check_all, check_files, check_step, check_strict
 from grader_cases.mistakes import CASES
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
+from grader.rules import step_08, step_11
+
+REPO = step_chain.REPO
 
 STEPS = range(1, LAST_STEP + 1)
 SOLUTIONS = step_chain.OUTPUT_DIR
@@ -137,6 +141,42 @@ def test_corpus_covers_every_step():
         assert (
             len(wrong) >= 3 and len(right) >= 2
         ), f"step {step}: {len(wrong)} wrong, {len(right)} right"
+
+
+UNCALLED = [case for case in CASES if "is a function: call it" in case.expect_message]
+
+
+@pytest.mark.parametrize("case", UNCALLED, ids=lambda case: case.id)
+def test_uncalled_functions_are_reported_at_their_own_line(tmp_path, case):
+    text = case.apply(reference_text(case.base_step))
+    result = check_text(tmp_path, text)[case.step - 1]
+    function = case.expect_message.split(" is a function")[0]  # "hvd.size"
+    line = text.split("\n")[result.line - 1]
+    assert re.search(re.escape(function) + r"(?!\w|\()", line), (result.line, line)
+    assert result.message.startswith(f"line {result.line}: ")
+
+
+def test_step_11_looks_for_the_starting_scripts_schedule():
+    # The rule's schedule is the one step_decay of the starting script computes.
+    namespace = {}
+    tree = ast.parse(reference_text(0))
+    (function,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step_decay"]
+    exec(compile(ast.Module([function], []), "step_decay", "exec"), namespace)
+    for epoch in range(step_11.EPOCHS):
+        assert step_11.intended_multiplier(epoch) == pytest.approx(namespace["step_decay"](epoch))
+
+
+def test_step_8_text_hint_and_check_say_the_same(tmp_path):
+    def words(text):
+        return " ".join(text.split())
+
+    lesson = words((REPO / "notebooks" / "src" / "08_resume_on_rank_0.md").read_text())
+    assert words(step_08.WEIGHTS_HINT) in lesson
+    assert step_08.WHY_WEIGHTS in step_08.HINT and step_08.HOW_WEIGHTS in step_08.HINT
+    case = next(c for c in CASES if c.description == "optimizer variables not created")
+    result = check_text(tmp_path, case.apply(reference_text(case.base_step)))[case.step - 1]
+    assert step_08.WHY_WEIGHTS in result.message and result.hint == step_08.WEIGHTS_HINT
+    assert "opt._create_all_weights(model.trainable_variables)" in reference_text(8)
 
 
 def test_a_wrong_step_does_not_fail_the_others(tmp_path):
