@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from bench import results
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
+from workbook.facts import chain_file_name as output_name
 from workbook.paths import SOLUTIONS_DIR
-from workbook.facts import LAST_STEP, chain_file_name as output_name
 
 MISSING = None  # a student who handed in no fashion_mnist.py
 
@@ -94,9 +95,9 @@ def nbgrader_class(work: Path, scripts: dict) -> Path:
     release = course.folder("release")
     for student, script in scripts.items():
         folder = course.folder("submitted", student)
-        shutil.copytree(release, folder, ignore=shutil.ignore_patterns("fashion_mnist.py"))
+        shutil.copytree(release, folder, ignore=shutil.ignore_patterns(LEARNER_SCRIPT_NAME))
         if script is not None:
-            (folder / "fashion_mnist.py").write_text(script, encoding="utf-8")
+            (folder / LEARNER_SCRIPT_NAME).write_text(script, encoding="utf-8")
         (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
     return root
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from bench.processes import Timed, run_timed
 from workbook.facts import RESULT_LINE
-from workbook.paths import SOLUTIONS_DIR
+from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
 
 SOLUTION = SOLUTIONS_DIR / "fashion_mnist_solution.py"
-STARTER = SOLUTIONS_DIR / "fashion_mnist.py"
+STARTER = STARTER_SCRIPT
 PINNED = Path(__file__).with_name("pinned.py")
 
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import STEPS, check_all
+from workbook.facts import LEARNER_SCRIPT_NAME
 
-SCRIPT_NAME = "fashion_mnist.py"
+SCRIPT_NAME = LEARNER_SCRIPT_NAME
 
 
 @dataclass
