@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.processes import Timed, run_timed
-from workbook.facts import RESULT_LINE
+from workbook.facts import RESULT_LINE, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
 
-SOLUTION = SOLUTIONS_DIR / "fashion_mnist_solution.py"
+SOLUTION = SOLUTIONS_DIR / SOLUTION_FILE_NAME
 STARTER = STARTER_SCRIPT
 PINNED = Path(__file__).with_name("pinned.py")
 
