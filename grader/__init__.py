@@ -8,9 +8,10 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
     check_strict(reference_step=12)     # the whole file equals the solution, up to formatting
     check_bonus("alexnet")              # a bonus exercise (no points; grader/bonus/)
     train_bonus("alexnet")              # ... and a few real training steps of it on 2 workers
+    run_step(5)                         # runs the script on 2 workers; checks steps 4..5 for real
 
 In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--json]
-[--strict [REFERENCE]]
+[--strict [REFERENCE]], and python -m grader run FILE --step N (grader/live/)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from grader import reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
 from grader.engine import Failure, FileProblem, Note, Script, parse, read_source
+from grader.live import run_step
 from grader.report import Results, StepResult
 from grader.rules import RULES
 
@@ -34,6 +36,7 @@ __all__ = [
     "check_strict",
     "check_bonus",
     "train_bonus",
+    "run_step",
     "StepResult",
     "Results",
 ]

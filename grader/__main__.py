@@ -1,5 +1,6 @@
 """python -m grader check FILE [--step N | --all | --bonus NAME] [--json] [--strict [REFERENCE]]
 python -m grader batch PATH... [--csv FILE] [--json]   (a whole class at once: grader/batch.py)
+python -m grader run FILE [--step N] [--json]          (run it for real on 2 workers: grader/live/)
 (Grading a class with nbgrader: python -m instructor, see instructor/README.md.)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
@@ -14,6 +15,7 @@ import sys
 from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
 from grader.engine import FileProblem
+from grader.live import cli as live_cli
 from grader.report import Results
 
 _USE_STEP_REFERENCE = object()  # --strict without REFERENCE: the reference after --step N
@@ -23,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m grader", description="Check the steps of the Horovod workbook."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,batch}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,batch,run}")
     check = commands.add_parser(
         "check",
         help="check a training script",
@@ -51,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         "step N, or the solution), ignoring only comments and formatting",
     )
     batch.add_parser(commands)
+    live_cli.add_parser(commands)
     return parser
 
 
@@ -64,6 +67,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "batch":
         return batch.run(args)
+    if args.command == "run":
+        return live_cli.run(args, parser)
     if args.step is not None and args.step not in STEPS:
         parser.error(f"--step must be {STEPS[0]}..{STEPS[-1]}, not {args.step}")
     try:

@@ -1,0 +1,21 @@
+"""The run-for-real check: the learner's script on 2 workers for a few steps, and what the ranks did.
+
+    from grader import run_step
+    run_step(6)        # runs fashion_mnist.py; checks the invariants of steps 4..6
+
+In a terminal: python -m grader run FILE --step N
+
+One module per job, each importing only those above it:
+
+    probe       runs in each worker: the script, unchanged, with hooks that record what it does
+    evidence    the records of every rank, read back
+    invariants  what must hold once step N is done (identical updates, same weights...)
+    outcome     how the run ended: finished, crashed (whose error), hung (who waits where)
+    report      LiveResult: the verdict as text, HTML and JSON
+    run         run_step(): the run under the runner's horovodrun, watched for hangs
+"""
+
+from grader.live.report import LiveResult
+from grader.live.run import run_step
+
+__all__ = ["run_step", "LiveResult"]

@@ -1,0 +1,46 @@
+"""python -m grader run FILE [--step N] [--json] [--timeout S]: the run-for-real check in a terminal.
+
+Exit status: 0 when the run finished and nothing it showed is wrong, 1 when it crashed, hung
+or showed a step undone, 2 for a usage error or a file that can't be read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from grader.live.invariants import FIRST_STEP
+from grader.live.run import TIMEOUT_S, WORKERS, run_step
+from workbook.facts import LAST_STEP
+
+
+def add_parser(commands) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run a training script for real on 2 workers and check what the ranks do",
+        description=(
+            f"Run the script on {WORKERS} workers for a few steps (on the committed sample, with "
+            f"the smallest model) and check the invariants of steps {FIRST_STEP}..N: identical "
+            "updates, the same weights, different batches, averaged metrics, the resume epoch, "
+            "one writer, the learning rate."
+        ),
+    )
+    run.add_argument("file", metavar="FILE", help="the script, e.g. notebooks/fashion_mnist.py")
+    run.add_argument("--step", type=int, default=LAST_STEP, metavar="N",
+                     help=f"the last step done ({FIRST_STEP}..{LAST_STEP}; default {LAST_STEP})")  # fmt: skip
+    run.add_argument("--timeout", type=float, default=TIMEOUT_S, metavar="S",
+                     help=f"stop the run after S seconds (default {TIMEOUT_S:g})")  # fmt: skip
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args, parser) -> int:
+    if not FIRST_STEP <= args.step <= LAST_STEP:
+        parser.error(f"--step must be {FIRST_STEP}..{LAST_STEP} (steps 1-3 show nothing on a "
+                     f"run), not {args.step}")  # fmt: skip
+    if args.timeout <= 0:
+        parser.error("--timeout must be a positive number of seconds")
+    result = run_step(args.step, args.file, timeout=args.timeout, quiet=args.json)
+    if result.unreadable:
+        print(f"grader: error: {result.message}", file=sys.stderr)
+        return 2
+    print(result.to_json() if args.json else result)
+    return 0 if result.passed else 1

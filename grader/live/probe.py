@@ -1,0 +1,354 @@
+"""One worker of the run-for-real check: records what the learner's script does on this rank.
+
+    horovodrun -np 2 python grader/live/probe.py SCRIPT [ARGS...]    (grader/live/run.py does it)
+
+The script runs unchanged (runpy, as `__main__`) after a few hooks are installed:
+
+- Model.fit gets a callback at the start of the callback list and one at its end. The first
+  sees the weights right after the first training step's update, before any other callback
+  (Horovod's broadcast runs at the end of that step); the last sees them once every callback
+  has run, the learning rate of each batch and the metrics of each epoch.
+- The training dataset gets a tap that keeps the labels of its first batches, and every
+  Dataset.shuffle one seed, the same on every rank: ranks that read the same images then read
+  them in the same order, which shows (different data alone would never look alike).
+- Horovod's collectives, called from the script, note the line they wait on; Model.save and
+  save_weights note the files they write.
+
+What rank N saw in run M of the script goes to $WORKBOOK_PROBE_DIR/runM-rankN.json, rewritten
+at every stage, so that a run stopped early still tells how far each rank got; the weights
+before and after the first step go to .npy files beside it. Only the standard library, NumPy,
+TensorFlow and Horovod: this runs in the worker, which must not import the grader.
+"""
+
+import inspect
+import json
+import os
+import runpy
+import socket
+import sys
+import time
+import traceback
+
+PROBE_DIR_VARIABLE = "WORKBOOK_PROBE_DIR"
+# "all" or "second": in every run or in the second, each rank but 0 gets a --log-dir of its
+# own (empty), as if rank 0's disk were on another machine.
+PRIVATE_LOG_DIR_VARIABLE = "WORKBOOK_PROBE_PRIVATE_LOG_DIR"
+# A JSON list of arguments: run the script a second time, in the same process, with these
+# added (`["--epochs", "2"]`: go on from the first run's checkpoint).
+SECOND_RUN_VARIABLE = "WORKBOOK_PROBE_SECOND_RUN"
+SHUFFLE_SEED = 20240601
+LABEL_BATCHES = 3  # the batches whose labels are kept
+COLLECTIVES = ("allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall",
+               "reducescatter", "broadcast_object", "allgather_object", "broadcast_variables",
+               "join", "barrier")  # fmt: skip
+
+RANK = int(os.environ.get("HOROVOD_RANK", "0"))
+STARTED = time.monotonic()
+
+
+class Record:
+    """What this rank did in one run of the script; save() rewrites its file atomically."""
+
+    def __init__(self, folder: str, script: str, run: int):
+        self.folder = folder
+        self.prefix = os.path.join(folder, f"run{run}-rank{RANK}")
+        self.path = f"{self.prefix}.json"
+        self.data = {
+            "run": run,
+            "rank": RANK,
+            "size": int(os.environ.get("HOROVOD_SIZE", "1")),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "script": script,
+            "stages": [],
+            "waiting": None,
+            "fit": None,
+            "labels": [],
+            "lr": {},
+            "epoch_logs": {},
+            "saved": [],
+            "error": None,
+            "finished": False,
+        }
+
+    def stage(self, what: str) -> None:
+        self.data["stages"].append([round(time.monotonic() - STARTED, 2), what])
+        self.save()
+
+    def save(self) -> None:
+        temporary = f"{self.path}.tmp"
+        with open(temporary, "w", encoding="utf-8") as file:
+            json.dump(self.data, file)
+        os.replace(temporary, self.path)
+
+    def save_vector(self, name: str, vector) -> None:
+        import numpy as np
+
+        np.save(f"{self.prefix}-{name}.npy", vector)
+
+
+def script_line(script: str, frame):
+    """(line number, text) of the innermost frame in the learner's script, or (None, "")."""
+    for summary in reversed(traceback.extract_stack(frame)):
+        if os.path.abspath(summary.filename) == script:
+            return summary.lineno, (summary.line or "").strip()
+    return None, ""
+
+
+def traceback_line(script: str, error: BaseException):
+    """(line number, text) of the script's line where `error` went by, or (None, "")."""
+    for summary in reversed(traceback.extract_tb(error.__traceback__)):
+        if os.path.abspath(summary.filename) == script:
+            return summary.lineno, (summary.line or "").strip()
+    return None, ""
+
+
+def private_log_dir(argv: list, run: int) -> list:
+    """argv with `--log-dir X` made `X-rankN-runM` on ranks other than 0."""
+    if RANK == 0:
+        return argv
+    changed = list(argv)
+    for index, token in enumerate(changed):
+        if token == "--log-dir" and index + 1 < len(changed):
+            changed[index + 1] = f"{changed[index + 1]}-rank{RANK}-run{run}"
+        elif token.startswith("--log-dir="):
+            changed[index] = f"{token}-rank{RANK}-run{run}"
+    return changed
+
+
+def trainable_vector(model):
+    import numpy as np
+
+    values = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in model.trainable_variables]
+    return np.concatenate(values) if values else np.zeros(0)
+
+
+def learning_rate(optimizer):
+    """The optimizer's current learning rate as a float, or None."""
+    import tensorflow as tf
+
+    try:
+        rate = optimizer.lr if hasattr(optimizer, "lr") else optimizer.learning_rate
+        if isinstance(rate, tf.keras.optimizers.schedules.LearningRateSchedule):
+            rate = rate(optimizer.iterations)
+        return float(tf.keras.backend.get_value(rate))
+    except Exception:  # an optimizer without a readable rate: the check says it can't tell
+        return None
+
+
+class Current:
+    """The record of the run going on: the hooks write to it, main() replaces it per run."""
+
+    record: Record = None
+
+
+def install_hooks(script: str) -> None:
+    import tensorflow as tf
+
+    model_class = tf.keras.Model
+    original_fit = model_class.fit
+    fit_signature = inspect.signature(original_fit)
+
+    class FirstProbe(tf.keras.callbacks.Callback):
+        """First in the list: the weights before training and right after step 1's update."""
+
+        def __init__(self, record):
+            super().__init__()
+            self.record, self.before = record, None
+
+        def on_train_begin(self, logs=None):
+            self.before = trainable_vector(self.model)
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.before is not None:
+                self.record.save_vector("before-first-step", self.before)
+                self.record.save_vector("first-update", trainable_vector(self.model) - self.before)
+                self.before = None
+
+    class LastProbe(tf.keras.callbacks.Callback):
+        """Last in the list: what every callback left behind."""
+
+        def __init__(self, record):
+            super().__init__()
+            self.record, self.epoch, self.steps = record, 0, 0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+            self.record.data["lr"][str(epoch)] = []
+
+        def on_train_batch_begin(self, batch, logs=None):
+            rates = self.record.data["lr"].setdefault(str(self.epoch), [])
+            rates.append(learning_rate(self.model.optimizer))
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.steps += 1
+            if self.steps == 1:
+                self.record.save_vector("after-first-step", trainable_vector(self.model))
+                self.record.stage("finished training step 1")
+
+        def on_epoch_end(self, epoch, logs=None):
+            names = set(self.model.metrics_names)
+            self.record.data["epoch_logs"][str(epoch)] = {
+                key: float(value)
+                for key, value in (logs or {}).items()
+                if key in names or (key.startswith("val_") and key[4:] in names)
+            }
+            self.record.stage(f"finished epoch {epoch + 1}")
+
+    def tapped(dataset, record):
+        """The dataset, with a tap that keeps the labels of its first batches."""
+        kept = record.data["labels"]
+
+        def keep(labels):
+            if len(kept) < LABEL_BATCHES:
+                kept.append([int(x) for x in labels.numpy().ravel()])
+            return True
+
+        def tap(*element):
+            if len(element) < 2 or not isinstance(element[1], tf.Tensor):
+                return element
+            done = tf.py_function(keep, [element[1]], Tout=tf.bool)
+            with tf.control_dependencies([done]):
+                return (element[0], tf.identity(element[1]), *element[2:])
+
+        return dataset.map(tap)
+
+    def fit(self, *args, **kwargs):
+        record = Current.record
+        if record.data["fit"] is not None:  # a second fit: train as asked, record nothing
+            return original_fit(self, *args, **kwargs)
+        bound = fit_signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        optimizer = getattr(self, "optimizer", None)
+        callbacks = list(arguments.get("callbacks") or [])
+        line, code = script_line(script, sys._getframe(1))
+        record.data["fit"] = {
+            "initial_epoch": int(arguments.get("initial_epoch") or 0),
+            "epochs": int(arguments.get("epochs") or 1),
+            "steps_per_epoch": arguments.get("steps_per_epoch"),
+            "callbacks": [type(callback).__name__ for callback in callbacks],
+            "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+            # hvd.DistributedOptimizer's class has the name of the one it wraps; this is its mark.
+            "distributed_optimizer": hasattr(optimizer, "_allreduce_grads"),
+            "dataset": isinstance(arguments.get("x"), tf.data.Dataset),
+            "line": line,
+            "code": code,
+        }
+        if record.data["fit"]["dataset"]:
+            arguments["x"] = tapped(arguments["x"], record)
+        arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]
+        record.stage("started model.fit")
+        result = original_fit(*bound.args, **bound.kwargs)
+        record.stage("model.fit returned")
+        return result
+
+    model_class.fit = fit
+
+    original_shuffle = tf.data.Dataset.shuffle
+
+    def shuffle(self, buffer_size, seed=None, *args, **kwargs):
+        return original_shuffle(self, buffer_size, SHUFFLE_SEED, *args, **kwargs)
+
+    tf.data.Dataset.shuffle = shuffle
+
+    for method in ("save", "save_weights"):
+        original = getattr(model_class, method)
+
+        def saving(self, filepath, *args, _original=original, **kwargs):
+            Current.record.data["saved"].append(os.fspath(filepath))
+            Current.record.save()
+            return _original(self, filepath, *args, **kwargs)
+
+        setattr(model_class, method, saving)
+
+    install_collective_hooks(script)
+
+
+def install_collective_hooks(script: str) -> None:
+    """hvd.broadcast(...) and the like, called from the script, note where they wait."""
+    import horovod.tensorflow as hvd_tf
+    import horovod.tensorflow.keras as hvd_keras
+
+    for module in (hvd_keras, hvd_tf):
+        for name in COLLECTIVES:
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+
+            def collective(*args, _original=original, _name=name, **kwargs):
+                caller = sys._getframe(1)
+                if os.path.abspath(caller.f_code.co_filename) != script:
+                    return _original(*args, **kwargs)
+                record = Current.record
+                line, text = script_line(script, caller)
+                record.data["waiting"] = {
+                    "call": f"hvd.{_name}",
+                    "name": kwargs.get("name"),
+                    "line": line,
+                    "code": text,
+                }
+                record.save()
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    record.data["waiting"] = None
+                    record.save()
+
+            setattr(module, name, collective)
+
+
+def run_script(script: str, args: list, record: Record) -> None:
+    """Runs the script as `python SCRIPT ARGS` would; its error, if any, goes to the record."""
+    Current.record = record
+    record.data["argv"] = args
+    record.stage("started the script")
+    sys.argv = [script, *args]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit:
+        if exit.code not in (None, 0):
+            line, text = traceback_line(script, exit)
+            record.data["error"] = {"type": "SystemExit", "message": str(exit.code),
+                                    "line": line, "code": text}  # fmt: skip
+            record.save()
+            raise
+    except BaseException as error:
+        line, text = traceback_line(script, error)
+        message = str(error).strip()
+        record.data["error"] = {
+            "type": type(error).__name__,
+            "message": message.splitlines()[-1] if message else "",
+            "line": line,
+            "code": text,
+        }
+        record.save()
+        raise
+    record.data["finished"] = True
+    record.stage("ended")
+
+
+def main() -> None:
+    script = os.path.abspath(sys.argv[1])
+    args = sys.argv[2:]
+    folder = os.environ[PROBE_DIR_VARIABLE]
+    private = os.environ.get(PRIVATE_LOG_DIR_VARIABLE, "")
+    second = os.environ.get(SECOND_RUN_VARIABLE)
+    runs = [args] + ([args + json.loads(second)] if second else [])
+    sys.path[0] = os.path.dirname(script)  # as `python SCRIPT` would have it, not this folder
+    first = Record(folder, script, 1)
+    first.stage("started")
+    install_hooks(script)
+    for number, run_args in enumerate(runs, start=1):
+        record = first if number == 1 else Record(folder, script, number)
+        if private == "all" or (private == "second" and number == 2):
+            run_args = private_log_dir(run_args, number)
+        if number > 1:
+            import tensorflow as tf
+
+            tf.keras.backend.clear_session()  # layer names as in a new process
+        run_script(script, run_args, record)
+
+
+if __name__ == "__main__":
+    main()
