@@ -635,12 +635,12 @@ def test_autograde_grades_everyone_but_the_unusable_notebooks(graded_class):
         assert lines[student] == (
             f"{student}: NOT GRADED, unusable notebook {CORRUPT}: NotJSONError: Notebook does not "
             f"appear to be JSON (log: logs/autograde/{student}.log)"
-        )
+        ), done.stdout
     assert lines["adam"] == (
         f"adam: NOT GRADED, unusable notebook {notebook_name(COURSE_STEPS[0])}: nbgrader metadata "
         "schema 1, this nbgrader reads 3 (log: logs/autograde/adam.log)"
-    )
-    assert "graded 5 of 8 submissions" in done.stdout
+    ), done.stdout
+    assert "graded 5 of 8 submissions" in done.stdout, done.stdout
     course = graded_class["course"]
     for student in FAILED_STUDENTS:
         assert not course.folder("autograded", student).exists()
