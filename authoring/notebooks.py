@@ -23,22 +23,28 @@ A source says where it goes with a placeholder:
     {{ run_settings }}    code that sets QUICK and RUN_ARGS: the options of the full-size runs
                           (the baseline, the final run), quick when WORKBOOK_QUICK=1
     {{ steps_table }}     the twelve steps, each linked to its notebook
-    {{ next }}            a link to the next notebook
+    {{ next }}            the way to the next notebook: in a step notebook, the last thing in its
+                          Markdown cell, followed by a generated "Next" cell that opens the next
+                          notebook in the same tab and shuts down this one's kernel
+                          (workbook/navigation.py); elsewhere (00 keeps its kernel for the
+                          baseline) a link
     {{ NAME_reference_diff }}  for each bonus NAME of the chain (`alexnet_reference_diff`): the
                           change from the solution to that bonus's reference, collapsed
 
 An unknown placeholder, or one that needs a step in a notebook that is not a step, is an error
-naming the source file. Two cells are made by the builder from one template each:
+naming the source file. Three cells are made by the builder from one template each:
 
 - the set-up cell, the first code cell of every notebook, which lets it import `grader` and
   `workbook` from the workbook's top folder;
 - the "check my step" cell: the source marks it with an empty code cell tagged `check`; the
-  builder writes the check, its nbgrader metadata (one point, locked) and its id.
+  builder writes the check, its nbgrader metadata (one point, locked) and its id;
+- the "Next" cell of a step notebook, after its `{{ next }}`.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import sys
 from pathlib import Path
@@ -100,6 +106,14 @@ result = check_step({step})
 display(result)
 if not result.passed:
     raise StepNotDone(result)"""
+
+
+NEXT_TAG = "next"
+NEXT_CELL = """\
+# Saves and closes this notebook, shuts down its kernel and opens the next notebook.
+from workbook.navigation import open_next
+
+open_next({notebook}, {title})"""
 
 
 def check_cell_source(step: int) -> str:
@@ -238,13 +252,33 @@ def steps_table(sources: list) -> str:
     return "\n".join(rows)
 
 
-def next_link(sources: list, source: Path) -> str:
+def next_source(sources: list, source: Path) -> Path:
     names = [s.name for s in sources]
     index = names.index(source.name)
     if index + 1 == len(sources):
         raise NotebookSourceError(f"{source.name}: {{{{ next }}}} in the last notebook")
-    following = sources[index + 1]
-    return f"**Next:** [{notebook_title(following)}]({following.stem}.ipynb)"
+    return sources[index + 1]
+
+
+def next_link(sources: list, source: Path) -> str:
+    following = next_source(sources, source)
+    if step_of(source.stem) is None:
+        return f"**Next:** [{notebook_title(following)}]({following.stem}.ipynb)"
+    # No link: a click on it would open a new tab and leave this notebook's kernel running.
+    return (
+        f"**Next: {notebook_title(following)}.** Run the cell below: it saves and closes this "
+        "notebook, shuts down its kernel (this step needs it no more) and opens the next one "
+        "in its place."
+    )
+
+
+def next_cell_source(sources: list, source: Path) -> str:
+    """The code of a step notebook's "Next" cell."""
+    following = next_source(sources, source)
+    return NEXT_CELL.format(
+        notebook=json.dumps(f"{following.stem}.ipynb", ensure_ascii=False),
+        title=json.dumps(notebook_title(following), ensure_ascii=False),
+    )
 
 
 def placeholder_values(
@@ -299,6 +333,14 @@ def fill(text: str, values: dict, where: str) -> str:
     return _PLACEHOLDER.sub(replace, text)
 
 
+def _ends_with_next(markdown: str, where: str) -> bool:
+    """Whether a step notebook's Markdown cell has {{ next }}, which must end it."""
+    found = [m for m in _PLACEHOLDER.finditer(markdown) if m.group(1) == "next"]
+    if found and markdown[found[-1].end():].strip():
+        raise NotebookSourceError(f"{where}: {{{{ next }}}} must end its cell (the Next cell follows)")
+    return bool(found)
+
+
 # --- one notebook ---------------------------------------------------------------------------
 
 
@@ -325,6 +367,10 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
             raise NotebookSourceError(f"{where}: only tags may be set, not {unknown_metadata}")
         if cell.cell_type == "markdown":
             cells.append(nbformat.v4.new_markdown_cell(fill(cell.source, values, where)))
+            if step is not None and _ends_with_next(cell.source, where):
+                following = nbformat.v4.new_code_cell(next_cell_source(sources, source))
+                following.metadata["tags"] = [NEXT_TAG]
+                cells.append(following)
         elif cell.cell_type == "code" and CHECK_TAG in tags:
             if step is None:
                 raise NotebookSourceError(f"{where}: a check cell in a notebook that is no step")
@@ -356,6 +402,8 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
             cell.id = cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
         elif "setup" in cell.metadata.get("tags", []):
             cell.id = "setup"
+        elif NEXT_TAG in cell.metadata.get("tags", []):
+            cell.id = "next"
         else:
             cell.id = f"cell-{index:02d}"
 

@@ -1,6 +1,7 @@
 """What a learner sees, in a real browser: `make lab`, a step notebook opened in headless Chromium,
 its set-up and check cells run with Shift+Enter: the grader's red feedback with one line under
-it (no traceback), then, once the step is done, one green line.
+it (no traceback), then, once the step is done, one green line. And a walk from 00 to 13 by the
+Next cells, which leaves two kernels running, not fourteen.
 
 Chromium is Debian's (`make browser`, run by `make test`, installs it); Playwright only drives
 it. The screenshots are kept in test-artifacts/ (browser-step01-check.png, the failed check;
@@ -11,7 +12,9 @@ import json
 import os
 import shutil
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
@@ -21,6 +24,7 @@ from grader import check_step
 from grader.reference import reference_path
 from grader.report import FAIL_COLOR, PASS_COLOR
 from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
+from workbook.facts import LAST_STEP
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 
 pytestmark = pytest.mark.slow
@@ -34,6 +38,7 @@ NOTEBOOK = NOTEBOOKS_DIR / "01_initialize_horovod.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "browser-step01-check.png"
 PASSED_SCREENSHOT = ARTIFACTS / "browser-step01-passed.png"
+WALK_SCREENSHOT = ARTIFACTS / "browser-walk-00-13.png"
 STEP_TIMEOUT_MS = 60_000  # one wait in the page: the notebook, the kernel, a cell's output
 
 
@@ -72,8 +77,8 @@ def step_folder():
     return folder
 
 
-def cell_index(tag):
-    cells = json.loads(NOTEBOOK.read_text())["cells"]
+def cell_index(tag, notebook=NOTEBOOK):
+    cells = json.loads(notebook.read_text())["cells"]
     return next(i for i, cell in enumerate(cells) if tag in cell["metadata"].get("tags", []))
 
 
@@ -159,3 +164,97 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
         stop_lab(lab)
     print(f"browser test: {time.monotonic() - started:.0f} s; screenshots {SCREENSHOT}, "
           f"{PASSED_SCREENSHOT}")
+
+
+# --- the Next cells: one notebook, one kernel at a time -----------------------------------------
+
+WALK = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))[: LAST_STEP + 2]  # 00 to 13
+
+
+@pytest.fixture
+def walk_folder():
+    """Notebooks 00 to 13 next to the solution, so every check passes, in a folder of their own
+    under test-artifacts/ (JupyterLab serves only the repository)."""
+    folder = ARTIFACTS / "walk"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for notebook in WALK:
+        shutil.copy(notebook, folder / notebook.name)
+    shutil.copy(reference_path(LAST_STEP), folder / LEARNER_SCRIPT.name)
+    return folder
+
+
+def test_next_cells_leave_two_kernels_by_notebook_13(lab_env, chromium, walk_folder):
+    """A learner goes from 00 to 13 by the Next link of 00, then the Next cell of every step
+    (after its set-up and check cells): each step's notebook closes, saved, with its kernel,
+    and by 13 JupyterLab holds 00's kernel (the baseline's) and 13's, and their two tabs."""
+    assert WALK[0].name.startswith("00_") and WALK[-1].name.startswith(f"{LAST_STEP + 1}_")
+    started = time.monotonic()
+    lab = make_lab(lab_env, free_port(), free_port())
+    page = None
+    try:
+        url, _ = read_until_url(lab, time.monotonic() + START_TIMEOUT_S)
+        parts = urlsplit(url)
+        token = parse_qs(parts.query)["token"][0]
+        base = f"{parts.scheme}://{parts.netloc}"
+
+        def api(path):
+            with urlopen(f"{base}/api/{path}?token={token}", timeout=30) as response:
+                return json.load(response)
+
+        page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
+        where = walk_folder.relative_to(REPO).as_posix()
+        panel = page.locator(".jp-NotebookPanel:visible")
+        tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")  # the main area's
+        current_tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+
+        def kernel_ready():
+            expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text("Python 3 (ipykernel)")
+            expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+                "data-status", "idle")
+
+        page.goto(f"{base}/lab/tree/{where}/{WALK[0].name}?token={token}")
+        kernel_ready()
+        panel.locator(f'a[href*="/{WALK[1].name}"]').last.click()  # 00 keeps its kernel
+        for notebook, following in zip(WALK[1:], WALK[2:]):
+            expect(current_tab).to_have_text(notebook.name)
+            kernel_ready()
+            cells = panel.locator(".jp-Cell")
+            for tag in ("setup", "check"):
+                run_cell(cells.nth(cell_index(tag, notebook)))
+            expect(cells.nth(cell_index("check", notebook))).to_contain_text("\u2714 passed")
+            run_cell(cells.nth(cell_index("next", notebook)))
+            expect(current_tab).to_have_text(following.name)
+            expect(tabs.filter(has_text=notebook.name)).to_have_count(0)
+            # Saved on the way out, with the check's result.
+            saved = json.loads((walk_folder / notebook.name).read_text(encoding="utf-8"))
+            check = saved["cells"][cell_index("check", notebook)]
+            assert "&#10004; passed" in json.dumps(check["outputs"]), notebook.name
+        kernel_ready()
+        sessions = {Path(session["path"]).name: session["kernel"]["id"]
+                    for session in api("sessions")}
+        kernels = [kernel["id"] for kernel in api("kernels")]
+        print(f"by {WALK[-1].name}: {tabs.count()} tabs, {len(kernels)} kernels: "
+              f"{sorted(sessions)}")
+        assert sorted(sessions) == [WALK[0].name, WALK[-1].name]
+        assert sorted(kernels) == sorted(sessions.values())
+        expect(tabs).to_have_count(2)
+
+        # A finished step opened again stays open: its saved Next output came from a kernel
+        # that is gone, so it shows the link and does nothing.
+        page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+                      f"{where}/{WALK[1].name}")
+        expect(current_tab).to_have_text(WALK[1].name)
+        kernel_ready()
+        next_output = panel.locator(".jp-Cell").nth(cell_index("next", WALK[1]))
+        expect(next_output.locator(f'a[href*="/{WALK[2].name}"]')).to_be_visible()
+        time.sleep(3)
+        expect(current_tab).to_have_text(WALK[1].name)
+        expect(tabs).to_have_count(3)
+    finally:
+        if page is not None:
+            page.screenshot(path=WALK_SCREENSHOT, full_page=True)
+        stop_lab(lab)
+    print(f"walk: {time.monotonic() - started:.0f} s; screenshot {WALK_SCREENSHOT}")

@@ -149,6 +149,38 @@ def test_step_notebook_has_one_graded_check(step):
     )
 
 
+@pytest.mark.parametrize("step", sorted(STEP_NOTEBOOKS))
+def test_step_notebook_ends_with_its_next_cell(step):
+    """The way on is a cell that closes this notebook and its kernel, not a link (a new tab)."""
+    notebook = read_notebook(STEP_NOTEBOOKS[step])
+    *_, before, cell = notebook.cells
+    following = NOTEBOOK_NAMES[NOTEBOOK_NAMES.index(STEP_NOTEBOOKS[step]) + 1]
+    assert cell.cell_type == "code" and cell.metadata.tags == ["next"] and cell.id == "next"
+    title = builder.notebook_title(builder.SOURCE_DIR / following.replace(".ipynb", ".md"))
+    assert cell.source.endswith(f'open_next("{following}", "{title}")')
+    assert before.cell_type == "markdown" and "Run the cell below" in before.source
+    assert following not in before.source.split("**Next:")[-1]
+
+
+def test_next_cell_names_the_kernel_that_ran_it(tmp_path):
+    """Its script acts only in the kernel that ran it: JupyterLab's kernels are known by the
+    id in their connection file's name (kernel-<id>.json), as MultiKernelManager names it."""
+    from jupyter_client.multikernelmanager import MultiKernelManager
+    from nbclient import NotebookClient
+
+    code = builder.NEXT_CELL.format(notebook='"02_pin_gpu.ipynb"', title='"Step 2"')
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    kernels = MultiKernelManager(connection_dir=str(tmp_path))
+    kernel_id = kernels.start_kernel(kernel_name="python3")
+    try:
+        NotebookClient(notebook, km=kernels.get_kernel(kernel_id), timeout=120).execute()
+    finally:
+        kernels.shutdown_all(now=True)
+    link, script = (output.data for output in notebook.cells[0].outputs)
+    assert '<a href="02_pin_gpu.ipynb">Step 2</a>' in link["text/html"]
+    assert f'kernel.id !== "{kernel_id}"' in script["application/javascript"]
+
+
 @pytest.mark.parametrize("name", [n for n in NOTEBOOK_NAMES if n not in STEP_NOTEBOOKS.values()])
 def test_other_notebooks_have_no_graded_cells(name):
     assert graded_cells(read_notebook(name)) == []
@@ -247,6 +279,18 @@ def test_builder_wants_exactly_one_empty_check_cell(tmp_path):
     )
     with pytest.raises(builder.NotebookSourceError, match="leave the check cell empty"):
         builder.build_notebook(filled)
+
+
+def test_builder_wants_next_at_the_end_of_its_cell_in_a_step_notebook(tmp_path):
+    text = "# Step\n\n" + CHECK + "\n{{ next }}\n\nMore text.\n"
+    write_source(tmp_path, "02_b.md", "# Step\n\n" + CHECK)
+    source = write_source(tmp_path, "01_a.md", text)
+    with pytest.raises(builder.NotebookSourceError, match=r"01_a\.md.*must end its cell"):
+        builder.build_notebook(source, builder.source_files(tmp_path))
+    write_source(tmp_path, "01_a.md", text.replace("\nMore text.\n", ""))
+    notebook = builder.build_notebook(source, builder.source_files(tmp_path))
+    assert notebook.cells[-1].metadata.tags == ["next"]
+    assert 'open_next("02_b.ipynb", "Step 2: ' in notebook.cells[-1].source
 
 
 def test_builder_fills_placeholders(tmp_path):

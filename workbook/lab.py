@@ -75,6 +75,9 @@ def start_lab(ip: str, port: int) -> subprocess.Popen:
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
+        # window.jupyterapp: a step notebook's Next cell closes it and opens the next one
+        # through JupyterLab's own commands (workbook/navigation.py).
+        "--LabApp.expose_app_in_browser=True",
     ]
     if os.geteuid() == 0:
         # Containers and workshop VMs often run everything as root; Jupyter refuses by default.
