@@ -71,9 +71,17 @@ def instructor_command(*args) -> list:
     return [sys.executable, "-m", "instructor", *map(str, args)]
 
 
+# Seconds a grading command may take: nbgrader's autograde of 200 students took 1,393 s here.
+COMMAND_TIMEOUT_S = 3600
+
+
 def timed(argv: list, ok_codes=(0,), cwd=None) -> tuple:
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False,
+                              timeout=COMMAND_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(map(str, argv))} did not finish in {COMMAND_TIMEOUT_S} s")
     seconds = time.perf_counter() - started
     if done.returncode not in ok_codes:
         raise RuntimeError(f"{' '.join(argv)} exited with {done.returncode}:\n{done.stderr[-2000:]}")
