@@ -170,6 +170,7 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         self.attributes: set = set()  # every `.name` the script uses
         self.late_bound: dict = {}  # lambdas copied out of loops: {id: names read late}
         self._originals: dict = {}  # {id of a copy: the node it was copied from}
+        self._returned: dict = {}  # {id of a call: what it stands for, see returned()}
         calls, imports, assignments, named = [], [], [], []
         for parent in ast.walk(tree):  # one pass over the tree collects everything
             inside = isinstance(parent, _SCOPES) or id(parent) in self._in_scope
@@ -550,20 +551,36 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         return None
 
     def returned(self, call):
-        """What a call of a one-line function without parameters stands for:
-        `def is_root(): return hvd.rank() == 0` makes `is_root()` mean `hvd.rank() == 0`."""
+        """What a call of one of the script's one-line functions stands for:
+        `def is_root(): return hvd.rank() == 0` makes `is_root()` mean `hvd.rank() == 0`, and
+        `def per_worker(n): return n // hvd.size()` makes `per_worker(steps)` mean
+        `steps // hvd.size()`. None for other calls."""
+        key = id(call)
+        if key not in self._returned:
+            self._returned[key] = self._find_returned(call)
+        return self._returned[key]
+
+    def _find_returned(self, call):
         function = self.function_of(call)
-        if function is None or call.args or call.keywords:
+        if function is None or call.keywords:
             return None
         arguments = function.args
-        if arguments.posonlyargs or arguments.args or arguments.kwonlyargs:
+        parameters = [arg.arg for arg in arguments.posonlyargs + arguments.args]
+        if arguments.kwonlyargs or arguments.vararg or arguments.kwarg or arguments.defaults:
+            return None
+        if len(call.args) != len(parameters) or any(
+            isinstance(arg, ast.Starred) for arg in call.args
+        ):
             return None
         body = function.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring
-        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+            return None
+        if not parameters:
             return body[0].value
-        return None
+        given = dict(zip(parameters, call.args))
+        return self.substituted(body[0].value, given, given)
 
     def mentions_call(self, expr, *names: str) -> bool:
         return self.mentions(

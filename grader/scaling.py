@@ -13,13 +13,15 @@ class Scale:
     """An expression seen as coef * size**p * local_size**q * ... times opaque factors.
 
     `mixed` means its branches (`a or b`, `x if c else y`, two assignments) scale differently;
-    `unclear` that it adds terms that scale differently (`n // (hvd.rank() + 1)`).
+    `unclear` that it adds terms that scale differently (`n // (hvd.rank() + 1)`); `opaque`
+    that it calls a function of the script that uses Horovod in a way the grader can't follow.
     """
 
     powers: tuple = ()  # sorted (horovod quantity, power) pairs, zero powers left out
     coef: float = 1.0
     mixed: bool = False
     unclear: bool = False
+    opaque: bool = False
 
     def power(self, quantity: str) -> int:
         return dict(self.powers).get(quantity, 0)
@@ -29,7 +31,13 @@ class Scale:
         for quantity, power in other.powers:
             powers[quantity] = powers.get(quantity, 0) + sign * power
         kept = tuple(sorted((q, p) for q, p in powers.items() if p))
-        return Scale(kept, coef, self.mixed or other.mixed, self.unclear or other.unclear)
+        return Scale(
+            kept,
+            coef,
+            self.mixed or other.mixed,
+            self.unclear or other.unclear,
+            self.opaque or other.opaque,
+        )
 
 
 class ScaleQuestions:
@@ -47,7 +55,7 @@ class ScaleQuestions:
             return Scale((), float(expr.value)) if not isinstance(expr.value, bool) else Scale()
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             inner = self.scale(expr.operand, depth + 1)
-            return Scale(inner.powers, -inner.coef, inner.mixed, inner.unclear)
+            return Scale(inner.powers, -inner.coef, inner.mixed, inner.unclear, inner.opaque)
         if isinstance(expr, ast.Call):
             return self._scale_of_call(expr, depth)
         if isinstance(expr, ast.BinOp):
@@ -59,7 +67,13 @@ class ScaleQuestions:
                 return left.combine(right, -1, coef)
             if isinstance(expr.op, (ast.Add, ast.Sub)):
                 total = _same_scale([left, right])
-                return Scale(total.powers, total.coef, left.mixed or right.mixed, total.mixed)
+                return Scale(
+                    total.powers,
+                    total.coef,
+                    left.mixed or right.mixed,
+                    total.mixed,
+                    total.opaque,
+                )
             return Scale()
         if isinstance(expr, ast.BoolOp):
             return _same_scale([self.scale(value, depth + 1) for value in expr.values])
@@ -76,13 +90,20 @@ class ScaleQuestions:
         scales = [self.scale(value, depth + 1) for value in values]
         first = scales[0]
         if any(s.powers != first.powers or s.mixed for s in scales):
-            return Scale(first.powers, first.coef, True, first.unclear)
+            opaque = any(s.opaque for s in scales)
+            return Scale(first.powers, first.coef, True, first.unclear, opaque)
         return first
 
     def _scale_of_call(self, call: ast.Call, depth: int) -> Scale:
         returned = self.returned(call)  # def workers(): return hvd.size()
         if returned is not None:
             return self.scale(returned, depth + 1)
+        function = self.function_of(call)
+        if function is not None and any(
+            isinstance(node, ast.Attribute) and self.qualified_name(node).startswith(HVD + ".")
+            for node in ast.walk(function)
+        ):
+            return Scale(opaque=True)
         name = self.qualified_name(call.func)
         if name.startswith(HVD + ".") and not call.args:
             quantity = name[len(HVD) + 1 :]
@@ -120,7 +141,8 @@ def _same_scale(scales: list) -> Scale:
     """The scale of alternatives (or terms): theirs if they agree, else a `mixed` one."""
     first = scales[0]
     unclear = any(s.unclear for s in scales)
+    opaque = any(s.opaque for s in scales)
     if any(s.powers != first.powers for s in scales[1:]):
-        return Scale(first.powers, 1.0, True, unclear)
+        return Scale(first.powers, 1.0, True, unclear, opaque)
     coef = first.coef if all(s.coef == first.coef for s in scales) else 1.0
-    return Scale(first.powers, coef, any(s.mixed for s in scales), unclear)
+    return Scale(first.powers, coef, any(s.mixed for s in scales), unclear, opaque)

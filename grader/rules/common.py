@@ -232,6 +232,12 @@ def scaling_failure(script, expr, what: str, line: int):
     if failure:
         return failure
     shown = f"{what} (`{script.source(expr)}`)"
+    if scale.opaque:
+        return Note(
+            f"line {line}: it can't tell how {shown} grows with the number of workers; it looked "
+            "for a plain multiple of hvd.size()",
+            line,
+        )
     if scale.unclear:
         return Failure(
             f"line {line}: {shown} adds up terms that change differently with the number of "

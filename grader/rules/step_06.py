@@ -2,7 +2,7 @@
 
 import ast
 
-from grader.engine import Failure
+from grader.engine import Failure, Note, first_verdict
 from grader.rules.common import NO_FIT
 from grader.syntax import HVD, argument
 
@@ -18,17 +18,18 @@ def check(script):
     fit = script.fit_call()
     if fit is None:
         return Failure(NO_FIT)
-    failure = _sharding_failure(script, argument(fit, "x", 0), fit.lineno)
-    if failure:
-        return failure
+    checks = [lambda: _sharding_failure(script, argument(fit, "x", 0), fit.lineno)]
     for name, index, coef in (("steps_per_epoch", 12, 1), ("validation_steps", 13, 3)):
         given = argument(fit, name, index)
         if given is None:
             return Failure(f"line {fit.lineno}: model.fit(...) gets no {name}", fit.lineno)
-        failure = _split_failure(script, given, name, coef, fit.lineno)
-        if failure:
-            return failure
-    return _throughput_failure(script)
+        checks.append(
+            lambda given=given, name=name, coef=coef: _split_failure(
+                script, given, name, coef, fit.lineno
+            )
+        )
+    checks.append(lambda: _throughput_failure(script))
+    return first_verdict(*checks)
 
 
 def _sharding_failure(script, dataset, line):
@@ -130,6 +131,12 @@ def _split_failure(script, given, name, coef, line):
         if failure:
             return failure
     shown = f"{name} (`{script.source(given)}`)"
+    if scale.opaque:
+        return Note(
+            f"line {line}: it can't tell how {shown} changes with the number of workers; it "
+            "looked for a division by hvd.size()",
+            line,
+        )
     if scale.unclear:
         return Failure(
             f"line {line}: {shown} adds up terms that change differently with the number of "

@@ -386,6 +386,13 @@ def _fresh_optimizer(script, call):
                 line,
                 WEIGHTS_HINT,
             )
+    if not isinstance(value, ast.Call):
+        return None, Note(
+            f"line {line}: it can't tell which optimizer `{script.source(receiver)}` is; it "
+            "looked for the one given to model.compile(...) (opt, the hvd.DistributedOptimizer) "
+            "or model.optimizer",
+            line,
+        )
     return None, Failure(
         f"line {line}: `{script.source(call)}` is not called on the optimizer given to "
         "model.compile(...): use that one (opt, the hvd.DistributedOptimizer) or model.optimizer",

@@ -83,10 +83,12 @@ def check(script):
                 "multiplier=step_decay",
                 schedule.line,
             )
+    overlap = _overlap_failure(script, warmup_epochs, schedules)
+    if isinstance(overlap, Failure):
+        return overlap
     return first_verdict(
-        lambda: _overlap_failure(script, warmup_epochs, schedules),
         lambda: _option_failure(script),
-        lambda: _rates_failure(script, warmup, warmup_epochs, schedules),
+        lambda: overlap or _rates_failure(script, warmup, warmup_epochs, schedules),
     )
 
 
@@ -112,17 +114,26 @@ def _overlap_failure(script, warmup_epochs, schedules):
         start = argument(entry.call, "start_epoch", 2)
         end = argument(entry.call, "end_epoch", 3)
         end_value = None if end is None else script.constant(end)
+        unknown = [
+            bound
+            for bound, value in ((start, script.constant(start)), (end, end_value))
+            if bound is not None
+            and not script.same_value(bound, warmup_epochs)
+            and not isinstance(value, (int, float))
+            and not (isinstance(script.resolve(bound), ast.Constant))  # end_epoch=None
+        ]
+        if unknown:
+            return Note(
+                f"line {entry.line}: it can't tell which epochs this LearningRateScheduleCallback "
+                f"covers (`{script.source(unknown[0])}`); it looked for the first starting where "
+                f"the warmup ends, start_epoch={script.source(warmup_epochs)}, and the others at "
+                "fixed epochs, none overlapping",
+                entry.line,
+            )
         if start is not None and script.same_value(start, warmup_epochs):
             spans.append((-1 if warmup_end is None else warmup_end, end_value, entry))
             continue
         start_value = 0 if start is None else script.constant(start)
-        if not isinstance(start_value, (int, float)):
-            return Failure(
-                f"line {entry.line}: start the first LearningRateScheduleCallback where the "
-                f"warmup ends, start_epoch={script.source(warmup_epochs)}, and the others at "
-                "fixed epochs",
-                entry.line,
-            )
         if start_value == 0 or (warmup_end is not None and start_value < warmup_end):
             return Failure(
                 f"line {entry.line}: this LearningRateScheduleCallback starts at epoch "
@@ -134,9 +145,10 @@ def _overlap_failure(script, warmup_epochs, schedules):
     spans.sort(key=lambda span: span[0])
     if spans[0][0] != -1 and warmup_end is None:
         first = spans[0][2]
-        return Failure(
-            f"line {first.line}: start the first LearningRateScheduleCallback where the warmup "
-            f"ends: start_epoch={script.source(warmup_epochs)}",
+        return Note(
+            f"line {first.line}: it can't tell whether this first LearningRateScheduleCallback "
+            f"starts where the warmup ends; it looked for start_epoch="
+            f"{script.source(warmup_epochs)}",
             first.line,
         )
     for (_, end, entry), (next_start, _, next_entry) in zip(spans, spans[1:]):

@@ -1431,6 +1431,42 @@ CASES = [
         replace_all=True,
     ),
     Case(
+        6,
+        "steps divided by a helper with a parameter",
+        (STEPS, VALIDATION, "hvd.init()\n"),
+        (
+            "steps_per_epoch = per_worker(steps_per_epoch)",
+            "validation_steps = 3 * per_worker(validation_steps)",
+            "hvd.init()\n\n\ndef per_worker(count):\n    return count // hvd.size()\n\n",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        6,
+        "steps from a helper the grader can't follow",
+        (STEPS, "hvd.init()\n"),
+        (
+            "steps_per_epoch = per_worker(steps_per_epoch)",
+            "hvd.init()\n\n\ndef per_worker(count):\n    share = count // hvd.size()\n"
+            "    return max(share, 1)\n\n",
+        ),
+        True,
+        "can't tell how steps_per_epoch (`steps_per_epoch`) changes",
+        base=12,
+    ),
+    Case(
+        10,
+        "rate scaled by a helper with a parameter",
+        (SCALED, "hvd.init()\n"),
+        (
+            "scaled_lr = scaled(args.base_lr)",
+            "hvd.init()\n\n\ndef scaled(rate):\n    return rate * hvd.size()\n\n",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
         10,
         "base rate scaled in place",
         (SCALED, "scaled_lr"),
