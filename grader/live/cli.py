@@ -38,7 +38,11 @@ def run(args, parser) -> int:
                      f"run), not {args.step}")  # fmt: skip
     if args.timeout <= 0:
         parser.error("--timeout must be a positive number of seconds")
-    result = run_step(args.step, args.file, timeout=args.timeout, quiet=args.json)
+    try:
+        result = run_step(args.step, args.file, timeout=args.timeout, quiet=args.json)
+    except KeyboardInterrupt:
+        print("grader: interrupted; every worker of the run was stopped", file=sys.stderr)
+        return 130
     if result.unreadable:
         print(f"grader: error: {result.message}", file=sys.stderr)
         return 2

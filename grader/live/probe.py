@@ -49,13 +49,13 @@ STARTED = time.monotonic()
 class Record:
     """What this rank did in one run of the script; save() rewrites its file atomically."""
 
-    def __init__(self, folder: str, script: str, run: int):
+    def __init__(self, folder: str, script: str, run: int, rank: int = RANK):
         self.folder = folder
-        self.prefix = os.path.join(folder, f"run{run}-rank{RANK}")
+        self.prefix = os.path.join(folder, f"run{run}-rank{rank}")
         self.path = f"{self.prefix}.json"
         self.data = {
             "run": run,
-            "rank": RANK,
+            "rank": rank,
             "size": int(os.environ.get("HOROVOD_SIZE", "1")),
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -103,16 +103,16 @@ def traceback_line(script: str, error: BaseException):
     return None, ""
 
 
-def private_log_dir(argv: list, run: int) -> list:
+def private_log_dir(argv: list, run: int, rank: int = RANK) -> list:
     """argv with `--log-dir X` made `X-rankN-runM` on ranks other than 0."""
-    if RANK == 0:
+    if rank == 0:
         return argv
     changed = list(argv)
     for index, token in enumerate(changed):
         if token == "--log-dir" and index + 1 < len(changed):
-            changed[index + 1] = f"{changed[index + 1]}-rank{RANK}-run{run}"
+            changed[index + 1] = f"{changed[index + 1]}-rank{rank}-run{run}"
         elif token.startswith("--log-dir="):
-            changed[index] = f"{token}-rank{RANK}-run{run}"
+            changed[index] = f"{token}-rank{rank}-run{run}"
     return changed
 
 

@@ -1,0 +1,522 @@
+"""The run-for-real check (grader/live/): the learner's script on 2 workers, and what the ranks did.
+
+Fast tests judge records written the way the probe writes them (grader/live/probe.py's Record),
+so every invariant is seen to hold, fail and say "can't tell". Slow tests run the reference
+scripts and broken variants of them (small text edits) for real, on 2 Gloo workers, and check
+that each mistake is caught with its own message, within the time limit, and that nothing of a
+run is left afterwards, also after the time limit or an interrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from grader.live import run_step
+from grader.live.evidence import Evidence, event_file_writers
+from grader.live.invariants import FAILS, HOLDS, UNKNOWN, Setting, findings
+from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED, judge, stuck_collective
+from grader.live.probe import PROBE_DIR_VARIABLE, Record, private_log_dir
+from grader.live.report import NOT_RUN, LiveResult
+from grader.live.run import TIMEOUT_S
+from workbook.paths import REPO
+
+SOLUTIONS = REPO / "solutions"
+
+
+def reference(step: int) -> Path:
+    return SOLUTIONS / ("fashion_mnist_solution.py" if step == 12 else
+                        f"fashion_mnist_after_step_{step:02d}.py")  # fmt: skip
+
+
+# --- records as the probe writes them ------------------------------------------------------
+
+
+def write_rank(folder: Path, rank: int, run: int = 1, **data) -> Record:
+    record = Record(str(folder), "/x/fashion_mnist.py", run, rank)
+    record.data.update(data)
+    record.save()
+    return record
+
+
+def weights(seed: int, size: int = 50) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=size).astype(np.float32).astype(np.float64)
+
+
+def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=None) -> None:
+    """The vectors the probe saves, with float32 rounding as in a real step."""
+    moved = (before.astype(np.float32) + update.astype(np.float32)).astype(np.float64)
+    record.save_vector("before-first-step", before)
+    record.save_vector("first-update", moved - before)
+    record.save_vector("after-first-step", moved if after is None else after)
+
+
+FIT = {"initial_epoch": 0, "epochs": 1, "steps_per_epoch": 4, "callbacks": [],
+       "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
+       "code": "model.fit("}  # fmt: skip
+SETTING = Setting(np=2, base_lr=0.0125, steps_per_epoch=8, log_dir="", shared_log_dir=True,
+                  resumed=False)  # fmt: skip
+
+
+def setting(**changes) -> Setting:
+    return Setting(**{**SETTING.__dict__, **changes})
+
+
+def good_ranks(folder: Path, **per_rank) -> dict:
+    """Two ranks that did everything right in one run; per_rank: {name: (rank0, rank1)}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    update = weights(9) * 1e-3
+    records = {}
+    for rank in (0, 1):
+        data = {
+            "fit": dict(FIT),
+            "labels": [[rank, 1, 2], [3, 4, rank]],
+            "lr": {"0": [0.015625, 0.01875, 0.021875, 0.025]},
+            "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}},
+            "saved": ["/logs/checkpoint-1.h5"] if rank == 0 else [],
+            "finished": True,
+        }
+        for name, values in per_rank.items():
+            data[name] = values[rank]
+        records[rank] = write_rank(folder, rank, **data)
+        first_step(records[rank], weights(rank), update, after=weights(7))
+    return records
+
+
+def judged(folder: Path, step: int, **changes) -> dict:
+    found = findings(Evidence.read(folder, 2), setting(**changes), step)
+    return {finding.step: finding for finding in found}
+
+
+def test_the_right_run_holds_every_invariant_it_can_see(tmp_path):
+    good_ranks(tmp_path)
+    found = judged(tmp_path, 12)
+    assert list(found) == list(range(4, 13))
+    for step in (4, 5, 6, 7, 9):
+        assert found[step].status == HOLDS, found[step]
+    assert found[10].status == HOLDS and "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
+    assert found[11].status == HOLDS and "rose from 0.01562 towards 0.025" in found[11].message
+    # No second run: the resume is not claimed either way; SGD is no NovoGrad.
+    assert found[8].status == UNKNOWN and found[8].message.startswith("can't tell")
+    assert found[12].status == FAILS and "rank 0 trains with SGD, not NovoGrad" in found[12].message
+
+
+def test_only_the_steps_done_so_far_are_judged(tmp_path):
+    good_ranks(tmp_path)
+    assert list(judged(tmp_path, 5)) == [4, 5]
+
+
+def test_updates_that_differ_beyond_rounding_fail(tmp_path):
+    records = good_ranks(tmp_path)
+    first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
+    found = judged(tmp_path, 4)[4]
+    assert (
+        found.status == FAILS
+        and "rank 0 and rank 1 changed their weights differently" in found.message
+    )
+    assert "hvd.DistributedOptimizer" in found.hint
+    records[0].data["fit"]["distributed_optimizer"] = False
+    records[0].save()
+    assert "(rank 0: a plain SGD, not wrapped)" in judged(tmp_path, 4)[4].message
+
+
+def test_different_weights_after_the_first_step_fail(tmp_path):
+    records = good_ranks(tmp_path)
+    records[1].save_vector("after-first-step", weights(8))
+    found = judged(tmp_path, 5)[5]
+    assert found.status == FAILS and "the weights of rank 1 differ from rank 0's" in found.message
+    assert "BroadcastGlobalVariablesCallback(0)" in found.hint
+
+
+def test_same_batches_on_every_rank_fail(tmp_path):
+    good_ranks(tmp_path, labels=([[1, 2], [3, 4]], [[1, 2], [3, 4]]))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILS and "trained on the same images" in found.message
+    assert ".shard(hvd.size(), hvd.rank())" in found.hint
+
+
+def test_undivided_steps_fail(tmp_path):
+    good_ranks(tmp_path, fit=({**FIT, "steps_per_epoch": 8}, {**FIT, "steps_per_epoch": 8}))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILS and "each trains 8 steps per epoch" in found.message
+
+
+def test_batches_of_no_dataset_cant_be_told(tmp_path):
+    good_ranks(
+        tmp_path, fit=({**FIT, "dataset": False}, {**FIT, "dataset": False}), labels=([], [])
+    )
+    assert judged(tmp_path, 6)[6].status == UNKNOWN
+
+
+def test_metrics_that_differ_fail(tmp_path):
+    good_ranks(tmp_path, epoch_logs=({"0": {"loss": 2.31}}, {"0": {"loss": 2.45}}))
+    found = judged(tmp_path, 7)[7]
+    assert found.status == FAILS and "rank 0 2.3100, rank 1 2.4500" in found.message
+
+
+def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
+    good_ranks(tmp_path)
+    for path in tmp_path.glob("run1-rank1*"):
+        path.unlink()
+    write_rank(tmp_path, 1, stages=[[0.0, "started"]])
+    found = judged(tmp_path, 7)
+    assert {f.status for f in found.values()} == {UNKNOWN}
+    assert found[4].message == "can't tell: rank 1 never finished a training step"
+    assert found[7].message == "can't tell: rank 1 never finished an epoch"
+
+
+def test_resume_epochs_that_differ_fail_and_agreeing_ones_hold(tmp_path):
+    good_ranks(tmp_path)
+    write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 1})
+    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
+    found = judged(tmp_path, 8, resumed=True)[8]
+    assert found.status == FAILS and "rank 0 at epoch 1, rank 1 at epoch 0" in found.message
+    assert "hvd.broadcast(resume_from_epoch" in found.hint
+    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 1})
+    found = judged(tmp_path, 8, resumed=True)[8]
+    assert found.status == HOLDS and "every rank went on from epoch 1" in found.message
+    write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 0})
+    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
+    found = judged(tmp_path, 8, resumed=True)[8]
+    assert (
+        found.status == UNKNOWN and "although rank 0 had written checkpoint-1.h5" in found.message
+    )
+
+
+def test_a_second_writer_fails(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "train").mkdir(parents=True)
+    records = good_ranks(tmp_path / "records")
+    assert judged(tmp_path / "records", 9, log_dir=str(logs))[9].status == HOLDS
+    pid = records[1].data["pid"] + 1  # the two ranks of a real run have two pids
+    records[1].data["pid"] = pid
+    records[1].save()
+    (logs / "train" / f"events.out.tfevents.1795400483.vm.{pid}.0.v2").write_bytes(b"")
+    found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
+    assert found.status == FAILS and "rank 1 also wrote TensorBoard logs" in found.message
+    records[1].data["saved"] = [str(logs / "checkpoint-1.h5")]
+    records[1].save()
+    found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
+    assert "rank 1 also wrote checkpoints (checkpoint-1.h5) and TensorBoard logs" in found.message
+    assert judged(tmp_path / "records", 9, shared_log_dir=False)[9].status == UNKNOWN
+
+
+def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
+    (tmp_path / "validation").mkdir()
+    (tmp_path / "validation" / "events.out.tfevents.17.my.host.42.3.v2").write_bytes(b"")
+    (tmp_path / "events.out.tfevents.17.host.43.1.v2").write_bytes(b"")
+    found = event_file_writers([tmp_path], {42: 1, 43: 0})
+    assert found == {1: ["validation/events.out.tfevents.17.my.host.42.3.v2"],
+                     0: ["events.out.tfevents.17.host.43.1.v2"]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "rates, status, words",
+    [
+        ([0.0125] * 4, FAILS, "stays at --base-lr 0.0125"),
+        ([0.005, 0.01, 0.015, 0.02], UNKNOWN, "still rising at the end of the run"),
+        ([0.03] * 4, FAILS, "peaked at 0.03, not 0.025"),
+    ],
+)
+def test_learning_rates_that_are_not_scaled(tmp_path, rates, status, words):
+    good_ranks(tmp_path, lr=({"0": rates}, {"0": rates}))
+    found = judged(tmp_path, 10)[10]
+    assert found.status == status and words in found.message
+
+
+def test_no_warmup_and_ranks_that_disagree_fail(tmp_path):
+    good_ranks(tmp_path, lr=({"0": [0.025] * 4}, {"0": [0.025] * 4}))
+    found = judged(tmp_path, 11)[11]
+    assert found.status == FAILS and "already used 0.025" in found.message
+    assert "LearningRateWarmupCallback" in found.hint
+    rising = [0.015625, 0.01875, 0.021875, 0.025]
+    good_ranks(tmp_path, lr=({"0": rising}, {"0": [0.0125, 0.0125, 0.0125, 0.0125]}))
+    found = judged(tmp_path, 11)[11]
+    assert found.status == FAILS and "rank 1 used other learning rates than rank 0" in found.message
+
+
+def test_novograd_holds_on_every_rank(tmp_path):
+    novo = {**FIT, "optimizer": "NovoGrad"}
+    good_ranks(tmp_path, fit=(novo, novo))
+    assert judged(tmp_path, 12)[12].status == HOLDS
+
+
+# --- how a run ended --------------------------------------------------------------------------
+
+
+def waiting_at(line: int, call: str = "hvd.broadcast") -> dict:
+    return {"call": call, "name": "resume_from_epoch", "line": line, "code": "x = hvd.broadcast(x)"}
+
+
+def test_a_collective_another_rank_went_past_is_a_hang(tmp_path):
+    write_rank(tmp_path, 0, waiting=waiting_at(313), stages=[[1, "started the script"]])
+    write_rank(tmp_path, 1, fit=FIT, stages=[[1, "started the script"], [2, "started model.fit"]])
+    stuck = stuck_collective(Evidence.read(tmp_path, 2), runs=1)
+    assert stuck == ("rank 0 waits in hvd.broadcast at line 313 (`x = hvd.broadcast(x)`), which "
+                     "rank 1 went past without calling it: rank 1 was training in model.fit at "
+                     "line 350")  # fmt: skip
+
+
+def test_a_rank_not_there_yet_is_no_hang(tmp_path):
+    write_rank(tmp_path, 0, waiting=waiting_at(313), stages=[[1, "started the script"]])
+    write_rank(tmp_path, 1, stages=[[0, "started"], [1, "started the script"]])
+    assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None
+    write_rank(tmp_path, 1, waiting=waiting_at(313), stages=[[1, "started the script"]])
+    assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None  # both there: it ends
+
+
+def test_between_two_runs_a_rank_is_on_its_way(tmp_path):
+    write_rank(tmp_path, 0, finished=True)
+    write_rank(tmp_path, 1, finished=True)
+    write_rank(tmp_path, 0, run=2, waiting=waiting_at(313))
+    assert stuck_collective(Evidence.read(tmp_path, 2), runs=2) is None
+    write_rank(tmp_path, 1, run=2, fit=FIT, stages=[[1, "started model.fit"]])
+    assert "of the second run, which rank 1 went past" in stuck_collective(
+        Evidence.read(tmp_path, 2), runs=2
+    )
+
+
+class Ended:
+    """A RunResult's fields that judge() reads."""
+
+    def __init__(self, **fields):
+        self.timed_out = self.interrupted = False
+        self.exit_code, self.failed_rank, self.error = 0, None, ""
+        self.log_path, self.wall_seconds = Path("/logs/horovodrun.log"), 30.0
+        self.__dict__.update(fields)
+
+    @property
+    def ok(self):
+        return self.exit_code == 0 and not self.timed_out and not self.interrupted
+
+    def status(self):
+        return "FAILED"
+
+
+def test_the_time_limit_without_evidence_of_a_hang_is_no_hang(tmp_path):
+    write_rank(tmp_path, 0, fit=FIT, stages=[[1, "started model.fit"], [9, "finished epoch 1"]])
+    write_rank(tmp_path, 1, stages=[[1, "started the script"]])
+    outcome = judge(Ended(timed_out=True, exit_code=None), Evidence.read(tmp_path, 2), 2, 60,
+                    None, 1)  # fmt: skip
+    assert outcome.kind == UNFINISHED and "hung" not in outcome.message
+    assert outcome.message == ("the run did not finish within 60 s: rank 0 was training in "
+                               "model.fit at line 350 (finished epoch 1); rank 1 had reached: "
+                               "started the script")  # fmt: skip
+
+
+def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
+    write_rank(tmp_path, 0)
+    error = {"type": "ValueError", "message": "bad shape", "line": 120, "code": "x = f(y)"}
+    write_rank(tmp_path, 1, error=error)
+    outcome = judge(Ended(exit_code=1, failed_rank=1, error="Traceback...\nValueError: bad shape"),
+                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
+    assert outcome.kind == CRASHED
+    assert outcome.message == ("rank 1 stopped with an error at line 120 (`x = f(y)`): "
+                               "ValueError: bad shape")  # fmt: skip
+    assert "Traceback" in outcome.error
+
+
+def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
+    from grader.live.invariants import Finding
+
+    result = LiveResult(8, "f.py", HUNG, "the run hung: ...", [
+        Finding(4, UNKNOWN, "can't tell: x"), Finding(5, FAILS, "weights differ", "Broadcast."),
+        Finding(6, UNKNOWN, "can't tell: y")], seconds=20)  # fmt: skip
+    text = str(result)
+    assert not result.passed
+    assert "[??] steps 4, 6: can't tell: the run stopped before it showed" in text
+    assert "[NO] step 5: weights differ" in text and "Hint: Broadcast." in text
+    assert "steps 4, 6" in result._repr_html_()
+    finished = LiveResult(5, "f.py", FINISHED, "", [Finding(4, HOLDS, "same"),
+                                                  Finding(5, UNKNOWN, "can't tell: z")])  # fmt: skip
+    assert finished.passed and "[??] step 5: can't tell: z" in str(finished)
+    assert json.loads(finished.to_json())["passed"] is True
+
+
+def test_private_log_dirs_for_the_other_ranks():
+    argv = ["--epochs", "1", "--log-dir", "/t/logs"]
+    assert private_log_dir(argv, 2, rank=0) == argv
+    assert private_log_dir(argv, 2, rank=1) == ["--epochs", "1", "--log-dir", "/t/logs-rank1-run2"]
+    assert private_log_dir(["--log-dir=/t/l"], 1, rank=3) == ["--log-dir=/t/l-rank3-run1"]
+
+
+# --- what is not run ---------------------------------------------------------------------------
+
+
+def grader(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def test_a_script_without_horovod_is_not_run(tmp_path):
+    result = run_step(4, SOLUTIONS / "fashion_mnist.py", work_dir=tmp_path, quiet=True)
+    assert result.outcome == NOT_RUN and not result.passed
+    assert "does not initialize Horovod yet (step 1)" in result.message
+    assert not list(tmp_path.iterdir())
+
+
+def test_command_line_refuses_what_it_cannot_run(tmp_path):
+    done = grader("run", tmp_path / "missing.py", "--step", "5")
+    assert done.returncode == 2 and "missing.py: no such file" in done.stderr
+    done = grader("run", reference(5), "--step", "3")
+    assert done.returncode == 2 and "--step must be 4..12" in done.stderr
+    (tmp_path / "broken.py").write_text("import horovod.tensorflow.keras as hvd\nhvd.init(\n")
+    done = grader("run", tmp_path / "broken.py", "--step", "4")
+    assert done.returncode == 1 and "not run:" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_run_step_refuses_steps_without_an_invariant():
+    with pytest.raises(ValueError, match="step must be one of 4..12"):
+        run_step(2)
+
+
+# --- slow: real runs on 2 workers ---------------------------------------------------------
+
+
+def variant(tmp_path: Path, step: int, old: str, new: str) -> Path:
+    """The reference after `step` with one small edit: a learner's mistake."""
+    text = reference(step).read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path = tmp_path / "fashion_mnist.py"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+def probe_processes(folder: Path) -> list:
+    """The live processes of runs whose records go under `folder`."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if str(folder) in process.environ().get(PROBE_DIR_VARIABLE, ""):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+def checked(path: Path, step: int, tmp_path: Path, **options) -> LiveResult:
+    started = time.monotonic()
+    result = run_step(step, path, work_dir=tmp_path, quiet=True, **options)
+    took = time.monotonic() - started
+    print(f"step {step} of {path.name}: {took:.0f} s\n{result}")
+    assert took < options.get("timeout", TIMEOUT_S) + 30  # the limit, and the clean-up
+    assert not probe_processes(tmp_path)
+    return result
+
+
+def statuses(result: LiveResult) -> dict:
+    return {finding.step: finding.status for finding in result.findings}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("step", [4, 12])
+def test_the_reference_passes(tmp_path, step):
+    result = checked(reference(step), step, tmp_path)
+    assert result.passed and result.outcome == FINISHED, str(result)
+    assert set(statuses(result).values()) == {HOLDS}, str(result)
+    assert not list(tmp_path.iterdir())  # a passed check leaves no files
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_an_unwrapped_optimizer_gives_different_updates(tmp_path):
+    path = variant(tmp_path, 4, "    opt = hvd.DistributedOptimizer(opt)\n", "")
+    result = checked(path, 4, tmp_path / "runs")
+    assert result.outcome == FINISHED and statuses(result) == {4: FAILS}
+    message = result.findings[0].message
+    assert "rank 0 and rank 1 changed their weights differently" in message
+    assert "a plain SGD, not wrapped" in message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_missing_broadcast_gives_different_weights(tmp_path):
+    path = variant(tmp_path, 5, "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n", "")
+    result = checked(path, 5, tmp_path / "runs")
+    assert statuses(result) == {4: HOLDS, 5: FAILS}, str(result)
+    assert "the weights of rank 1 differ from rank 0's" in result.findings[1].message
+    assert Path(result.log_path).is_file()  # kept, to look into
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_an_unsharded_dataset_gives_the_same_batches(tmp_path):
+    shard = "train_dataset = train_dataset.shard(hvd.size(), hvd.rank())\n"
+    result = checked(variant(tmp_path, 6, shard, ""), 6, tmp_path / "runs")
+    assert statuses(result) == {4: HOLDS, 5: HOLDS, 6: FAILS}, str(result)
+    assert "rank 0 and rank 1 trained on the same images" in result.findings[2].message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_collective_under_a_rank_branch_is_a_hang(tmp_path):
+    broadcast = ('resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, '
+                 'name="resume_from_epoch"))')  # fmt: skip
+    path = variant(tmp_path, 8, broadcast, f"if hvd.rank() == 0:\n    {broadcast}")
+    line = 1 + path.read_text().splitlines().index(f"    {broadcast}")
+    result = checked(path, 8, tmp_path / "runs")
+    assert result.outcome == HUNG and not result.passed
+    assert result.message.startswith(f"the run hung: rank 0 waits in hvd.broadcast at line {line}")
+    assert "which rank 1 went past without calling it: rank 1 was training in model.fit" in (
+        result.message
+    )
+    assert "Every rank must reach it" in result.hint
+    assert result.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_crash_names_the_failing_rank(tmp_path):
+    fit = "start = time.perf_counter()\n"
+    crash = 'if hvd.rank() == 1:\n    raise RuntimeError("rank 1 gives up")\n'
+    path = variant(tmp_path, 4, fit, crash + fit)
+    line = 1 + path.read_text().splitlines().index('    raise RuntimeError("rank 1 gives up")')
+    result = checked(path, 4, tmp_path / "runs")
+    assert result.outcome == CRASHED
+    assert result.message == (f'rank 1 stopped with an error at line {line} (`raise '
+                              f'RuntimeError("rank 1 gives up")`): RuntimeError: rank 1 gives up')  # fmt: skip
+    assert "RuntimeError: rank 1 gives up" in result.error
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_the_time_limit_stops_everything_and_claims_no_hang(tmp_path):
+    result = checked(reference(7), 7, tmp_path, timeout=12)
+    assert result.outcome == UNFINISHED and "did not finish within 12 s" in result.message
+    assert "hung" not in result.message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_an_interrupt_stops_every_worker(tmp_path):
+    records = tmp_path / "runs"
+    records.mkdir()
+    env = dict(os.environ, TMPDIR=str(records))
+    command = [sys.executable, "-m", "grader", "run", str(reference(5)), "--step", "5"]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not list(records.glob("*/records/run1-rank1.json")):
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.5)
+        assert probe_processes(records)  # the workers are running
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, output
+    assert "interrupted; every worker of the run was stopped" in output
+    assert "Traceback" not in output
+    assert not probe_processes(records)
