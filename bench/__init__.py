@@ -19,5 +19,5 @@ bench/results/<name>.png; `--out DIR` writes elsewhere. One module per benchmark
     training    the solution script's runs: settings, RESULT line, TensorBoard scalars
     scaling, accuracy, overhead, grading   the benchmarks
     plots       their pictures
-    report      the README section
+    readme      the README section
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 # Reading TensorBoard logs imports TensorFlow here: keep its C++ start-up lines out of the report.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench import accuracy, grading, machine, overhead, plots, report, results, scaling  # noqa: E402
+from bench import accuracy, grading, machine, overhead, plots, readme, results, scaling  # noqa: E402
 
 BENCHMARKS = {
     "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     if args.out is None:  # tiny results never replace the real ones
         args.out = results.RESULTS_DIR / "tiny" if args.tiny else results.RESULTS_DIR
     if args.which == ["readme"]:
-        changed = report.update_readme(results_dir=args.out)
+        changed = readme.update_readme(results_dir=args.out)
         print("README.md " + ("updated" if changed else "is up to date"))
         return 0
     which = list(BENCHMARKS) if "all" in args.which else [w for w in args.which if w in BENCHMARKS]

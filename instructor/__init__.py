@@ -8,7 +8,7 @@ Modules, one job each:
 - autograde.py   the class graded in one nbgrader run, failures alone after, no partial grades
 - submission.py  what is wrong with one student's files: unusable notebooks, tampered check
                  cells, an unusable fashion_mnist.py, and the commands that recover a submission
-- report.py      where the class got stuck: per student and step, as CSV, text and
+- class_report.py  where the class got stuck: per student and step, as CSV, text and
 - heatmap.py     ...a heatmap PNG
 - __main__.py    the command line
 

@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from instructor import autograde, course, report
+from instructor import autograde, class_report, course
 from instructor.course import COURSE_ID, Course, CourseError
 
 
@@ -76,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export = command("export", "the grades as CSV")
     export.add_argument("csv", metavar="CSV", help="where to write it")
-    class_report = command("report", "per student and step: CSV, text and heatmap PNG")
-    class_report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
+    report = command("report", "per student and step: CSV, text and heatmap PNG")
+    report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
     return parser
 
 
@@ -124,7 +124,7 @@ def run(args) -> int:
         print(f"grades: {course.export(opened, args.csv)}")
     elif args.command == "report":
         out = Path(args.out) if args.out else opened.root / "reports"
-        written = report.write_report(opened, out)
+        written = class_report.write_report(opened, out)
         print(written.summary())
         print(f"\n{written.csv_path}\n{written.text_path}\n{written.png_path}")
     return 0

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bench import accuracy, grading, overhead, report, results, scaling
+from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.training import PINNED, Launch, result_of
 from grader import check_all
 from workbook.paths import REPO
@@ -160,14 +160,14 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
 
 
 def test_readme_shows_the_committed_results():
-    text = report.README.read_text(encoding="utf-8")
-    assert report.replace_section(text, report.section()) == text, (
+    text = readme.README.read_text(encoding="utf-8")
+    assert readme.replace_section(text, readme.section()) == text, (
         "README.md's benchmark section is stale: run `python -m bench readme`"
     )
 
 
 def test_readme_section_is_written_from_result_files(tmp_path):
-    assert "No benchmark results yet" in report.section(tmp_path)
+    assert "No benchmark results yet" in readme.section(tmp_path)
     (tmp_path / "grading.json").write_text(json.dumps({
         "benchmark": "grading",
         "machine": {"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
@@ -178,6 +178,6 @@ def test_readme_section_is_written_from_result_files(tmp_path):
                     "batch_ms_per_submission": 17.5, "nbgrader_seconds": 400.0,
                     "nbgrader_seconds_per_submission": 2.0, "grades_equal": True},
     }))
-    body = report.section(tmp_path)
+    body = readme.section(tmp_path)
     assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
     assert "commit abc1234" in body and "Scaling" not in body

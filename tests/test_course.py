@@ -39,7 +39,7 @@ from instructor.course import (
     step_notebooks,
 )
 from instructor.heatmap import write_heatmap
-from instructor.report import FAILED, GRADED, ClassReport, StudentRow, read_class, write_report
+from instructor.class_report import FAILED, GRADED, ClassReport, StudentRow, read_class, write_report
 from instructor.submission import notebook_problems, script_problem, tampered_cells, source_cells
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, STEPS, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
