@@ -128,7 +128,7 @@ class RankQuestions:
         return None
 
     def rank_kind(self, expr, depth: int = 0) -> str:
-        """"rank" or "local_rank" if `expr` is that call (or a helper returning it), else ""."""
+        """ "rank" or "local_rank" if `expr` is that call (or a helper returning it), else ""."""
         name = self.call_name(expr)
         if name in (f"{HVD}.rank", f"{HVD}.local_rank"):
             return name.rsplit(".", 1)[1]

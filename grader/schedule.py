@@ -218,8 +218,10 @@ class Evaluator:
     def _defaults(self, arguments: ast.arguments, env: dict) -> dict:
         positional = arguments.posonlyargs + arguments.args
         defaults = dict(
-            zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults) :]],
-                [self.expr(default, env) for default in arguments.defaults])
+            zip(
+                [arg.arg for arg in positional[len(positional) - len(arguments.defaults) :]],
+                [self.expr(default, env) for default in arguments.defaults],
+            )
         )
         for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
             if default is not None:

@@ -120,9 +120,7 @@ class TrainingQuestions:
                 iterations = self.loop_iterations(loop.target, loop.iter)
                 if iterations is None:
                     return None
-                unrolled = [
-                    self.substituted(original, now, iterations[-1]) for now in iterations
-                ]
+                unrolled = [self.substituted(original, now, iterations[-1]) for now in iterations]
             for call in unrolled:
                 if not self._mutate(entries, call, guards, depth):
                     return None
@@ -162,7 +160,9 @@ class TrainingQuestions:
     def _enclosing_loop(self, node):
         """The innermost `for` loop around `node` (outside functions), or None."""
         for ancestor in self.ancestors(node):
-            if isinstance(ancestor, (ast.For, ast.AsyncFor)) and not _contains(ancestor.orelse, node):
+            if isinstance(ancestor, (ast.For, ast.AsyncFor)) and not _contains(
+                ancestor.orelse, node
+            ):
                 return ancestor
         return None
 
@@ -272,7 +272,11 @@ class _Substitution(ast.NodeTransformer):
         self.now, self.last, self.late_bound, self.parameters = now, last, late_bound, parameters
 
     def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.now and node.id not in self.parameters:
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id in self.now
+            and node.id not in self.parameters
+        ):
             return ast.copy_location(copy.deepcopy(self.now[node.id]), node)
         return node
 

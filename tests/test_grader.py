@@ -160,7 +160,9 @@ def test_step_11_looks_for_the_starting_scripts_schedule():
     # The rule's schedule is the one step_decay of the starting script computes.
     namespace = {}
     tree = ast.parse(reference_text(0))
-    (function,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step_decay"]
+    (function,) = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step_decay"
+    ]
     exec(compile(ast.Module([function], []), "step_decay", "exec"), namespace)
     for epoch in range(step_11.EPOCHS):
         assert step_11.intended_multiplier(epoch) == pytest.approx(namespace["step_decay"](epoch))

@@ -139,8 +139,7 @@ def test_starting_script_drops_tenfold_at_epochs_15_25_35(tmp_path):
 
 # What the step checker tells a learner who writes the schedule of Horovod's older examples
 # (one callback per stretch, a number as multiplier), checked against the real callbacks.
-CONSTANT_MULTIPLIERS = textwrap.dedent(
-    """
+CONSTANT_MULTIPLIERS = textwrap.dedent("""
     import json
     import numpy as np
     import tensorflow as tf
@@ -160,8 +159,7 @@ CONSTANT_MULTIPLIERS = textwrap.dedent(
     history = model.fit(np.zeros((1, 1)), np.zeros((1, 1)), epochs=40, callbacks=callbacks,
                         verbose=0)
     print("RATES " + json.dumps([float(rate) for rate in history.history["lr"]]))
-    """
-)
+    """)
 
 
 def test_a_constant_multiplier_decays_every_epoch(tmp_path):

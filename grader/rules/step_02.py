@@ -82,9 +82,11 @@ def _listed(script, devices):
     device = script.resolve(devices) if devices is not None else None
     if isinstance(device, (ast.List, ast.Tuple)) and len(device.elts) == 1:
         device = script.resolve(device.elts[0])
-    name = device.value.id if isinstance(device, ast.Subscript) and isinstance(
-        device.value, ast.Name
-    ) else None
+    name = (
+        device.value.id
+        if isinstance(device, ast.Subscript) and isinstance(device.value, ast.Name)
+        else None
+    )
 
     def is_the_list(node):
         if isinstance(node, ast.Name) and node.id == name:

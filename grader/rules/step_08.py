@@ -100,7 +100,9 @@ def _broadcast_failure(script, fit):
             "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
         )
     for call in _other_broadcasts(script):
-        verdict = collective_failure(script, call, f"{script.source(call.func)}(...)", BROADCAST_HANG)
+        verdict = collective_failure(
+            script, call, f"{script.source(call.func)}(...)", BROADCAST_HANG
+        )
         if verdict:
             return verdict
     for call in broadcasts:

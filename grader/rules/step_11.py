@@ -184,6 +184,7 @@ class _Stretch:
         ):
             raise CantTell(self.multiplier)
         self.evaluator = evaluator
+        self._called = {}
 
     def start(self, warmup_end):
         return warmup_end if self._start is None else self._start
@@ -197,7 +198,9 @@ class _Stretch:
     def rate(self, epoch, warmup_end) -> float:
         """The multiple of the warmup's initial_lr it sets at `epoch` (Horovod 0.28.1)."""
         if self.function is not None:
-            return self.factor * self.evaluator.multiplier(self.multiplier, epoch)
+            if epoch not in self._called:  # a function of the epoch alone
+                self._called[epoch] = self.evaluator.multiplier(self.multiplier, epoch)
+            return self.factor * self._called[epoch]
         return self.factor * self.number ** (epoch - self.start(warmup_end))
 
 

@@ -1179,7 +1179,6 @@ CASES = [
         True,
         replace_all=True,
     ),
-
     # ---- every worker reaches each collective and Horovod wrapper ------------------------
     Case(
         8,
@@ -1256,7 +1255,7 @@ CASES = [
         (BROADCAST_ITEM, LIST_END),
         (
             "",
-            LIST_END + 'if not os.path.exists(checkpoint_format.format(epoch=1)):\n'
+            LIST_END + "if not os.path.exists(checkpoint_format.format(epoch=1)):\n"
             "    callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))\n",
         ),
         False,
@@ -1268,7 +1267,8 @@ CASES = [
         (AVERAGE_ITEM, LIST_END, "hvd.init()\n"),
         (
             "",
-            LIST_END + "if is_root():\n    callbacks.insert(1, hvd.callbacks.MetricAverageCallback())\n",
+            LIST_END
+            + "if is_root():\n    callbacks.insert(1, hvd.callbacks.MetricAverageCallback())\n",
             "hvd.init()\n\n\ndef is_root():\n    return hvd.rank() == 0\n\n",
         ),
         False,
@@ -1280,7 +1280,8 @@ CASES = [
         (SCHEDULE_CALL, LIST_END),
         (
             "",
-            LIST_END + "if verbose:\n    callbacks.append(hvd.callbacks.LearningRateScheduleCallback("
+            LIST_END
+            + "if verbose:\n    callbacks.append(hvd.callbacks.LearningRateScheduleCallback("
             + SCHEDULE_ARGS
             + "))\n",
         ),
@@ -1362,7 +1363,14 @@ CASES = [
         base=12,
     ),
     # ---- Horovod functions named but not called --------------------------------------------
-    Case(1, "init not called", "hvd.init()\n", "hvd.init\n", False, "hvd.init is a function: call it, hvd.init()"),
+    Case(
+        1,
+        "init not called",
+        "hvd.init()\n",
+        "hvd.init\n",
+        False,
+        "hvd.init is a function: call it, hvd.init()",
+    ),
     Case(
         2,
         "local rank not called",
