@@ -560,6 +560,17 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             self._returned[key] = self._find_returned(call)
         return self._returned[key]
 
+    def followed(self, expr):
+        """`resolve`, and through the script's one-line functions: with
+        `def make(rate): return SGD(rate)`, `opt = make(0.1)` stands for `SGD(0.1)`."""
+        value = self.resolve(expr)
+        for _ in range(MAX_DEPTH):
+            returned = self.returned(value)
+            if returned is None:
+                return value
+            value = self.resolve(returned)
+        return value
+
     def _find_returned(self, call):
         function = self.function_of(call)
         if function is None or call.keywords:

@@ -191,11 +191,17 @@ class TrainingQuestions:
             return None
         name = self.qualified_name(iterable.func)
         columns = [self._loop_items(self.resolve(arg)) for arg in iterable.args]
+        def made(node):  # a node of the grader's, placed where the loop reads its items
+            for part in ast.walk(node):
+                if not hasattr(part, "lineno"):
+                    ast.copy_location(part, iterable)
+            return node
+
         if name == "zip" and columns and None not in columns:
-            return [ast.Tuple(list(row), ast.Load()) for row in zip(*columns)]
+            return [made(ast.Tuple(list(row), ast.Load())) for row in zip(*columns)]
         if name == "enumerate" and len(columns) == 1 and columns[0] is not None:
             return [
-                ast.Tuple([ast.Constant(index), item], ast.Load())
+                made(ast.Tuple([ast.Constant(index), item], ast.Load()))
                 for index, item in enumerate(columns[0])
             ]
         if name == "range" and 1 <= len(iterable.args) <= 3:
@@ -203,7 +209,7 @@ class TrainingQuestions:
             if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
                 numbers = range(*bounds)
                 if len(numbers) <= 1000:
-                    return [ast.Constant(number) for number in numbers]
+                    return [made(ast.Constant(number)) for number in numbers]
         return None
 
     def _unpack(self, target, item, names: dict) -> bool:
@@ -277,7 +283,7 @@ class _Substitution(ast.NodeTransformer):
             and node.id in self.now
             and node.id not in self.parameters
         ):
-            return ast.copy_location(copy.deepcopy(self.now[node.id]), node)
+            return copy.deepcopy(self.now[node.id])  # where it was written: names resolve there
         return node
 
     def visit_Lambda(self, node):

@@ -205,14 +205,14 @@ def optimizer_call(script):
     if not compiles:
         return None, Failure("no model.compile(...) call found outside a function")
     given = argument(compiles[0], "optimizer", 0)
-    value = script.resolve(given) if given is not None else None
+    value = script.followed(given) if given is not None else None
     for _ in range(3):
         if (
             isinstance(value, ast.Call)
             and script.qualified_name(value.func) == DISTRIBUTED_OPTIMIZER
         ):
             inner = argument(value, "optimizer", 0)
-            value = script.resolve(inner) if inner is not None else None
+            value = script.followed(inner) if inner is not None else None
     if not isinstance(value, ast.Call):
         line = compiles[0].lineno
         return None, Note(

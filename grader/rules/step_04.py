@@ -50,16 +50,22 @@ def _wrapping_failure(script):
         given = argument(compile_call, "optimizer", 0)
         if given is None:
             return Failure(f"line {line}: model.compile(...) gets no optimizer", line)
-        value = script.resolve(given)
+        value = script.followed(given)
         if _is_wrapper(script, value):
             inner = argument(value, "optimizer", 0)
-            if inner is not None and _is_wrapper(script, script.resolve(inner)):
+            if inner is not None and _is_wrapper(script, script.followed(inner)):
                 return Failure(
                     f"line {line}: the optimizer is wrapped in DistributedOptimizer twice, so "
                     "gradients are averaged twice: wrap it once",
                     line,
                 )
             continue
+        if not _known_optimizer(script, value):
+            return Note(
+                f"line {line}: it can't tell what optimizer `{script.source(given)}` is; it "
+                "looked for opt = hvd.DistributedOptimizer(opt) before model.compile(...)",
+                line,
+            )
         if wrappers:
             wrapper = wrappers[0]
             if script.is_discarded(wrapper):
@@ -85,6 +91,14 @@ def _wrapping_failure(script):
             line,
         )
     return None
+
+
+def _known_optimizer(script, value) -> bool:
+    """True if `value` is made by an optimizer class the grader knows (Keras, Addons)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = script.qualified_name(value.func)
+    return ".optimizers." in f".{name}." or name.endswith("Optimizer")
 
 
 def _is_wrapper(script, value):

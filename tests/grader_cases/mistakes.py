@@ -1475,6 +1475,42 @@ CASES = [
         base=12,
     ),
     Case(
+        4,
+        "optimizer made by a helper",
+        (
+            "opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, beta_1=0.9, beta_2=0.98)",
+            WRAP,
+            "hvd.init()\n",
+        ),
+        (
+            "opt = distributed_novograd(scaled_lr)",
+            "",
+            "hvd.init()\n\n\ndef distributed_novograd(rate):\n    return hvd.DistributedOptimizer("
+            "tfa.optimizers.NovoGrad(learning_rate=rate, beta_1=0.9, beta_2=0.98))\n\n",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        4,
+        "optimizer from a helper the grader can't follow",
+        (
+            "opt = tf.keras.optimizers.legacy.SGD(learning_rate=scaled_lr, momentum=args.momentum)",
+            WRAP,
+            "hvd.init()\n",
+        ),
+        (
+            "opt = make_optimizer(scaled_lr)",
+            "",
+            "hvd.init()\n\n\ndef make_optimizer(rate):\n"
+            "    opt = tf.keras.optimizers.legacy.SGD(learning_rate=rate, momentum=args.momentum)\n"
+            "    return hvd.DistributedOptimizer(opt)\n\n",
+        ),
+        True,
+        "can't tell what optimizer `opt` is",
+        base=11,
+    ),
+    Case(
         10,
         "base rate scaled in place",
         (SCALED, "scaled_lr"),
