@@ -191,6 +191,7 @@ class TrainingQuestions:
             return None
         name = self.qualified_name(iterable.func)
         columns = [self._loop_items(self.resolve(arg)) for arg in iterable.args]
+
         def made(node):  # a node of the grader's, placed where the loop reads its items
             for part in ast.walk(node):
                 if not hasattr(part, "lineno"):
