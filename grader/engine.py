@@ -24,7 +24,7 @@ from grader.syntax import (
     method_name,
     position,
 )
-from grader.training import TrainingQuestions
+from grader.fit_call import TrainingQuestions
 
 MAX_BYTES = 1_000_000  # a training script is ~20 kB; anything this big is the wrong file
 MAX_REACHING = 8  # how many assignments in other branches may give a name its value

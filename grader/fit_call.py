@@ -1,4 +1,4 @@
-"""The training call: model.fit, model.compile, the callbacks list and the dataset pipeline."""
+"""The training call (static analysis): model.fit, model.compile, the callbacks list and the dataset pipeline."""
 
 from __future__ import annotations
 
