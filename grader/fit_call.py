@@ -1,4 +1,4 @@
-"""The training call (static analysis): model.fit, model.compile, the callbacks list and the dataset pipeline."""
+"""Static questions about the training call: model.fit, compile, the callbacks, the dataset."""
 
 from __future__ import annotations
 
