@@ -213,11 +213,13 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Finding:
     scene = ("a second run went on from the first one's checkpoint, which only rank 0 could "
              "see (every other rank got an empty --log-dir, as on another machine)")  # fmt: skip
     if len(set(starts.values())) > 1:
-        shown = ", ".join(f"rank {rank} at epoch {epoch}" for rank, epoch in sorted(starts.items()))
+        shown = ", ".join(
+            f"rank {rank} {_resumed(epoch)}" for rank, epoch in sorted(starts.items())
+        )
         return Finding(
             8,
             FAILS,
-            f"{scene}; the ranks started model.fit at different epochs: {shown}",
+            f"{scene}; the ranks disagree on where to go on: {shown}",
             "Let rank 0 look for the checkpoint and broadcast its epoch to every rank: "
             'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").',
         )
@@ -230,7 +232,12 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Finding:
         why = ("although rank 0 had written " + ", ".join(_names(wrote))) if wrote else (
             "the first run wrote no checkpoint")  # fmt: skip
         return Finding(8, UNKNOWN, f"can't tell: {scene}, but no rank resumed ({why})")
-    return Finding(8, HOLDS, f"{scene}; every rank went on from epoch {epoch}")
+    return Finding(8, HOLDS, f"{scene}; every rank {_resumed(epoch)}")
+
+
+def _resumed(epoch: int) -> str:
+    """What model.fit(initial_epoch=epoch) does, in words."""
+    return f"resumed after epoch {epoch}" if epoch else "started from scratch"
 
 
 def _names(paths) -> list:

@@ -123,12 +123,26 @@ def _crash(run, evidence: Evidence) -> Outcome:
         number, error = errors[failed]
         second = " in the second run" if number == 2 else ""
         what = f"{error['type']}: {error['message']}" if error.get("message") else error["type"]
+        script = current[failed][1].data.get("script", "")
         return Outcome(
             CRASHED,
             f"rank {failed} stopped with an error{line_and_code(error)}{second}: {what}",
-            error=run.error,
+            error=from_the_script_on(run.error, script),
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()
     who = f"rank {failed}" if failed is not None else "the run"
     return Outcome(CRASHED, f"{who} failed: {last}", error=run.error)
+
+
+def from_the_script_on(error: str, script: str) -> str:
+    """The traceback without the frames of the probe and runpy above the learner's script."""
+    lines = error.splitlines()
+    first = next((i for i, line in enumerate(lines) if f'File "{script}"' in line), None)
+    if not script or first is None:
+        return error
+    header = max((i for i in range(first) if "Traceback (most recent call last)" in lines[i]),
+                 default=None)  # fmt: skip
+    if header is None:
+        return error
+    return "\n".join([*lines[: header + 1], *lines[first:]])

@@ -75,6 +75,8 @@ def run_step(
     if refusal:
         return LiveResult(step, str(path), NOT_RUN, refusal, workers=np)
 
+    if work_dir is not None:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"run-check-step{step:02d}-", dir=work_dir))
     records, log_dir = folder / "records", folder / "logs"
     records.mkdir()
@@ -87,11 +89,15 @@ def run_step(
     if not quiet:
         print(
             f"Running {script.name} on {np} workers for a few steps"
-            f"{', twice' if resume else ''} (about {15 * runs + 15} s on 2 cores; "
-            f"at most {timeout:g} s)...",
+            f"{', twice' if resume else ''} (under a minute on 2 cores; stopped after "
+            f"{timeout:g} s)...",
             flush=True,
         )
-    run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs)
+    try:
+        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs)
+    except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
+        shutil.rmtree(folder, ignore_errors=True)
+        return LiveResult(step, str(path), NOT_RUN, f"the run could not start: {error}", workers=np)
     evidence = Evidence.read(records, np)
     outcome = judge(run, evidence, np, timeout, stuck, runs)
     setting = Setting(
