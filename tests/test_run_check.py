@@ -70,7 +70,7 @@ def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=Non
 
 FIT = {"initial_epoch": 0, "epochs": 1, "steps_per_epoch": 4, "callbacks": [],
        "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
-       "code": "model.fit("}  # fmt: skip
+       "code": "model.fit(", "top_line": 350}  # fmt: skip
 SETTING = Setting(np=2, base_lr=0.0125, steps_per_epoch=8, log_dir="", shared_log_dir=True,
                   resumed=False)  # fmt: skip
 
@@ -264,8 +264,9 @@ def test_novograd_holds_on_every_rank(tmp_path):
 # --- how a run ended --------------------------------------------------------------------------
 
 
-def waiting_at(line: int, call: str = "hvd.broadcast") -> dict:
-    return {"call": call, "name": "resume_from_epoch", "line": line, "code": "x = hvd.broadcast(x)"}
+def waiting_at(line: int, call: str = "hvd.broadcast", top_line: int | None = None) -> dict:
+    return {"call": call, "name": "resume_from_epoch", "line": line, "code": "x = hvd.broadcast(x)",
+            "top_line": top_line or line}  # fmt: skip
 
 
 def test_a_collective_another_rank_went_past_is_a_hang(tmp_path):
@@ -283,6 +284,24 @@ def test_a_rank_not_there_yet_is_no_hang(tmp_path):
     assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None
     write_rank(tmp_path, 1, waiting=waiting_at(313), stages=[[1, "started the script"]])
     assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None  # both there: it ends
+
+
+def test_a_collective_in_a_callback_waits_at_model_fit(tmp_path):
+    """A callback's allreduce waits while the other rank still trains its last batch."""
+    stages = [[1, "started model.fit"]]
+    write_rank(tmp_path, 0, fit=FIT, stages=stages, waiting=waiting_at(120, top_line=350))
+    write_rank(tmp_path, 1, fit=FIT, stages=stages)
+    assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None
+
+
+def test_a_collective_in_a_function_counts_where_it_was_called(tmp_path):
+    write_rank(tmp_path, 0, waiting=waiting_at(120, top_line=400), stages=[[1, "x"]])
+    write_rank(tmp_path, 1, fit=FIT, stages=[[1, "started model.fit"]])
+    assert stuck_collective(Evidence.read(tmp_path, 2), runs=1) is None  # 350: not there yet
+    write_rank(tmp_path, 0, waiting=waiting_at(120, top_line=300), stages=[[1, "x"]])
+    assert "rank 0 waits in hvd.broadcast at line 120" in stuck_collective(
+        Evidence.read(tmp_path, 2), runs=1
+    )
 
 
 def test_between_two_runs_a_rank_is_on_its_way(tmp_path):

@@ -75,14 +75,15 @@ class RankRecord:
         return "started model.fit" in stages and "model.fit returned" not in stages
 
     def position(self) -> float | None:
-        """How far down the script this rank is: the line it waits at, model.fit's line while
-        it trains, infinity once it finished; None when the probe can't say."""
+        """How far down the script this rank is: the top-level line it waits at (a collective
+        in a function counts at the line that called the function; one in a callback, at
+        model.fit's), model.fit's while it trains, infinity once it finished; None when the
+        probe can't say."""
         if self.finished:
             return float("inf")
-        if self.waiting and self.waiting.get("line"):
-            return float(self.waiting["line"])
-        if self.in_fit and self.fit and self.fit.get("line"):
-            return float(self.fit["line"])
+        for where in (self.waiting, self.fit if self.in_fit else None):
+            if where and where.get("top_line"):
+                return float(where["top_line"])
         return None
 
     def where(self) -> str:

@@ -47,9 +47,9 @@ def stuck_collective(evidence: Evidence, runs: int) -> str | None:
     current = _current(evidence)
     for rank, (run, record) in sorted(current.items()):
         waiting = record.waiting
-        if not waiting or not waiting.get("line"):
+        if not waiting or record.position() is None:
             continue
-        here = (run, float(waiting["line"]))
+        here = (run, record.position())
         for other, (other_run, other_record) in sorted(current.items()):
             if other == rank:
                 continue

@@ -87,12 +87,14 @@ class Record:
         np.save(f"{self.prefix}-{name}.npy", vector)
 
 
-def script_line(script: str, frame):
-    """(line number, text) of the innermost frame in the learner's script, or (None, "")."""
-    for summary in reversed(traceback.extract_stack(frame)):
-        if os.path.abspath(summary.filename) == script:
-            return summary.lineno, (summary.line or "").strip()
-    return None, ""
+def script_lines(script: str, frame) -> dict:
+    """Where in the learner's script `frame` is: {"line", "code"} of the innermost line there,
+    and "top_line", the script's own top-level statement (the order of the script's lines)."""
+    inside = [s for s in traceback.extract_stack(frame) if os.path.abspath(s.filename) == script]
+    if not inside:
+        return {"line": None, "code": "", "top_line": None}
+    return {"line": inside[-1].lineno, "code": (inside[-1].line or "").strip(),
+            "top_line": inside[0].lineno}  # fmt: skip
 
 
 def traceback_line(script: str, error: BaseException):
@@ -222,7 +224,6 @@ def install_hooks(script: str) -> None:
         arguments = bound.arguments
         optimizer = getattr(self, "optimizer", None)
         callbacks = list(arguments.get("callbacks") or [])
-        line, code = script_line(script, sys._getframe(1))
         record.data["fit"] = {
             "initial_epoch": int(arguments.get("initial_epoch") or 0),
             "epochs": int(arguments.get("epochs") or 1),
@@ -232,8 +233,7 @@ def install_hooks(script: str) -> None:
             # hvd.DistributedOptimizer's class has the name of the one it wraps; this is its mark.
             "distributed_optimizer": hasattr(optimizer, "_allreduce_grads"),
             "dataset": isinstance(arguments.get("x"), tf.data.Dataset),
-            "line": line,
-            "code": code,
+            **script_lines(script, sys._getframe(1)),
         }
         if record.data["fit"]["dataset"]:
             arguments["x"] = tapped(arguments["x"], record)
@@ -281,12 +281,10 @@ def install_collective_hooks(script: str) -> None:
                 if os.path.abspath(caller.f_code.co_filename) != script:
                     return _original(*args, **kwargs)
                 record = Current.record
-                line, text = script_line(script, caller)
                 record.data["waiting"] = {
                     "call": f"hvd.{_name}",
                     "name": kwargs.get("name"),
-                    "line": line,
-                    "code": text,
+                    **script_lines(script, caller),
                 }
                 record.save()
                 try:
