@@ -388,13 +388,15 @@ def test_plan_for_auto_on_two_cores(tmp_path, monkeypatch):
         cores=2,
         gpus=0,
     )
+    # Each worker pinned to its own core, by the launcher, before the script starts.
+    pin = [str(runner.command.PIN_LAUNCHER), "1"]
     assert plan.argv[1:] == [
-        "--gloo", "-np", "2",
-        sys.executable, str(script), "--epochs", "3", "--log-dir", str(tmp_path / "logs/base"),
+        "--gloo", "-np", "2", sys.executable, *pin,
+        str(script), "--epochs", "3", "--log-dir", str(tmp_path / "logs/base"),
     ]  # fmt: skip
     assert Path(plan.argv[0]).name == "horovodrun"
     assert plan.display_command == (
-        "horovodrun --gloo -np 2 python train.py --epochs 3 --log-dir logs/base"
+        f"horovodrun --gloo -np 2 python {pin[0]} 1 train.py --epochs 3 --log-dir logs/base"
     )
     assert plan.env["TF_NUM_INTRAOP_THREADS"] == "1"
     assert plan.env["TF_NUM_INTEROP_THREADS"] == "1"

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -74,6 +74,8 @@ class Layout:
     cores: int
     gpus: int = 0
     hosts: str | None = None  # as for horovodrun -H, when the run spans other machines
+    # Each worker pinned to its own block of `threads` cores (pin_cores.py), on this machine.
+    pinned: bool = False
 
     def env(self) -> dict[str, str]:
         """Environment variables that give each worker its share of the cores."""
@@ -91,7 +93,14 @@ class Layout:
         if self.hosts is not None:
             return f"{workers} on hosts {self.hosts}"
         threads = f" x {plural(self.threads, 'thread')}" if self.threads else ""
-        text = f"{workers}{threads} on {plural(self.cores, 'CPU core')}"
+        cores = plural(self.cores, "CPU core")
+        if self.pinned and self.workers == 1:
+            text = f"{workers}{threads} pinned to {self.threads} of {cores}"
+        else:
+            text = f"{workers}{threads} on {cores}"
+        if self.pinned and self.workers > 1:
+            own = "a core" if self.threads == 1 else plural(self.threads, "core")
+            text += f", each pinned to {own} of its own"
         if self.gpus:
             text += f", one GPU each ({plural(self.gpus, 'GPU')} visible)"
         if not self.gpus and self.workers > self.cores:
@@ -116,6 +125,35 @@ def explicit_layout(workers: int, cores: int, gpus: int, hosts: str | None = Non
     cores = max(1, cores)
     gpus = gpus if gpus >= workers else 0
     return Layout(workers=workers, threads=max(1, cores // workers), cores=cores, gpus=gpus)
+
+
+def share_layout(workers: int, share: int | str, cores: int, gpus: int) -> Layout:
+    """`share`: each worker gets the cores one worker of `-np auto` gets ("auto"), or that many.
+
+    On CPUs, a worker's share of the cores is its "device": 1 worker with one share against N
+    workers is the CPU analogue of 1 GPU against N GPUs.
+    """
+    per_worker = auto_layout(cores, gpus).threads if share == "auto" else int(share)
+    if per_worker < 1 or workers * per_worker > max(1, cores):
+        raise ValueError(
+            f"{plural(workers, 'worker')} x {plural(per_worker, 'core')} do not fit in the "
+            f"{plural(cores, 'CPU core')} this process may use"
+        )
+    gpus = gpus if gpus >= workers else 0
+    layout = Layout(workers=workers, threads=per_worker, cores=cores, gpus=gpus)
+    return replace(layout, pinned=pins_cores(layout))
+
+
+def pins_cores(layout: Layout) -> bool:
+    """Whether pinning the workers of this layout changes anything: a local CPU layout whose
+    workers fit on the cores, unless one worker would get them all."""
+    return (
+        layout.hosts is None
+        and not layout.gpus
+        and layout.threads is not None
+        and layout.workers * layout.threads <= layout.cores
+        and not (layout.workers == 1 and layout.threads >= layout.cores)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,6 +181,7 @@ ELASTIC_OPTIONS = ("--min-np", "--min-num-proc", "--max-np", "--max-num-proc",
 SSH_PORT_OPTIONS = ("-p", "--ssh-port")
 SSH_IDENTITY_OPTIONS = ("-i", "--ssh-identity-file")
 START_TIMEOUT_OPTIONS = ("--start-timeout",)
+TIMELINE_OPTIONS = ("--timeline-filename",)
 # horovodrun's limit for its start-up checks on the hosts (ssh, the interface search); its
 # default is 30 s, or $HOROVOD_START_TIMEOUT. For remote hosts the runner passes one unless one
 # is given, so the command shows the bound, with room for hosts that start Python slowly.
@@ -209,6 +248,12 @@ def without_option(options: list[str], names: tuple[str, ...]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 RAW_LOG_NAME = "horovodrun.log"
+TIMELINE_NAME = "timeline.json"  # Horovod's timeline of a run with timeline=True, in its run_dir
+# What the runner records of a run next to its log: when it started and ended, its layout, and
+# the other processes that were busy meanwhile (workbook.comparison reads it).
+RUN_RECORD_NAME = "run.json"
+# The launcher that pins each worker of a pinned layout to its own cores (run by its path).
+PIN_LAUNCHER = Path(__file__).with_name("pin_cores.py")
 # Every process of a run carries this variable with the run's own id, so that the clean-up
 # finds them all, also those that left the process tree (OpenMPI's orted daemonizes) and those
 # on other hosts (horovodrun exports the environment on its ssh command line).
@@ -231,10 +276,15 @@ class RunPlan:
     launcher: str  # "horovodrun" or "python" (one process, no Horovod launcher)
     ssh: SshSettings = SshSettings()  # the -p/-i options horovodrun's ssh calls get
     remote_hosts: tuple[str, ...] = ()  # the hosts horovodrun reaches with ssh
+    timeline_path: Path | None = None  # where Horovod writes its timeline, if it does
 
     @property
     def log_path(self) -> Path:
         return self.run_dir / RAW_LOG_NAME
+
+    @property
+    def record_path(self) -> Path:
+        return self.run_dir / RUN_RECORD_NAME
 
     @property
     def marker(self) -> tuple[str, str]:
@@ -305,8 +355,15 @@ def plan_run(
     launcher: str = "horovodrun",
     cores: int | None = None,
     gpus: int | None = None,
+    share: int | str | None = None,
+    timeline: bool | str | Path = False,
 ) -> RunPlan:
-    """Decides the command line, environment, layout and log places of one run."""
+    """Decides the command line, environment, layout and log places of one run.
+
+    share: "auto" gives each worker the cores one worker of `-np auto` gets, pinned to them;
+        a number, that many cores each (see share_layout).
+    timeline: True (or a file) makes Horovod record its timeline (see horovodrun()).
+    """
     tokens = shlex.split(command) if isinstance(command, str) else [str(t) for t in command]
     options, script_and_args = split_horovodrun_args(tokens)
     if not script_and_args:
@@ -328,12 +385,22 @@ def plan_run(
             raise ValueError(f"horovodrun options {options} need launcher='horovodrun'")
         if str(np) not in ("auto", "1"):
             raise ValueError("launcher='python' runs one process: use np=1")
-        layout = Layout(workers=1, threads=None, cores=cores)
+        if share is None:
+            layout = Layout(workers=1, threads=None, cores=cores)
+        else:
+            layout = share_layout(1, share, cores, visible_gpus() if gpus is None else gpus)
+    elif share is not None:
+        if hosts is not None:
+            raise ValueError("share= splits this machine's cores: it is for runs without -H")
+        gpus = visible_gpus() if gpus is None else gpus
+        workers = auto_layout(cores, gpus).workers if str(np) == "auto" else int(np)
+        layout = share_layout(workers, share, cores, gpus)
     elif str(np) == "auto":
         if hosts is not None:
             layout = explicit_layout(slots_of_hosts(hosts), cores, 0, remote)
         else:
             layout = auto_layout(cores, visible_gpus() if gpus is None else gpus)
+            layout = replace(layout, pinned=pins_cores(layout))
     else:
         workers = int(np)
         if workers < 1:
@@ -369,7 +436,16 @@ def plan_run(
         script_args = [*script_args, "--log-dir", str(tensorboard_dir)]
     run_dir = tensorboard_dir or logs_root / run_name
 
-    if script_path is not None:
+    if layout.pinned and script_path is None:
+        layout = replace(layout, pinned=False)  # only a Python script can be pinned from inside
+    if layout.pinned:
+        pin = [str(PIN_LAUNCHER), str(layout.threads)]
+        worker_command = [sys.executable, *pin, str(script_path), *script_args]
+        # From the workbook's folders (notebooks/), the path a learner could type there.
+        inside = cwd.is_relative_to(PIN_LAUNCHER.parents[2])
+        shown_pin = os.path.relpath(PIN_LAUNCHER, cwd) if inside else str(PIN_LAUNCHER)
+        shown_worker = ["python", shown_pin, pin[1], program]
+    elif script_path is not None:
         worker_command = [sys.executable, str(script_path), *script_args]
         shown_worker = ["python", program]
     else:
@@ -379,6 +455,15 @@ def plan_run(
         _shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a
         for a in script_args
     ]
+
+    timeline_path = None
+    if option_value(options, TIMELINE_OPTIONS):
+        timeline_path = (cwd / option_value(options, TIMELINE_OPTIONS)).resolve()
+    elif timeline:
+        if launcher != "horovodrun":
+            raise ValueError("timeline= records Horovod's timeline: it needs launcher='horovodrun'")
+        timeline_path = run_dir / TIMELINE_NAME if timeline is True else Path(timeline).resolve()
+        options = [*options, TIMELINE_OPTIONS[0], str(timeline_path)]
 
     if launcher == "python":
         argv, shown = worker_command, shown_worker
@@ -393,7 +478,10 @@ def plan_run(
             # Other machines: horovodrun's start-up checks get a bound the command shows.
             launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
         argv = [_horovodrun_executable(), *launch, *worker_command]
-        shown = ["horovodrun", *launch, *shown_worker]
+        shown_launch = [
+            _shown_path(a, cwd) if timeline_path and a == str(timeline_path) else a for a in launch
+        ]
+        shown = ["horovodrun", *shown_launch, *shown_worker]
     else:
         raise ValueError(f"launcher must be 'horovodrun' or 'python', not {launcher!r}")
 
@@ -404,6 +492,10 @@ def plan_run(
     run_env["PYTHONUNBUFFERED"] = "1"
     bin_dir = str(Path(sys.executable).parent)
     run_env["PATH"] = os.pathsep.join([bin_dir, run_env.get("PATH", "")])
+    if timeline_path is not None:
+        # Without Horovod's response cache, the timeline marks when each rank asked for every
+        # allreduce of every step (with it, only the first step's): who waited for whom.
+        run_env["HOROVOD_CACHE_CAPACITY"] = "0"
     run_env.update(env or {})
     run_env[RUN_MARKER] = uuid.uuid4().hex  # hex: safe on any command line
 
@@ -422,4 +514,5 @@ def plan_run(
         launcher=launcher,
         ssh=ssh_settings(options),
         remote_hosts=elsewhere if launcher == "horovodrun" else (),
+        timeline_path=timeline_path,
     )

@@ -37,6 +37,11 @@ class RunResult:
     leftover_pids: list[int] = field(default_factory=list)  # processes that would not stop
     leftover_remote: dict[str, str] = field(default_factory=dict)  # host: what is left there
     output: str = field(default="", repr=False)  # the lines shown, labelled by rank
+    started_at: float | None = None  # time.time() when the launcher started
+    ended_at: float | None = None  # ... and when its last process was gone
+    # Other processes that used the CPU during the run (see contention.py), one sentence each.
+    busy_others: list[str] = field(default_factory=list)
+    timeline_path: Path | None = None  # Horovod's timeline, when the run recorded one
 
     @property
     def ok(self) -> bool:
@@ -83,7 +88,10 @@ class RunResult:
         if self.images_per_second is not None:
             rows.append(("images/second", f"{self.images_per_second:,.0f}"))
         if "train_seconds" in self.metrics:
-            rows.append(("training time", f"{self.metrics['train_seconds']} s"))
+            # The script's own measure; workbook.comparison times runs from their epochs.
+            rows.append(("time in model.fit", f"{self.metrics['train_seconds']} s"))
+        for busy in self.busy_others:
+            rows.append(("CPU shared with", busy))
         if self.error and not self.ok:
             last = self.error.strip().splitlines()[-1] if self.error.strip() else ""
             rows.append(("error", last))
@@ -93,6 +101,8 @@ class RunResult:
             rows.append((f"NOT stopped on {host}", problem))
         if self.tensorboard_dir:
             rows.append(("TensorBoard logs", str(self.tensorboard_dir)))
+        if self.timeline_path:
+            rows.append(("Horovod timeline", str(self.timeline_path)))
         rows.append(("full output", str(self.log_path)))
         return rows
 
@@ -114,7 +124,7 @@ class RunResult:
                 if name == "status"
                 else (
                     f"<code>{html.escape(value)}</code>"
-                    if name in ("full output", "error", "TensorBoard logs")
+                    if name in ("full output", "error", "TensorBoard logs", "Horovod timeline")
                     else html.escape(value)
                 )
             )

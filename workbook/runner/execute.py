@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import html
+import json
 import os
 import queue
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from workbook.paths import LOGS_DIR
 from workbook.runner.command import RUN_MARKER, RunPlan, plan_run, plural
+from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, clock, console_for, status_text
 from workbook.runner.hosts import ensure_reachable, stop_remote
 from workbook.runner.output import OutputParser, Transcript, failure_text
@@ -68,6 +70,36 @@ class _Pump(threading.Thread):
             self.chunks.put((self.pipe_name, _EOF))
 
 
+def write_record(plan: RunPlan, started_at: float, monitor: ContentionMonitor,
+                 result: RunResult | None = None) -> None:
+    """run.json next to the log: the run's facts for whoever compares runs later, in any kernel
+    (written at the start, completed at the end)."""
+    layout = plan.layout
+    record = {
+        "run_name": plan.run_name,
+        "command": plan.display_command,
+        "launcher": plan.launcher,
+        "layout": layout.describe(),
+        "workers": layout.workers,
+        "threads_per_worker": layout.threads,
+        "cores": layout.cores,
+        "gpus": layout.gpus,
+        "pinned": layout.pinned,
+        "hosts": plan.hosts,
+        "started": started_at,
+        "timeline": str(plan.timeline_path) if plan.timeline_path else None,
+    }
+    if result is not None:
+        record.update(
+            ended=result.ended_at,
+            exit_code=result.exit_code,
+            ok=result.ok,
+            busy_others=result.busy_others,
+            contention=monitor.record(),
+        )
+    plan.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
 def _start(plan: RunPlan) -> subprocess.Popen:
     # One process sees its stdout and stderr apart: a warning on stderr must not end the line
     # of a progress bar on stdout. horovodrun keeps them apart itself, with its prefixes, and
@@ -105,7 +137,9 @@ def execute(
     log_file.flush()
     console.start(plan)
 
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
+    monitor = ContentionMonitor()
+    write_record(plan, started_at, monitor)
     process = _start(plan)
     tree = ProcessTree(process, plan.marker)
     chunks: queue.Queue = queue.Queue()
@@ -157,6 +191,8 @@ def execute(
             if now - last_snapshot > SNAPSHOT_INTERVAL_S:
                 tree.snapshot()
                 last_snapshot = now
+            if monitor.due(now):
+                monitor.sample(now, {process.pid, *tree.known})
             console.status(status_text(now - started, transcript))
             if plan.timeout and now - started > plan.timeout:
                 timed_out = True
@@ -229,7 +265,12 @@ def execute(
         leftover_remote=left_remote,
         stopped_processes=stopped,
         output="\n".join(transcript.shown),
+        started_at=started_at,
+        ended_at=time.time(),
+        busy_others=monitor.findings(),
+        timeline_path=plan.timeline_path,
     )
+    write_record(plan, started_at, monitor, result)
     console.finish(result, transcript)
     if leftover:
         console.line(f"WARNING: processes {leftover} did not stop; kill them by hand")
@@ -257,6 +298,8 @@ def horovodrun(
     log_dir: str | Path | bool | None = None,
     logs_root: str | Path = LOGS_DIR,
     quiet: bool = False,
+    share: int | str | None = None,
+    timeline: bool | str | Path = False,
 ) -> RunResult:
     """Runs `horovodrun [options] script [args]` and shows its output live; returns a RunResult.
 
@@ -269,6 +312,17 @@ def horovodrun(
         `--log-dir <logs_root>/<run_name>`, so TensorBoard shows the runs side by side.
         Reuse a run_name to let the script resume from that run's checkpoints.
     log_dir: False to never add --log-dir, or a folder to use instead of logs_root/run_name.
+    share: "auto" gives each worker exactly what one worker of np="auto" gets, its threads and
+        its cores (pinned), whatever np is: `np=1, share="auto"` is the reference that N
+        workers are compared with, the CPU analogue of 1 GPU against N. A number: that many
+        cores per worker. (np="auto" pins its workers to their cores anyway.)
+    timeline: True records Horovod's timeline in <run dir>/timeline.json (or give a file):
+        every allreduce of every step, with the time each rank asked for it (the runner turns
+        Horovod's response cache off for this, HOROVOD_CACHE_CAPACITY=0, or only the first
+        step would show the ranks). For short runs: it grows by tens of KB per step.
+
+    The run's record, run.json next to its log, has its start and end times, its layout and
+    the other processes that were busy meanwhile (also in the result's busy_others).
 
     Interrupting the cell stops all workers, then raises KeyboardInterrupt; the partial
     result is in `workbook.runner.last_result`.
@@ -283,6 +337,8 @@ def horovodrun(
         cwd=cwd,
         log_dir=log_dir,
         logs_root=logs_root,
+        share=share,
+        timeline=timeline,
     )
     console = console_for(quiet)
     ensure_hosts_reachable(plan, console.line)  # an unreachable host: a clear error, no hang
@@ -385,6 +441,8 @@ def start_in_background(
     cwd: str | Path | None = None,
     log_dir: str | Path | bool | None = None,
     logs_root: str | Path = LOGS_DIR,
+    share: int | str | None = None,
+    timeline: bool | str | Path = False,
 ) -> BackgroundRun:
     """Starts a run and returns at once; the same arguments as horovodrun().
 
@@ -401,6 +459,8 @@ def start_in_background(
         log_dir=log_dir,
         logs_root=logs_root,
         launcher=launcher,
+        share=share,
+        timeline=timeline,
     )
     ensure_hosts_reachable(plan)  # here, so that an unreachable host is said at once
     run = BackgroundRun(plan)

@@ -1,0 +1,225 @@
+"""The runner's shares of the cores, its pinning launcher, its timeline option, and its record.
+
+- share="auto" gives one worker what a worker of np="auto" gets (threads and cores), pinned;
+- np="auto" pins each worker to its own block of cores through workbook/runner/pin_cores.py,
+  which really changes the process's affinity before the script starts;
+- timeline=True asks horovodrun for Horovod's timeline, without the response cache;
+- every run leaves run.json (start, end, layout, busy neighbours), and a process that keeps a
+  core busy during a run is named in its result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbook.runner import contention, start_in_background
+from workbook.runner.command import (
+    PIN_LAUNCHER,
+    auto_layout,
+    pins_cores,
+    plan_run,
+    share_layout,
+)
+from workbook.runner.contention import ContentionMonitor, short_command
+from workbook.runner.pin_cores import cores_of_worker, local_rank
+
+needs_horovodrun = pytest.mark.skipif(
+    not (Path(sys.executable).parent / "horovodrun").exists(), reason="horovodrun not installed"
+)
+AFFINITY = Path("/proc/self/status").exists() and hasattr(os, "sched_getaffinity")
+
+
+def a_script(folder: Path, text: str = "import argparse  # --log-dir\n", name="train.py") -> Path:
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def plan(tmp_path, command="train.py", **options):
+    return plan_run(command, cwd=tmp_path, logs_root=tmp_path / "logs", run_name="run",
+                    cores=options.pop("cores", 2), gpus=options.pop("gpus", 0), **options)
+
+
+# --- layouts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "workers, share, cores, threads, text",
+    [
+        (1, "auto", 2, 1, "1 worker x 1 thread pinned to 1 of 2 CPU cores"),
+        (1, "auto", 8, 4, "1 worker x 4 threads pinned to 4 of 8 CPU cores"),
+        (2, "auto", 8, 4,
+         "2 workers x 4 threads on 8 CPU cores, each pinned to 4 cores of its own"),
+        (1, 3, 8, 3, "1 worker x 3 threads pinned to 3 of 8 CPU cores"),
+        (1, "auto", 1, 1, "1 worker x 1 thread on 1 CPU core"),  # all of one core: no pinning
+    ],
+)
+def test_a_share_is_what_one_auto_worker_gets(workers, share, cores, threads, text):
+    layout = share_layout(workers, share, cores, gpus=0)
+    assert layout.threads == threads
+    if share == "auto":
+        assert layout.threads == auto_layout(cores, 0).threads
+    assert layout.describe() == text
+    assert layout.env()["TF_NUM_INTRAOP_THREADS"] == str(threads)
+
+
+def test_a_share_that_does_not_fit_is_refused():
+    with pytest.raises(ValueError, match="3 workers x 1 core do not fit in the 2 CPU cores"):
+        share_layout(3, "auto", 2, gpus=0)
+
+
+def test_gpus_and_remote_hosts_are_not_pinned():
+    assert not pins_cores(auto_layout(16, 4))  # one GPU each: the GPU is the device
+    assert share_layout(1, "auto", 16, gpus=4).pinned is False
+    assert pins_cores(auto_layout(2, 0)) and pins_cores(auto_layout(8, 0))
+    assert not pins_cores(auto_layout(1, 0))  # one worker on the only core
+
+
+@needs_horovodrun
+def test_auto_and_share_plans_start_the_script_through_the_pinning_launcher(tmp_path):
+    script = a_script(tmp_path)
+    auto, one = plan(tmp_path, np="auto"), plan(tmp_path, np=1, share="auto")
+    assert auto.argv[auto.argv.index(sys.executable) :][:4] == [
+        sys.executable, str(PIN_LAUNCHER), "1", str(script)
+    ]  # fmt: skip
+    assert (one.np, one.layout.threads, one.layout.pinned) == (1, 1, True)
+    assert f"-np 1 python {PIN_LAUNCHER} 1 train.py" in one.display_command
+    assert one.env["TF_NUM_INTRAOP_THREADS"] == "1"
+    explicit = plan(tmp_path, np=2)  # a given -np is left as the learner asked
+    assert str(PIN_LAUNCHER) not in explicit.argv
+    python = plan(tmp_path, np=1, launcher="python", share="auto")
+    assert python.argv[:3] == [sys.executable, str(PIN_LAUNCHER), "1"]
+    with pytest.raises(ValueError, match="without -H"):
+        plan(tmp_path, command="-H localhost:2 train.py", share="auto")
+
+
+@needs_horovodrun
+def test_timeline_option(tmp_path):
+    a_script(tmp_path)
+    planned = plan(tmp_path, np="auto", timeline=True)
+    path = tmp_path / "logs" / "run" / "timeline.json"
+    assert planned.timeline_path == path
+    at = planned.argv.index("--timeline-filename")
+    assert planned.argv[at + 1] == str(path) and at < planned.argv.index(sys.executable)
+    assert "--timeline-filename logs/run/timeline.json" in planned.display_command
+    assert planned.env["HOROVOD_CACHE_CAPACITY"] == "0"
+    assert "HOROVOD_CACHE_CAPACITY" not in plan(tmp_path, np="auto").env
+    given = plan(tmp_path, command="--timeline-filename mine.json train.py", np="auto")
+    assert given.timeline_path == tmp_path / "mine.json"
+    assert given.argv.count("--timeline-filename") == 1
+    with pytest.raises(ValueError, match="needs launcher='horovodrun'"):
+        plan(tmp_path, np=1, launcher="python", timeline=True)
+
+
+# --- the launcher, for real -------------------------------------------------------------------
+
+SHOW_AFFINITY = """\
+import json, os, sys
+print(json.dumps({"cores": sorted(os.sched_getaffinity(0)), "path0": sys.path[0],
+                  "argv": sys.argv, "file": __file__}))
+"""
+
+
+def test_local_ranks_and_blocks():
+    assert local_rank({"HOROVOD_LOCAL_RANK": "1"}) == 1
+    assert local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == 3
+    assert local_rank({}) == 0
+    assert cores_of_worker({0, 1, 2, 3}, 2, 1) == [2, 3]
+    assert cores_of_worker({4, 6}, 1, 1) == [6]  # the cores it may use, not 0..N
+    assert cores_of_worker({0, 1}, 1, 5) == [0, 1]  # no such block: all of them
+
+
+@pytest.mark.skipif(not AFFINITY, reason="needs Linux's sched_setaffinity")
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_the_launcher_pins_the_script_before_it_starts(tmp_path, rank):
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs 2 cores")
+    script = a_script(tmp_path, SHOW_AFFINITY, "show.py")
+    env = {**os.environ, "HOROVOD_LOCAL_RANK": rank}
+    done = subprocess.run(
+        [sys.executable, str(PIN_LAUNCHER), "1", str(script), "--flag", "x"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["cores"] == [allowed[int(rank)]]
+    # The script runs as `python show.py --flag x` would.
+    assert seen["argv"] == [str(script), "--flag", "x"]
+    assert seen["path0"] == str(tmp_path) and seen["file"] == str(script)
+
+
+def test_the_launcher_refuses_a_bad_count(tmp_path):
+    done = subprocess.run([sys.executable, str(PIN_LAUNCHER), "none", "x.py"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "usage: python pin_cores.py CORES_PER_WORKER" in done.stderr
+
+
+# --- the record and the neighbours ------------------------------------------------------------
+
+
+def busy_loop(seconds: float) -> subprocess.Popen:
+    """A process outside any run that keeps one core busy."""
+    return subprocess.Popen(
+        [sys.executable, "-c", f"import time\nend = time.time() + {seconds}\n"
+         "while time.time() < end: pass"]
+    )
+
+
+def test_the_monitor_names_a_busy_neighbour_and_not_the_runs_own(tmp_path, monkeypatch):
+    # On a machine busy with other tests a loop may get less than half a core: count less.
+    monkeypatch.setattr(contention, "BUSY_CORE_SHARE", 0.1)
+    neighbour, own = busy_loop(30), busy_loop(30)
+    try:
+        monitor = ContentionMonitor(interval=0.2, mention_after=1.0)
+        started = time.monotonic()
+        while time.monotonic() - started < 3:
+            now = time.monotonic()
+            if monitor.due(now):
+                monitor.sample(now, {own.pid})
+            time.sleep(0.05)
+    finally:
+        neighbour.kill(), own.kill()
+        neighbour.wait(), own.wait()
+    named = {p.pid: p for p in monitor.busy_processes()}
+    assert neighbour.pid in named and own.pid not in named
+    assert named[neighbour.pid].command.startswith("python -c")
+    assert named[neighbour.pid].mean_share > 0.1
+    assert any(f"(pid {neighbour.pid}) used" in line for line in monitor.findings())
+    assert neighbour.pid in [p["pid"] for p in monitor.record()["busy_processes"]]
+
+
+def test_a_quiet_monitor_says_nothing():
+    monitor = ContentionMonitor(interval=0.2, mention_after=1.0)
+    assert monitor.findings() == [] and monitor.busy_processes() == []
+
+
+def test_short_commands():
+    assert short_command(["/venv/bin/python3.11", "/a/b/train.py", "--epochs", "5"], "x") == (
+        "python train.py --epochs 5"
+    )
+    assert short_command(["horovodrun", "-np", "2", "python", "x.py", "--a"], "x") == (
+        "horovodrun -np 2 python x.py ..."
+    )
+    assert short_command([], "kworker") == "kworker"
+
+
+def test_every_run_leaves_its_record(tmp_path):
+    a_script(tmp_path, "import time\ntime.sleep(1)\nprint('RESULT {\"epochs\": 1}')\n")
+    before = time.time()
+    run = start_in_background("train.py", np=1, launcher="python", cwd=tmp_path,
+                              logs_root=tmp_path / "logs", run_name="rec", log_dir=False)
+    result = run.result(timeout=120)
+    record = json.loads((tmp_path / "logs" / "rec" / "run.json").read_text())
+    assert before <= record["started"] < record["ended"] <= time.time()
+    assert record["ended"] - record["started"] >= 1.0
+    assert (result.started_at, result.ended_at) == (record["started"], record["ended"])
+    assert record["layout"] == result.layout and record["launcher"] == "python"
+    assert record["ok"] is True and record["exit_code"] == 0
+    assert record["busy_others"] == result.busy_others
