@@ -31,6 +31,7 @@ from grader.live.outcome import (
     UNFINISHED,
     from_the_script_on,
     judge,
+    mismatched_training,
     stuck_collective,
 )
 from grader.live.probe import PROBE_DIR_VARIABLE, Record, private_log_dir
@@ -315,6 +316,22 @@ def test_between_two_runs_a_rank_is_on_its_way(tmp_path):
     )
 
 
+def test_ranks_that_train_different_numbers_of_steps_cannot_finish(tmp_path):
+    stages = [[1, "started model.fit"]]
+    write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 1, "epochs": 2}, stages=stages)
+    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0, "epochs": 2}, stages=stages)
+    assert mismatched_training(Evidence.read(tmp_path, 2)) == (
+        "the ranks train different numbers of steps in model.fit: rank 0 4 (after epoch 1), "
+        "rank 1 8 (from the start); every step averages the gradients of all ranks, so one rank "
+        "would wait forever for the others"
+    )
+    outcome = judge(Ended(interrupted=True), Evidence.read(tmp_path, 2), 2, 60, None, 2)
+    assert outcome.kind == HUNG
+    assert outcome.message.startswith("the run was stopped, as it could never finish: the ranks")
+    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 1, "epochs": 2}, stages=stages)
+    assert mismatched_training(Evidence.read(tmp_path, 2)) is None
+
+
 class Ended:
     """A RunResult's fields that judge() reads."""
 
@@ -502,6 +519,19 @@ def test_a_collective_under_a_rank_branch_is_a_hang(tmp_path):
         result.message
     )
     assert "Every rank must reach it" in result.hint
+    assert result.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_resume_epoch_found_on_every_rank_apart_is_caught(tmp_path):
+    """Step 7's script resumes where each rank's own --log-dir says: rank 1's has nothing."""
+    result = checked(reference(7), 8, tmp_path)
+    assert statuses(result)[8] == FAILS, str(result)
+    assert (
+        "rank 0 resumed after epoch 1, rank 1 started from scratch" in result.findings[-1].message
+    )
+    assert result.outcome == HUNG and "train different numbers of steps" in result.message
     assert result.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
 
 

@@ -172,8 +172,9 @@ def different_batches(evidence: Evidence, setting: Setting) -> Finding:
                 6,
                 FAILS,
                 f"the ranks read different batches, but each trains {steps[too_many[0]]} steps "
-                f"per epoch, as one process would: {setting.np} workers do that many steps "
-                f"together, {expected} each",
+                f"per epoch, as many as one process would: with {setting.np} workers each should "
+                f"train {setting.steps_per_epoch} // {setting.np} = {expected}, so that an epoch "
+                "still goes over the data once",
                 "Divide the steps: steps_per_epoch = steps_per_epoch // hvd.size().",
             )
     per_rank = f", {expected} steps per epoch each" if steps else ""

@@ -67,6 +67,50 @@ def stuck_collective(evidence: Evidence, runs: int) -> str | None:
     return None
 
 
+def _training_steps(fit: dict) -> int | None:
+    """How many steps model.fit trains: (epochs - initial_epoch) * steps_per_epoch."""
+    steps = fit.get("steps_per_epoch")
+    if not isinstance(steps, int):
+        return None
+    return max(0, fit.get("epochs", 1) - (fit.get("initial_epoch") or 0)) * steps
+
+
+def mismatched_training(evidence: Evidence) -> str | None:
+    """Ranks in the same model.fit that train different numbers of steps, in words, or None.
+
+    Every step averages the gradients of all ranks: the rank with more steps would wait
+    forever for the others' (or fail once they have ended).
+    """
+    current = _current(evidence)
+    training = {rank: (run, record) for rank, (run, record) in current.items() if record.in_fit}
+    if len(training) < evidence.np or len({run for run, _ in training.values()}) > 1:
+        return None
+    steps = {rank: _training_steps(record.fit) for rank, (_, record) in training.items()}
+    if None in steps.values() or len(set(steps.values())) == 1:
+        return None
+
+    def what(rank):
+        epoch = training[rank][1].fit.get("initial_epoch") or 0
+        start = f"after epoch {epoch}" if epoch else "from the start"
+        return f"rank {rank} {steps[rank]} ({start})"
+
+    return (
+        "the ranks train different numbers of steps in model.fit: "
+        + ", ".join(what(rank) for rank in sorted(steps))
+        + "; every step averages the gradients of all ranks, so one rank would wait forever "
+        "for the others"
+    )
+
+
+def doomed(evidence: Evidence, runs: int) -> str | None:
+    """Why this run can never finish well, in a sentence, or None."""
+    stuck = stuck_collective(evidence, runs)
+    if stuck:
+        return f"the run hung: {stuck}"
+    mismatch = mismatched_training(evidence)
+    return f"the run was stopped, as it could never finish: {mismatch}" if mismatch else None
+
+
 def _where_all(evidence: Evidence, np: int) -> str:
     current = _current(evidence)
     parts = []
@@ -81,19 +125,19 @@ def _where_all(evidence: Evidence, np: int) -> str:
 
 
 HANG_HINT = (
-    "A collective (hvd.broadcast, hvd.allreduce, the broadcast callback...) returns only once "
-    "every rank has called it. Is one under `if hvd.rank() == 0:`, or after a condition that "
-    "differs between ranks? Every rank must reach it."
+    "A collective (hvd.broadcast, hvd.allreduce, every training step's gradient average...) "
+    "returns only once every rank has called it. Is one under `if hvd.rank() == 0:`, or after "
+    "a condition that differs between ranks? Every rank must reach it, as often as the others."
 )
 
 
 def judge(
     run, evidence: Evidence, np: int, timeout: float, stuck: str | None, runs: int
 ) -> Outcome:
-    """The outcome of a finished RunResult; `stuck` is the hang the watcher stopped it for."""
-    stuck = stuck or stuck_collective(evidence, runs)
+    """The outcome of a finished RunResult; `stuck` is why the watcher stopped it (doomed())."""
+    stuck = stuck or doomed(evidence, runs)
     if stuck:
-        return Outcome(HUNG, f"the run hung: {stuck}", HANG_HINT)
+        return Outcome(HUNG, stuck, HANG_HINT)
     if run.timed_out:
         return Outcome(
             UNFINISHED,

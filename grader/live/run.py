@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.engine import FileProblem, Script, read_source
 from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
-from grader.live.outcome import FINISHED, judge, stuck_collective
+from grader.live.outcome import doomed, judge
 from grader.live.probe import PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, SECOND_RUN_VARIABLE
 from grader.live.report import NOT_RUN, LiveResult
 from grader.rules import RULES
@@ -167,7 +167,7 @@ def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float
     try:
         while not run.done:
             time.sleep(POLL_S)
-            seen = stuck_collective(Evidence.read(records, np), runs)
+            seen = doomed(Evidence.read(records, np), runs)
             if seen is None or seen != stuck:
                 stuck, since = seen, time.monotonic()
             elif time.monotonic() - since >= HANG_SHOWN_S:
