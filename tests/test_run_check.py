@@ -248,7 +248,7 @@ def test_learning_rates_that_are_not_scaled(tmp_path, rates, status, words):
 def test_no_warmup_and_ranks_that_disagree_fail(tmp_path):
     good_ranks(tmp_path, lr=({"0": [0.025] * 4}, {"0": [0.025] * 4}))
     found = judged(tmp_path, 11)[11]
-    assert found.status == FAILS and "already used 0.025" in found.message
+    assert found.status == FAILS and "already used the full rate 0.025 (" in found.message
     assert "LearningRateWarmupCallback" in found.hint
     rising = [0.015625, 0.01875, 0.021875, 0.025]
     good_ranks(tmp_path, lr=({"0": rising}, {"0": [0.0125, 0.0125, 0.0125, 0.0125]}))

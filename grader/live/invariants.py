@@ -338,8 +338,9 @@ def warmup(evidence: Evidence, setting: Setting) -> Finding:
     hint = ("Start from a smaller rate: hvd.callbacks.LearningRateWarmupCallback(initial_lr="
             "scaled_lr, warmup_epochs=args.warmup_epochs) raises it from base-lr to scaled_lr.")  # fmt: skip
     if first[0] >= 0.75 * scaled:
-        return Finding(11, FAILS, f"the first training step already used {first[0]:.4g}, near "
-                       f"the full {scaled:.4g} ({schedule}): no warmup", hint)  # fmt: skip
+        near = "" if abs(first[0] - scaled) <= SAME_RATE * scaled else f"{first[0]:.4g}, near "
+        return Finding(11, FAILS, f"the first training step already used {near}the full rate "
+                       f"{scaled:.4g} ({schedule}): no warmup", hint)  # fmt: skip
     if any(later < earlier * (1 - SAME_RATE) for earlier, later in zip(first, first[1:])):
         return Finding(11, FAILS, f"the learning rate went down in the first epoch "
                        f"({schedule}); a warmup raises it", hint)  # fmt: skip
