@@ -1,0 +1,271 @@
+"""Runs compared fairly: one time accounting for every run, one ratio, and words for a slow-down.
+
+Fast tests time runs from TensorBoard event files written with chosen wall times (Keras's
+format: tensor scalars under train/ and validation/) and the runner's run.json. The slow test
+runs notebook 00 (the baseline) and notebook 13 headless, with the solution as the learner's
+script, and checks that the ratio 13 prints is the ratio of its plot's last points.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
+from workbook import comparison
+from workbook.comparison import NotTimed, RunTimes, account, speed_up
+
+STARTED = 1_800_000_000.0  # a time.time() value
+
+
+def write_scalars(folder: Path, tag: str, points: list[tuple[float, int, float]]) -> None:
+    """Keras's epoch scalars: tensor summaries of the scalars plugin, at the given wall times."""
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util.tensor_util import make_tensor_proto
+
+    writer = EventFileWriter(str(folder))
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
+    for wall, step, value in points:
+        summary = Summary(
+            value=[Summary.Value(tag=tag, tensor=make_tensor_proto(value), metadata=metadata)]
+        )
+        writer.add_event(Event(wall_time=wall, step=step, summary=summary))
+    writer.close()
+
+
+def a_run(
+    folder: Path,
+    epoch_seconds: list[float],
+    start_up: float = 20.0,
+    after: float = 15.0,
+    record: dict | None = None,
+    speed: list[float] | None = None,
+) -> Path:
+    """A run folder as the runner and the script leave it, with known times."""
+    folder.mkdir(parents=True)
+    ends, wall = [], STARTED + start_up
+    for seconds in epoch_seconds:
+        wall += seconds
+        ends.append(wall)
+    write_scalars(folder / "train", "epoch_epoch_seconds",
+                  [(end, epoch, s) for epoch, (end, s) in enumerate(zip(ends, epoch_seconds))])
+    speeds = speed or [100.0] * len(ends)
+    write_scalars(folder / "train", "epoch_images_per_second",
+                  [(end, epoch, v) for epoch, (end, v) in enumerate(zip(ends, speeds))])
+    write_scalars(folder / "validation", "epoch_accuracy",
+                  [(end, epoch, 0.5 + 0.1 * epoch) for epoch, end in enumerate(ends)])
+    (folder / "run.json").write_text(json.dumps({
+        "started": STARTED, "ended": ends[-1] + after, "launcher": "horovodrun", "workers": 1,
+        "threads_per_worker": 1, "cores": 2, "gpus": 0, "pinned": True, "ok": True,
+        "layout": "1 worker x 1 thread pinned to 1 of 2 CPU cores", "busy_others": [],
+        **(record or {}),
+    }))
+    (folder / "horovodrun.log").write_text('# x\n# y\n[0]<stdout>:RESULT {"test_accuracy": 0.8}\n')
+    return folder
+
+
+def times(label="run", epochs=(100.0, 100.0), workers=1, share=1, speed=300.0, busy=()):
+    ends = [sum(epochs[: i + 1]) for i in range(len(epochs))]
+    return RunTimes(
+        label=label, hardware=f"{workers} workers", workers=workers, cores_per_worker=share,
+        epochs=list(range(len(epochs))), epoch_ends=ends, accuracy=[0.8] * len(epochs),
+        start_up=20.0, training=ends[-1], after_training=10.0, images_per_second=speed,
+        busy_others=list(busy),
+    )
+
+
+# --- the accounting ---------------------------------------------------------------------------
+
+
+def test_three_times_that_never_overlap():
+    started, ended = 1000.0, 1400.0
+    walls = [1100.0, 1200.0, 1350.0]  # epochs end; the first was measured at 70 s
+    start_up, training, after, ends = account(started, ended, walls, 70.0)
+    assert start_up == 30.0  # 1000 -> 1030, the first epoch's start
+    assert training == 320.0  # 1030 -> 1350
+    assert after == 50.0  # 1350 -> 1400
+    assert start_up + training + after == ended - started
+    assert ends == [70.0, 170.0, 320.0] and ends[-1] == training
+
+
+def test_unknown_ends_and_no_epoch():
+    assert account(None, None, [50.0], 10.0)[0::2] == (None, None)
+    with pytest.raises(NotTimed, match="no epoch has finished"):
+        account(1.0, 2.0, [], 0.0)
+
+
+def test_a_run_is_timed_from_its_folder(tmp_path):
+    run = comparison.read_run(a_run(tmp_path / "r", [60.0, 50.0, 50.0], speed=[80, 100, 120]),
+                              "mine")
+    assert (run.start_up, run.training, run.after_training) == pytest.approx((20, 160, 15))
+    assert run.epoch_ends == pytest.approx([60, 110, 160])
+    assert run.accuracy == pytest.approx([0.5, 0.6, 0.7])
+    assert run.images_per_second == pytest.approx(110)  # the first epoch left out
+    assert run.test_accuracy == 0.8 and run.epochs == [0, 1, 2] and run.cores_per_worker == 1
+    assert run.hardware == "1 worker x 1 thread pinned to 1 of 2 CPU cores; no GPU"
+
+
+def test_a_reused_folder_counts_only_the_last_launch(tmp_path):
+    folder = a_run(tmp_path / "r", [60.0, 50.0])
+    record = json.loads((folder / "run.json").read_text())
+    record["started"] = STARTED + 90  # relaunched after the first epoch
+    (folder / "run.json").write_text(json.dumps(record))
+    assert comparison.read_run(folder).epochs == [1]
+
+
+def test_the_baselines_hardware_and_an_older_runners_log(tmp_path):
+    folder = a_run(tmp_path / "b", [60.0], record={
+        "launcher": "python", "threads_per_worker": None, "pinned": False, "layout": "x"})
+    run = comparison.read_run(folder)
+    assert run.hardware.startswith("1 process without Horovod, TensorFlow's own thread pools, "
+                                   "on all 2 CPU cores; no GPU")
+    assert run.cores_per_worker is None
+    (folder / "run.json").unlink()  # a run of the runner before run.json: its log's header
+    (folder / "horovodrun.log").write_text("# python x.py\n# 1 worker on 2 CPU cores\n"
+                                           "# started 2027-01-15 08:00:00\n")
+    old = comparison.read_run(folder)
+    assert old.hardware == "1 worker on 2 CPU cores; no GPU" and old.after_training is None
+
+
+def test_a_folder_without_epochs_is_not_timed(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NotTimed, match="empty: no finished epoch"):
+        comparison.read_run(tmp_path / "empty")
+
+
+def test_the_newest_finished_run(tmp_path):
+    a_run(tmp_path / "baseline-1", [10.0])
+    a_run(tmp_path / "baseline-2", [10.0])
+    (tmp_path / "baseline-3").mkdir()  # still running: no RESULT yet
+    assert comparison.newest_finished(tmp_path, "baseline-*") == tmp_path / "baseline-2"
+    assert comparison.newest_finished(tmp_path, "none-*") is None
+
+
+# --- one ratio everywhere ---------------------------------------------------------------------
+
+
+def test_the_ratio_the_table_the_plot_and_tensorboard_agree(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    reference = comparison.read_run(a_run(tmp_path / "ref", [100.0, 100.0]), "reference")
+    mine = comparison.read_run(a_run(tmp_path / "mine", [70.0, 55.0]), "mine")
+    ratio = speed_up(reference, mine)
+    assert ratio == pytest.approx(200 / 125)
+    table = comparison.table([reference, mine], reference)
+    assert table.loc["mine", "speed vs reference"] == round(ratio, 2)
+    assert table.loc["mine", "training (s)"] == 125.0
+    ax = comparison.plot([reference, mine])
+    last = [line.get_xdata()[-1] for line in ax.lines]
+    assert last[0] / last[1] == pytest.approx(ratio)
+    folder = comparison.write_tensorboard_timing(mine)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder))
+    events.Reload()
+    written = [(e.step, e.value) for e in events.Scalars(comparison.TIMING_TAG)]
+    assert written == [(0, pytest.approx(70 / 60)), (1, pytest.approx(125 / 60))]
+    comparison.write_tensorboard_timing(mine)  # again: rewritten, not appended
+    assert len(list(folder.iterdir())) == 1
+
+
+def test_runs_of_different_lengths_compare_per_epoch():
+    assert speed_up(times(epochs=(100, 100, 100, 100)), times(epochs=(50, 50))) == 2.0
+    assert "per epoch" in comparison.verdict(times(epochs=(100, 100)), times(epochs=(50,)))
+
+
+# --- the words --------------------------------------------------------------------------------
+
+
+def test_a_slow_down_is_said_plainly_with_numbers_and_reasons():
+    reference = times("1 worker (reference)", epochs=(60, 50, 50), speed=400)
+    yours = times("your workers", epochs=(90, 60, 60), workers=2, speed=560)
+    text = comparison.verdict(reference, yours)
+    assert "A slow-down: your workers took 1.31x as long as 1 worker (reference) (50.0 s more)" \
+        in text
+    assert "so its speed is 0.76x" in text
+    assert "210.0 s of training for 3 epochs" in text and "160.0 s." in text
+    # Where: the first epoch and the later ones; the pace of each worker during the steps.
+    assert "the first took 90.0 s on your workers, 60.0 s on 1 worker (reference)" in text
+    assert "each later one 60.0 s against 50.0 s (0.83x as fast)" in text
+    assert "560 images/s in all, 280 per worker; 1 worker (reference) 400." in text
+    assert "Each worker went at 70% of the pace of 1 worker (reference)." in text
+    assert "So the steps were faster" in text  # 560 images/s against 400
+    assert "allreduce of every step" in text and "Notebook 19" in text
+    assert "speed-up" not in text.lower().replace("a slow-down", "")
+
+
+def test_against_the_whole_machine_the_reason_is_the_split_cores():
+    baseline = times("baseline", share=None, speed=450)
+    yours = times("yours", epochs=(110, 110), workers=2, speed=430)
+    text = comparison.verdict(baseline, yours)
+    assert text.splitlines()[2].startswith("A slow-down: yours took 1.10x as long")
+    assert "baseline had all the cores in one process; yours split them among 2 workers, " \
+        "1 core each" in text
+    assert "So the steps were faster" not in text  # 430 images/s against 450
+
+
+def test_a_speed_up_and_its_efficiency():
+    text = comparison.verdict(times("one", speed=300), times("two", epochs=(55, 55), workers=2))
+    assert "A speed-up: two trained 1.82x as fast." in text
+    assert "Scaling efficiency 0.91: 2 workers with the same share each would be 2x at best." \
+        in text
+    assert "slow-down" not in text
+    assert comparison.scaling_efficiency(times(share=None), times(workers=2)) is None
+
+
+def test_about_the_same_speed_is_not_called_a_gain():
+    text = comparison.verdict(times("a"), times("b", epochs=(101, 101)))
+    assert "About the same speed: 0.99x" in text and "speed-up" not in text.lower()
+
+
+def test_a_busy_neighbour_is_named():
+    busy = "`python fashion_mnist.py` (pid 7) used 98% of a core for 120 s of the run's 200 s"
+    text = comparison.verdict(times("a", busy=[busy]), times("b"))
+    assert f"Not a fair measure: during a, other processes used the CPU: {busy}." in text
+    assert "during b" not in text
+
+
+# --- notebook 13, headless --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_notebook_13_prints_the_ratio_of_its_plots_last_points(tmp_path, kernel_name):
+    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from workbook.paths import REPO
+
+    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
+    final = "13_run_distributed.ipynb"
+    import nbformat
+
+    notebook = nbformat.read(notebooks / final, as_version=4)
+    # What the plot shows: the last x of each curve, read from the figure the notebook drew.
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "import json\n"
+        "print('LAST POINTS', json.dumps([float(l.get_xdata()[-1]) for l in curves.lines]))"
+    ))
+    nbformat.write(notebook, notebooks / final)
+    try:
+        execute(notebooks / "00_welcome.ipynb", kernel_name)
+        executed = execute(notebooks / final, kernel_name)
+    finally:
+        stop_tensorboards_under(tmp_path)
+    shown = "\n".join(
+        output.get("text", "") for cell in executed.cells if cell.cell_type == "code"
+        for output in cell.get("outputs", []) if output.output_type == "stream"
+    )
+    printed = float(re.search(r"Speed-up, training time of the reference / yours: ([\d.]+)",
+                              shown).group(1))
+    points = json.loads(re.search(r"LAST POINTS (\[.*\])", shown).group(1))
+    assert len(points) == 3, "reference, your workers and the baseline"
+    assert points[0] / points[1] == pytest.approx(printed, rel=0.05)
+    assert "No baseline has finished yet" not in shown
+    assert re.search(r"A (slow-down|speed-up)|About the same speed", shown)
+    assert "1 worker (reference) (1 worker x" in shown  # the verdict names each run's hardware
