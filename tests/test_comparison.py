@@ -108,7 +108,7 @@ def test_a_run_is_timed_from_its_folder(tmp_path):
     assert run.accuracy == pytest.approx([0.5, 0.6, 0.7])
     assert run.images_per_second == pytest.approx(110)  # the first epoch left out
     assert run.test_accuracy == 0.8 and run.epochs == [0, 1, 2] and run.cores_per_worker == 1
-    assert run.hardware == "1 worker x 1 thread pinned to 1 of 2 CPU cores; no GPU"
+    assert run.hardware == "1 worker pinned to 1 core of 2; no GPU"
 
 
 def test_a_reused_folder_counts_only_the_last_launch(tmp_path):
@@ -123,8 +123,7 @@ def test_the_baselines_hardware_and_an_older_runners_log(tmp_path):
     folder = a_run(tmp_path / "b", [60.0], record={
         "launcher": "python", "threads_per_worker": None, "pinned": False, "layout": "x"})
     run = comparison.read_run(folder)
-    assert run.hardware.startswith("1 process without Horovod, TensorFlow's own thread pools, "
-                                   "on all 2 CPU cores; no GPU")
+    assert run.hardware == "1 process without Horovod, all 2 cores; no GPU"
     assert run.cores_per_worker is None
     (folder / "run.json").unlink()  # a run of the runner before run.json: its log's header
     (folder / "horovodrun.log").write_text("# python x.py\n# 1 worker on 2 CPU cores\n"
@@ -268,4 +267,4 @@ def test_notebook_13_prints_the_ratio_of_its_plots_last_points(tmp_path, kernel_
     assert points[0] / points[1] == pytest.approx(printed, rel=0.05)
     assert "No baseline has finished yet" not in shown
     assert re.search(r"A (slow-down|speed-up)|About the same speed", shown)
-    assert "1 worker (reference) (1 worker x" in shown  # the verdict names each run's hardware
+    assert "1 worker (reference) (1 worker pinned to" in shown  # each run's hardware is named

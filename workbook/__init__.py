@@ -11,6 +11,8 @@
     navigation     the "Next" cell: the next notebook in the same tab, this kernel shut down
     cluster        bonus lesson 15: Slurm's host lists as horovodrun's -np and -H
     pipeline_plot  bonus lesson 17: the input-pipeline measurements as a plot
+    comparison     notebook 13: runs timed from the same events, compared fairly, in words
+    timeline       bonus lesson 19: Horovod's timeline per step and rank, drawn
 
 Imports flow one way: the grader, the instructor's course, the authoring tools and the
 benchmarks may import this package; it imports none of them (tests/test_imports.py).

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from workbook.facts import RESULT_LINE
-from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME
+from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME, plural
 
 # Speed ratios this close to 1 are "about the same": two runs of one script differ that much.
 SAME_SPEED = 0.03
@@ -162,15 +162,18 @@ def last_result(run_dir: Path) -> dict:
 
 
 def hardware_of(record: dict) -> str:
-    """What a run had, from its record: workers, threads or cores each, GPUs."""
+    """What a run had, from its record, in a few words: workers, cores or threads each, GPUs."""
     gpus = record.get("gpus") or 0
     gpu_text = f"one GPU each, of {gpus}" if gpus else "no GPU"
-    if record.get("launcher") == "python" and not record.get("threads_per_worker"):
-        cores = record.get("cores")
-        on = f"all {cores} CPU cores" if cores else "every CPU core"
-        return f"1 process without Horovod, TensorFlow's own thread pools, on {on}; {gpu_text}"
-    layout = record.get("layout") or "unknown layout"
-    return f"{layout}; {gpu_text}"
+    cores, threads = record.get("cores"), record.get("threads_per_worker")
+    workers = record.get("workers")
+    if record.get("launcher") == "python" and not threads:
+        return f"1 process without Horovod, all {cores or 'the'} cores; {gpu_text}"
+    if record.get("pinned") and workers == 1:
+        return f"1 worker pinned to {plural(threads, 'core')} of {cores}; {gpu_text}"
+    if record.get("pinned"):
+        return f"{workers} workers pinned to {plural(threads, 'core')} each, of {cores}; {gpu_text}"
+    return f"{record.get('layout') or 'unknown layout'}; {gpu_text}"
 
 
 def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
@@ -257,7 +260,7 @@ def plot(runs: list[RunTimes], ax=None):
         _, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
         minutes = [end / 60 for end in run.epoch_ends]
-        ax.plot(minutes, run.accuracy, "o-", label=f"{run.label}: {run.training / 60:.1f} min")
+        ax.plot(minutes, run.accuracy, "o-", label=f"{run.label}: {_seconds(run.training)}")
     ax.set_xlabel("training time (minutes, from the first epoch's start)")
     ax.set_ylabel("validation accuracy")
     ax.grid(alpha=0.3)
@@ -292,7 +295,7 @@ def verdict(reference: RunTimes, run: RunTimes) -> str:
     its reason as far as the measurements show it."""
     ratio = speed_up(reference, run)
     per_epoch = reference.epochs_trained != run.epochs_trained
-    what = "per epoch" if per_epoch else f"for {run.epochs_trained} epochs"
+    what = "per epoch" if per_epoch else f"for {plural(run.epochs_trained, 'epoch')}"
     mine = run.seconds_per_epoch if per_epoch else run.training
     theirs = reference.seconds_per_epoch if per_epoch else reference.training
     lines = [
@@ -371,7 +374,7 @@ def _reasons(reference: RunTimes, run: RunTimes) -> list[str]:
     if reference.cores_per_worker is None and run.cores_per_worker is not None:
         reasons.append(
             f"{reference.label} had all the cores in one process; {run.label} split them "
-            f"among {run.workers} workers, {plural_cores(run.cores_per_worker)} each: the same "
+            f"among {run.workers} workers, {plural(run.cores_per_worker, 'core')} each: the same "
             "compute in total, so at best the same speed, and every step also waits for its "
             "allreduce. Without GPUs or more machines, data parallelism has nothing to add here."
         )
@@ -383,10 +386,6 @@ def _reasons(reference: RunTimes, run: RunTimes) -> list[str]:
             "their cores (memory bandwidth, caches). Notebook 19 measures where."
         )
     return reasons
-
-
-def plural_cores(count: int) -> str:
-    return "1 core" if count == 1 else f"{count} cores"
 
 
 def epoch_split(run: RunTimes) -> tuple[float, float | None]:

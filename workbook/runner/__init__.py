@@ -9,7 +9,11 @@
 What it adds to a bare `!horovodrun ...`:
 
 - `-np auto` picks a layout for this machine: one worker per GPU, or on CPUs 2 workers that
-  share the cores (threads per worker set with TF_NUM_INTRAOP_THREADS), printed in one line.
+  share the cores (threads per worker set with TF_NUM_INTRAOP_THREADS, each worker pinned to
+  its own cores by pin_cores.py), printed in one line. `share="auto"` gives any number of
+  workers that same share each: `np=1, share="auto"` is the fair 1-worker reference.
+- `timeline=True` records Horovod's timeline; every run leaves run.json (start, end, layout)
+  and names the other processes that kept the CPU busy meanwhile.
   A -np smaller than the slots of -H is refused: horovodrun 0.28.1 with Gloo would start a
   worker on every slot anyway.
 - Output streams live with a `[rank N]` label per line. Keras redraws its progress bar with
@@ -35,6 +39,8 @@ job, each importing only those above it in this list:
 
     hosts       which hosts are this machine; ssh to the others: a check before, a clean-up after
     command     the layout, horovodrun's command line, and the plan of a run
+    pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
+    contention  the other processes that used the CPU while a run went on
     output      the byte stream as lines and progress bars, sorted into what to show; failures
     processes   finding and stopping every process a run started on this machine
     display     RunResult; the run shown in Jupyter, a terminal, or nowhere
