@@ -267,8 +267,8 @@ def next_link(sources: list, source: Path) -> str:
     # No link: a click on it would open a new tab and leave this notebook's kernel running.
     return (
         f"**Next: {notebook_title(following)}.** Run the cell below: it saves and closes this "
-        "notebook, shuts down its kernel (this step needs it no more) and opens the next one "
-        "in its place."
+        "notebook, shuts down its kernel, which this step no longer needs, and opens the next "
+        "one in its place."
     )
 
 

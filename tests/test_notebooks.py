@@ -28,6 +28,7 @@ from lab_helpers import free_port
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
 from authoring.chain import BONUSES, LAST_STEP, SOURCE, STEP_TITLES, output_name, render
+from workbook.facts import SAFE_PROCESS_ENV
 from workbook.tensorboard import PORT_VARIABLE
 
 BUILD_COMMAND = "python -m authoring build"
@@ -336,9 +337,10 @@ def kernel_name(tmp_path_factory):
                 "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                 "display_name": "workbook test",
                 "language": "python",
-                # A TensorBoard of its own, so that it never meets the one `make lab` runs.
+                # A TensorBoard of its own, so that it never meets the one `make lab` runs;
+                # and what `make lab` gives its kernels, so hvd.init() never waits on hwloc.
                 "env": {"WORKBOOK_QUICK": "1", "PYTHONPATH": "",
-                        PORT_VARIABLE: str(free_port())},
+                        PORT_VARIABLE: str(free_port()), **SAFE_PROCESS_ENV},
             }
         )
     )
