@@ -22,7 +22,6 @@ chart written by write_tensorboard_timing() all come from the same RunTimes, so 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,7 +47,7 @@ class RunTimes:
     label: str
     hardware: str  # workers, threads or cores each, GPUs: what the run had
     workers: int
-    cores_per_worker: int | None  # None: TensorFlow's default threads, on every core
+    cores_per_worker: int | None  # its pinned share; None: not pinned (the baseline)
     epochs: list[int]  # Keras's epoch numbers (0-based), in order
     epoch_ends: list[float]
     accuracy: list[float | None]  # validation accuracy after each epoch
@@ -375,8 +374,8 @@ def _reasons(reference: RunTimes, run: RunTimes) -> list[str]:
         reasons.append(
             f"{reference.label} had all the cores in one process; {run.label} split them "
             f"among {run.workers} workers, {plural(run.cores_per_worker, 'core')} each: the same "
-            "compute in total, so at best the same speed, and every step also waits for its "
-            "allreduce. Without GPUs or more machines, data parallelism has nothing to add here."
+            "cores in total, and every step also waits for its allreduce. Data parallelism "
+            "adds compute only with more devices: GPUs, or more machines."
         )
     elif scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         reasons.append(
