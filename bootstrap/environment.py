@@ -17,6 +17,7 @@ TensorFlow, Python, MPI), so a rebuilt environment with the same settings instal
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,7 +299,10 @@ def compile_horovod_wheel(venv: Path, log: Path, state: dict, cache_dir: Path) -
                 "--progress-bar", "off", "--no-deps", "--no-build-isolation", "--no-cache-dir",
                 "-w", str(partial), "-r", str(REQUIREMENTS / "horovod.txt")],
                log, env=env, what="Building Horovod")
-    shutil.rmtree(cache_dir, ignore_errors=True)
+    if cache_dir.is_dir():
+        shutil.rmtree(cache_dir)
+    elif cache_dir.exists():
+        cache_dir.unlink()  # a stray file in its place (seen after two builds raced)
     partial.rename(cache_dir)  # only a finished build counts as cached
     return cached_wheel(cache_dir)
 
@@ -307,19 +312,33 @@ def cached_wheel(cache_dir: Path) -> Path | None:
     return wheels[0] if len(wheels) == 1 else None
 
 
+@contextmanager
+def cache_lock(cache_dir: Path):
+    """One build of a wheel at a time: another bootstrap (a second checkout, `make data` beside
+    `make env`) that needs the same wheel waits here, then finds it built."""
+    lock_path = cache_dir.with_name(cache_dir.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def build_horovod(venv: Path, log: Path, state: dict, fresh: bool) -> bool:
     """Install Horovod built with the state's flags; True when the wheel came from the cache."""
     cache_dir = wheel_cache_dir(venv, state)
-    wheel = None if fresh else cached_wheel(cache_dir)
-    from_cache = wheel is not None
-    if from_cache:
-        step(f"Installing Horovod from the wheel built earlier with the same settings: {wheel}")
-    else:
-        step("Compiling Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores); "
-             f"the wheel is kept in {cache_dir}")
-        wheel = compile_horovod_wheel(venv, log, state, cache_dir)
-        if wheel is None:
-            raise SetupError(f"Building Horovod left no single wheel in {cache_dir}. Log: {log}")
+    with cache_lock(cache_dir):
+        wheel = None if fresh else cached_wheel(cache_dir)
+        from_cache = wheel is not None
+        if from_cache:
+            step(f"Installing Horovod from the wheel built earlier with the same settings: {wheel}")
+        else:
+            step("Compiling Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores); "
+                 f"the wheel is kept in {cache_dir}")
+            wheel = compile_horovod_wheel(venv, log, state, cache_dir)
+            if wheel is None:
+                raise SetupError(
+                    f"Building Horovod left no single wheel in {cache_dir}. Log: {log}"
+                )
     # The old build must go first: a reinstall that is "already satisfied" would keep it.
     run_logged([str(venv_python(venv)), "-m", "pip", "uninstall", "-y", "horovod"], log,
                what="pip uninstall horovod")
