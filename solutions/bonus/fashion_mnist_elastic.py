@@ -205,6 +205,11 @@ def restart_epoch(log_dir):
     return max(epochs)
 
 
+def step_decay(epoch):
+    """Returns the learning rate multiplier of `epoch`: 1, then x0.1 from epochs 15, 25 and 35."""
+    return 0.1 ** sum(epoch >= boundary for boundary in (15, 25, 35))
+
+
 class Throughput(tf.keras.callbacks.Callback):
     """Measures images/second and seconds per epoch, and adds them to the logs (TensorBoard)."""
 
@@ -384,17 +389,10 @@ def train(state):
         hvd.callbacks.LearningRateWarmupCallback(
             initial_lr=scaled_lr, warmup_epochs=args.warmup_epochs, verbose=verbose
         ),
+        # Horovod: after the warmup, scaled_lr * step_decay(epoch) at the start of each epoch. A
+        # function: a number m would mean m ** (epoch - start_epoch), a decay every epoch.
         hvd.callbacks.LearningRateScheduleCallback(
-            initial_lr=scaled_lr, start_epoch=args.warmup_epochs, end_epoch=15, multiplier=1.0
-        ),
-        hvd.callbacks.LearningRateScheduleCallback(
-            initial_lr=scaled_lr, start_epoch=15, end_epoch=25, multiplier=1e-1
-        ),
-        hvd.callbacks.LearningRateScheduleCallback(
-            initial_lr=scaled_lr, start_epoch=25, end_epoch=35, multiplier=1e-2
-        ),
-        hvd.callbacks.LearningRateScheduleCallback(
-            initial_lr=scaled_lr, start_epoch=35, multiplier=1e-3
+            initial_lr=scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay
         ),
         throughput,
     ]
