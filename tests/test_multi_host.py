@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 
 from workbook import runner
+from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME
 from workbook.runner.hosts import SSH_TIMEOUT_S
 
 FAILS_ON_RANK_1 = Path(__file__).resolve().parent / "runner_cases" / "fails_on_rank_1.py"
@@ -363,13 +364,13 @@ def test_run_on_two_hosts(on_path, tmp_path):
     assert where[0]["net_namespace"] != os.readlink("/proc/self/ns/net")
 
     # Only rank 0 (on hostA) wrote checkpoints and TensorBoard logs, on its own disk; the
-    # launcher's folder of the same name holds horovodrun.log alone.
+    # launcher's folder of the same name holds the runner's own files alone.
     on_a = sorted(p.name for p in (hosts.disks["hostA"] / "two-hosts").glob("checkpoint-*.h5"))
     assert on_a == ["checkpoint-1.h5"]
     assert list((hosts.disks["hostA"] / "two-hosts").glob("train/events.out.tfevents.*"))
     on_b = hosts.disks["hostB"] / "two-hosts"
     assert not on_b.exists() or not any(on_b.rglob("*")), sorted(on_b.rglob("*"))
-    assert sorted(p.name for p in log_dir.iterdir()) == ["horovodrun.log"]
+    assert sorted(p.name for p in log_dir.iterdir()) == sorted([RAW_LOG_NAME, RUN_RECORD_NAME])
 
     # Nothing of the run is left on the hosts: only their sshd.
     assert left_on_the_hosts(hosts, 20) == {}
