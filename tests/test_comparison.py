@@ -188,7 +188,7 @@ def test_a_slow_down_is_said_plainly_with_numbers_and_reasons():
     assert "A slow-down: your workers took 1.31x as long as 1 worker (reference) (50.0 s more)" \
         in text
     assert "so its speed is 0.76x" in text
-    assert "210.0 s of training for 3 epochs" in text and "160.0 s." in text
+    assert "210.0 s (3.5 min) of training for 3 epochs" in text and "160.0 s (2.7 min)." in text
     # Where: the first epoch and the later ones; the pace of each worker during the steps.
     assert "the first took 90.0 s on your workers, 60.0 s on 1 worker (reference)" in text
     assert "each later one 60.0 s against 50.0 s (0.83x as fast)" in text

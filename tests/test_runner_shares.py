@@ -223,3 +223,14 @@ def test_every_run_leaves_its_record(tmp_path):
     assert record["layout"] == result.layout and record["launcher"] == "python"
     assert record["ok"] is True and record["exit_code"] == 0
     assert record["busy_others"] == result.busy_others
+
+
+def test_only_the_busiest_neighbours_are_named(monkeypatch):
+    monitor = ContentionMonitor(mention_after=1.0)
+    for pid in range(1, 6):
+        monitor.busy[pid] = contention.BusyProcess(pid, f"job{pid}", 10.0, 10.0 * pid / 5)
+    monitor.sampled_seconds, monitor.others_core_seconds = 10.0, 30.0
+    found = monitor.findings()
+    assert [line.split("`")[1] for line in found[:3]] == ["job5", "job4", "job3"]
+    assert found[3] == "2 other processes too"
+    assert found[4] == "all other processes together used 3.0 cores on average during the run's 10 s"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook.timeline import TimelineError, parse_events, plot_steps, read_timeline, summary
 
 GRADIENTS = [
@@ -196,3 +197,23 @@ def test_a_real_two_worker_timeline(tmp_path):
     assert read_timeline(one.timeline_path).gradients() == []
     lone = read_run(one.tensorboard_dir)
     assert lone.workers == 1 and "pinned to" in lone.hardware
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
+    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from workbook.paths import REPO
+
+    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
+    try:
+        executed = execute(notebooks / "19_where_does_the_time_go.ipynb", kernel_name)
+    finally:
+        stop_tensorboards_under(tmp_path)
+    outputs = [output for cell in executed.cells if cell.cell_type == "code"
+               for output in cell.get("outputs", [])]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1, "the timeline's plot"
+    shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "Scaling efficiency: " in shown and "- Communication: " in shown
+    assert "--timeline-filename logs/" in shown  # the command shows the runner's option

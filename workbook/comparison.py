@@ -259,7 +259,9 @@ def plot(runs: list[RunTimes], ax=None):
         _, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
         minutes = [end / 60 for end in run.epoch_ends]
-        ax.plot(minutes, run.accuracy, "o-", label=f"{run.label}: {_seconds(run.training)}")
+        total = run.training / 60
+        digits = 1 if total >= 1 else 2
+        ax.plot(minutes, run.accuracy, "o-", label=f"{run.label}: {total:.{digits}f} min")
     ax.set_xlabel("training time (minutes, from the first epoch's start)")
     ax.set_ylabel("validation accuracy")
     ax.grid(alpha=0.3)
@@ -286,7 +288,8 @@ def write_tensorboard_timing(run: RunTimes) -> Path:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.1f} s" if value < 600 else f"{value / 60:.1f} min"
+    """Seconds, as in the table; long ones also in minutes."""
+    return f"{value:.1f} s" if abs(value) < 120 else f"{value:.1f} s ({value / 60:.1f} min)"
 
 
 def verdict(reference: RunTimes, run: RunTimes) -> str:

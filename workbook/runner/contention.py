@@ -14,11 +14,14 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
+from workbook.runner.command import plural
+
 SAMPLE_INTERVAL_S = 2.0
 # A process counts as busy in a sample when it used at least half a core since the last one.
 BUSY_CORE_SHARE = 0.5
-# ...and is worth a mention when it was busy for this long, in all.
+# ...and is worth a mention when it was busy for this long, in all; the busiest few are named.
 MENTION_AFTER_S = 10.0
+MENTION_AT_MOST = 3
 
 
 @dataclass
@@ -100,7 +103,10 @@ class ContentionMonitor:
     def findings(self) -> list[str]:
         """One sentence per busy process, and one for all others together when they used half a
         core or more on average; [] when the run had the CPU to itself."""
-        found = [describe_busy(p, self.sampled_seconds) for p in self.busy_processes()]
+        busy = self.busy_processes()
+        found = [describe_busy(p, self.sampled_seconds) for p in busy[:MENTION_AT_MOST]]
+        if len(busy) > MENTION_AT_MOST:
+            found.append(f"{plural(len(busy) - MENTION_AT_MOST, 'other process')} too")
         long_enough = self.sampled_seconds >= self.mention_after
         if long_enough and self.others_mean_share >= BUSY_CORE_SHARE:
             found.append(
