@@ -813,7 +813,9 @@ def test_make_grade_on_a_zip_collected_course(tmp_path):
 
     # -o env: the environment is there already (make grade would check it for half a minute).
     done = subprocess.run(
-        ["make", "-o", "env", "grade", f"COURSE={root}"],
+        # --no-print-directory: under `make test` this make is a sub-make, which would print
+        # "make[1]: Entering directory ..." first.
+        ["make", "--no-print-directory", "-o", "env", "grade", f"COURSE={root}"],
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 2, done.stdout + done.stderr  # make's "Error 1" of the recipe

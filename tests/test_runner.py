@@ -939,7 +939,9 @@ def test_failing_worker_is_named_with_its_traceback(tmp_path, capsys, quiet_tens
     shown = capsys.readouterr().out
     # The error box comes last, after the output of the workers horovodrun stopped.
     box = shown.rindex("Rank 1 failed")
-    assert shown.rindex("[horovodrun] Process 0 exit with status code 143.") < box
+    # Rank 0 is usually stopped (143), but on a busy machine it may see rank 1's end in Gloo
+    # first and exit with an error of its own: either way its exit line comes before the box.
+    assert shown.rindex("[horovodrun] Process 0 exit with status code ") < box
     assert shown.index("RuntimeError: rank 1 fails on purpose", box) > box
     assert "rank 1 fails on purpose" in result.log_path.read_text()
     assert not wait_until_gone(str(FAILS_ON_RANK_1), 5)
