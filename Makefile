@@ -53,7 +53,8 @@ test: mpi env browser sshd
 CHECK_TESTS := tests/test_grader.py tests/test_grader_cli.py tests/test_grader_bonus.py \
 	tests/test_step_chain.py tests/test_notebooks.py tests/test_fashion_data.py \
 	tests/test_runner.py tests/test_environment_pins.py tests/test_imports.py \
-	tests/test_no_hang.py tests/test_training_runs.py
+	tests/test_no_hang.py tests/test_training_runs.py tests/test_comparison.py \
+	tests/test_timeline.py tests/test_runner_shares.py tests/test_strict.py
 check: env
 	$(RUN) $(VPY) -m pytest $(CHECK_TESTS) -m "not slow or check" $(PYTEST_ARGS)
 
