@@ -14,8 +14,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from bench import accuracy, grading, machine, overhead, plots, readme, results, scaling  # noqa: E402
 
 BENCHMARKS = {
-    "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
-    "accuracy": lambda out, args: accuracy.run(out, args.tiny),
+    "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 5)),
+    "accuracy": lambda out, args: accuracy.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
     # Tiny overhead runs twice: the second repetition must start afresh, not resume the first.
     "overhead": lambda out, args: overhead.run(out, args.tiny, args.repeats or (2 if args.tiny else 3)),
     "grading": lambda out, args: grading.run(out, args.tiny, args.students),

@@ -49,21 +49,37 @@ def scaling(document: dict, path: Path) -> Path:
 
 
 def accuracy(document: dict, path: Path) -> Path:
+    """Every run's curve, thin, in its configuration's colour; the median time to each target
+    as a marker on the target's line."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, run in document["measurements"].items():
-        points = run["curve"]
+    summary = document["summary"]
+    colors = {"reference": "tab:gray", "distributed": "tab:blue", "baseline": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    labelled = set()
+    for run in document["measurements"]:
+        name, points = run["config"], run["curve"]
+        label = None
+        if name not in labelled:
+            labelled.add(name)
+            label = f"{name}: {run['launch']} ({summary[name]['runs']} runs)"
         ax.plot([p["seconds"] / 60 for p in points], [100 * p["accuracy"] for p in points],
-                marker="o", label=f"{name}: {run['config']}")
-    for target in document["summary"]["targets"]:
+                marker="o", markersize=3, linewidth=1, alpha=0.75, color=colors.get(name),
+                label=label)
+    for target in summary["targets"]:
         ax.axhline(100 * target, color="0.7", linestyle="--", linewidth=1)
         ax.annotate(f"{100 * target:.0f}%", (0, 100 * target), xycoords=("axes fraction", "data"),
                     xytext=(2, 2), textcoords="offset points", fontsize=8, color="0.4")
+        for name, color in colors.items():
+            stats = summary.get(name, {}).get(f"seconds_to_{round(target * 100)}")
+            if stats and stats["median"] is not None:
+                ax.plot(stats["median"] / 60, 100 * target, marker="D", markersize=7,
+                        color=color, markeredgecolor="black")
     ax.set_xlim(left=0)
+    ax.set_ylim(bottom=max(ax.get_ylim()[0], 80))
     ax.set_xlabel("minutes since the launch (start-up included)")
     ax.set_ylabel("test accuracy after each epoch (%)")
-    ax.set_title("Time to accuracy", fontsize=10)
-    ax.legend()
+    ax.set_title("Time to accuracy (diamonds: median time to reach the line)", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
     return _save(fig, document, path)
 
 

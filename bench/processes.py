@@ -3,6 +3,10 @@
 Every run is bounded: after `timeout` seconds it is stopped, with everything it started (the
 workers horovodrun puts in sessions of their own, and OpenMPI's `orted`, which leaves the
 process tree and ignores SIGTERM), and the benchmark fails with the path of the run's log.
+
+Every run is also watched for neighbours: a process outside the benchmark that used the CPU
+meanwhile (another training, a test suite) makes its figures worthless, and synchronous workers
+suffer most (one preempted worker stalls all of them). The result files name them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from workbook.facts import with_safe_env
+from workbook.runner.contention import ContentionMonitor
 
 # Keras's progress bar after the first step: "  1/200 [..." (horovodrun prefixes "[0]<stdout>:").
 FIRST_STEP = re.compile(rb"(?:^|[\r\n:])\s*1/\d+ \[")
@@ -35,10 +40,26 @@ class Timed:
     output: str
     started_at: float  # time.time() at the start, to compare with TensorBoard's wall times
     log_path: Path  # stdout and stderr of the run, as it happened
+    # Processes outside the benchmark that were busy during the run, one sentence each.
+    neighbours: list
+    # Cores that all processes outside the benchmark used, on average over the run.
+    others_mean_share: float
 
 
 class CommandFailed(RuntimeError):
     """A benchmarked command failed or timed out; the message names its log."""
+
+
+def benchmark_pids() -> set:
+    """The processes of every benchmarked run (this one's and a side-by-side one's)."""
+    pids = set()
+    for process in psutil.process_iter():
+        try:
+            if RUN_MARKER in process.environ():
+                pids.add(process.pid)
+        except psutil.Error:
+            pass
+    return pids
 
 
 def stop_run(marker: str) -> None:
@@ -82,8 +103,9 @@ def run_timed(argv: list, log_path: Path, env: dict | None = None, cwd=None,
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
+        monitor = ContentionMonitor()
         try:
-            exit_code = process.wait(timeout=timeout)
+            exit_code = _wait_watching(process, monitor, started + timeout)
         except subprocess.TimeoutExpired:
             stop_run(marker)
             process.wait()
@@ -99,4 +121,17 @@ def run_timed(argv: list, log_path: Path, env: dict | None = None, cwd=None,
             f"{shown} exited with {exit_code}; its log: {log_path}; its last lines:\n{last}"
         )
     return Timed(argv, exit_code, wall, first_step[0] if first_step else None, output,
-                 started_at, log_path)
+                 started_at, log_path, monitor.findings(), round(monitor.others_mean_share, 2))
+
+
+def _wait_watching(process, monitor: ContentionMonitor, deadline: float) -> int:
+    """process.wait() until the monotonic deadline, sampling the other processes' CPU use."""
+    while True:
+        now = time.monotonic()
+        if monitor.due(now):
+            monitor.sample(now, benchmark_pids())
+        try:
+            return process.wait(timeout=max(0.0, min(monitor.interval, deadline - now)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise

@@ -1,7 +1,7 @@
 """Scaling: images/second of the solution script on 1 and N workers, side by side.
 
 On CPUs every worker gets an equal share of the cores: cores / N of them at the largest N (one
-each on 2 cores), pinned (bench/pinned.py), with as many intra-op threads; the 1-worker run gets
+each on 2 cores), pinned (the runner's pin_cores.py), with as many intra-op threads; the 1-worker run gets
 the same share, so the efficiency throughput(N) / (N x throughput(1)) compares like with like.
 Also measured: the single-process default (python, TensorFlow using every core), what a learner
 starts from; and N separate plain processes on the same core shares, running at once. Nothing
@@ -48,18 +48,22 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             folder = out_dir / "runs" / "scaling" / (
                 f"{launch.workers}-separate" if launch.separate else f"{launch.workers}")
             if launch.separate:
-                processes = run_separate(launch, args, folder, timeout=timeout)
-                rate = sum(measured_throughput(one) for one in processes)
-                wall = max(one.timed.wall_seconds for one in processes)
+                runs = run_separate(launch, args, folder, timeout=timeout)
             else:
-                done = run_script(launch, args, folder, timeout=timeout)
-                rate, wall = measured_throughput(done), done.timed.wall_seconds
-            echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s")
+                runs = [run_script(launch, args, folder, timeout=timeout)]
+            rate = sum(measured_throughput(one) for one in runs)
+            wall = max(one.timed.wall_seconds for one in runs)
+            neighbours = sorted({n for one in runs for n in one.timed.neighbours})
+            busy = f"; BUSY NEIGHBOURS: {'; '.join(neighbours)}" if neighbours else ""
+            echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s"
+                 + busy)
             measurements.append(
                 {"repetition": repetition, "config": launch.label, "workers": launch.workers,
                  "threads": launch.threads, "horovodrun": launch.horovodrun,
                  "images_per_second": round(rate, 2),
-                 "separate": launch.separate, "wall_seconds": round(wall, 2)}
+                 "separate": launch.separate, "wall_seconds": round(wall, 2),
+                 "neighbours": neighbours,
+                 "others_mean_cores": max(one.timed.others_mean_share for one in runs)}
             )
     summary = summarize(configs, measurements)
     return results.write("scaling", out_dir, {"script_args": args, "repeats": repeats,
@@ -92,7 +96,9 @@ def summarize(configs: list, measurements: list) -> dict:
                                                    launch.workers))
             horovod_share[n] = results.summarize(_paired(measurements, launch.label,
                                                          separate[0].label, 1))
-    summary = {"configs": by_config, "scaling_efficiency": efficiency, "target_efficiency": 0.9}
+    summary = {"configs": by_config, "scaling_efficiency": efficiency, "target_efficiency": 0.9,
+               # Figures of a run with a busy neighbour mean little (see bench/processes.py).
+               "runs_with_busy_neighbours": sum(bool(m.get("neighbours")) for m in measurements)}
     if ceiling:
         # efficiency ~= machine ceiling x Horovod's share of it
         summary["machine_ceiling"] = ceiling

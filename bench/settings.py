@@ -14,8 +14,9 @@ def throughput_args(tiny: bool) -> list:
     """Two short epochs (the first builds the graph and is not counted); little validation."""
     if tiny:
         return [*TINY_MODEL, "--test-images", "64", "--epochs", "2", "--steps-per-epoch", "8"]
-    # The CPU preset's WRN-16-1 on the full prepared data; 300 steps of 32 images per epoch
-    # (about 25 s measured per run: shorter windows made the spread larger than the effect).
+    # The CPU preset's WRN-16-1 on the full prepared data; 300 steps of its 64 images per epoch
+    # (the second epoch, measured, takes 15-30 s: shorter windows made the spread larger than the
+    # effect).
     return ["--preset", "cpu", "--test-images", "320", "--epochs", "2", "--steps-per-epoch", "300"]
 
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.processes import Timed, run_timed
-from workbook.facts import RESULT_LINE, SOLUTION_FILE_NAME
+from workbook.facts import RESULT_LINE, SOLUTION_FILE_NAME, usable_cores
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
+from workbook.runner.command import PIN_LAUNCHER, Layout
 
 SOLUTION = SOLUTIONS_DIR / SOLUTION_FILE_NAME
 STARTER = STARTER_SCRIPT
-PINNED = Path(__file__).with_name("pinned.py")
+PINNED = PIN_LAUNCHER  # the runner's: pins worker i to the i-th block of cores
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Launch:
     threads: int | None = None  # intra-op threads per worker; None: TensorFlow's default
     horovodrun: bool = True  # False: `python script.py`, one process, no launcher
     gpus: bool = False
-    pinned: bool = False  # each worker on its own `threads` cores (bench/pinned.py)
+    pinned: bool = False  # each worker on its own `threads` cores (the runner's pin_cores.py)
     separate: bool = False  # `workers` plain processes side by side, no Horovod between them
 
     @property
@@ -48,12 +49,8 @@ class Launch:
 
     def env(self) -> dict:
         env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
-        if self.threads:
-            env.update(
-                TF_NUM_INTRAOP_THREADS=str(self.threads),
-                OMP_NUM_THREADS=str(self.threads),
-                TF_NUM_INTEROP_THREADS="1",
-            )
+        # The runner's own settings for a worker with this share of the cores.
+        env.update(Layout(self.workers, self.threads, cores=usable_cores()).env())
         if not self.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run stays on the CPU
         return env
@@ -104,7 +101,7 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
 
     def one(index: int) -> Run:
         return run_script(launch, args, log_dir / f"process-{index}", script,
-                          env={"BENCH_CORE_BLOCK": str(index)}, timeout=timeout)
+                          env={"WORKBOOK_CORE_BLOCK": str(index)}, timeout=timeout)
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))

@@ -55,7 +55,7 @@ def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
     allowed = sorted(os.sched_getaffinity(0))
     for rank in range(min(2, len(allowed))):
         # Under horovodrun the local rank says which cores; separate processes get an index.
-        for variable in ("HOROVOD_LOCAL_RANK", "BENCH_CORE_BLOCK"):
+        for variable in ("HOROVOD_LOCAL_RANK", "WORKBOOK_CORE_BLOCK"):
             env = {k: v for k, v in os.environ.items() if k != "HOROVOD_LOCAL_RANK"}
             done = subprocess.run(
                 [sys.executable, str(PINNED), "1", str(probe), "--x", "1"], capture_output=True,
@@ -100,6 +100,44 @@ def test_runner_console_notes_the_first_progress_bar_not_the_epoch_line():
     assert console.first_step is not None
 
 
+def test_accuracy_runs_turn_their_order_and_pair_the_reference():
+    side_by_side = accuracy.schedule(3, side_by_side=True)
+    assert side_by_side == [
+        (0, "reference"), (0, "distributed"), (0, "baseline"),
+        (1, "baseline"), (1, "distributed"),
+        (2, "baseline"), (2, "reference"), (2, "distributed"),
+    ]
+    alone = accuracy.schedule(2, side_by_side=False)
+    assert [name for _, name in alone] == [
+        "reference", "distributed", "baseline", "distributed", "baseline", "reference"]
+
+
+def _accuracy_run(config, to_89, to_90, final):
+    return {"config": config, "seconds_to_89": to_89, "seconds_to_90": to_90,
+            "final_test_accuracy": final, "wall_seconds": 600.0, "neighbours": []}
+
+
+def test_accuracy_summary_takes_medians_and_ignores_a_target_most_runs_missed():
+    configs = accuracy.launches(cores=2, gpus=0)
+    measurements = [
+        _accuracy_run("reference", 300, 500, 0.90), _accuracy_run("reference", 320, None, 0.89),
+        _accuracy_run("reference", 280, 520, 0.905),
+        _accuracy_run("distributed", 200, 250, 0.90), _accuracy_run("distributed", 220, 260, 0.91),
+        _accuracy_run("distributed", 240, 300, 0.90),
+        _accuracy_run("baseline", 250, None, 0.88), _accuracy_run("baseline", 260, None, 0.89),
+        _accuracy_run("baseline", 270, 400, 0.90),
+    ]
+    summary = accuracy.summarize(configs, measurements)
+    assert summary["reference"]["seconds_to_90"] == {
+        "n": 2, "median": 510.0, "min": 500.0, "max": 520.0, "spread": 0.0392, "reached": 2}
+    assert summary["distributed"]["final_test_accuracy"]["median"] == 0.9
+    assert summary["speedup_to_89_over_reference"] == round(300 / 220, 3)
+    assert summary["speedup_to_90_over_reference"] == round(510 / 260, 3)
+    # Only one baseline run of three reached 90%: no median time, no speed-up.
+    assert summary["baseline"]["seconds_to_90"]["reached"] == 1
+    assert summary["speedup_to_90_over_baseline"] is None
+
+
 def test_result_line_is_read_from_the_output():
     assert result_of('noise\nRESULT {"test_accuracy": 0.9}\n') == {"test_accuracy": 0.9}
     with pytest.raises(ValueError):
@@ -139,9 +177,13 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     assert summary["machine_ceiling"]["2"]["median"] > 0
 
     runs = json.loads((tmp_path / "accuracy.json").read_text())["measurements"]
-    for run in runs.values():
+    # One repetition: the reference side by side (two runs), the distributed run, the baseline.
+    assert sorted(run["config"] for run in runs) == [
+        "baseline", "distributed", "reference", "reference"]
+    for run in runs:
         assert [p["epoch"] for p in run["curve"]] == [1, 2]
         assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
+        assert isinstance(run["neighbours"], list)
 
     overhead = json.loads((tmp_path / "overhead.json").read_text())["summary"]
     for name in ("python", "horovodrun -np 1", "runner (np=auto)"):

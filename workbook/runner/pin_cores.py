@@ -3,7 +3,8 @@
     python pin_cores.py CORES_PER_WORKER script.py [args...]
 
 Worker i (its local rank: HOROVOD_LOCAL_RANK from horovodrun, OMPI_COMM_WORLD_LOCAL_RANK from
-mpirun, 0 for a lone process) is pinned to the i-th block of CORES_PER_WORKER of the cores it
+mpirun; WORKBOOK_CORE_BLOCK for independent processes side by side, as the benchmarks start
+them; 0 for a lone process) is pinned to the i-th block of CORES_PER_WORKER of the cores it
 may use, before TensorFlow starts, so that every thread it makes (compute, tf.data, Horovod's)
 stays there: a thread limit alone lets a lone worker's input pipeline borrow the idle cores.
 Run by path, so the standard library only; the script then runs as `python script.py` would.
@@ -13,7 +14,7 @@ import os
 import runpy
 import sys
 
-LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")
+LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "WORKBOOK_CORE_BLOCK")
 
 
 def local_rank(env=os.environ) -> int:
