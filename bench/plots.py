@@ -42,7 +42,9 @@ def scaling(document: dict, path: Path) -> Path:
     notes += " (target 0.90)"
     ceiling = document["summary"].get("machine_ceiling", {})
     if ceiling:  # what separate processes reach: the machine's own limit
-        notes += "; machine ceiling " + ", ".join(f"{e['median']:.2f}" for e in ceiling.values())
+        notes += ";\nmachine ceiling " + ", ".join(f"{e['median']:.2f}" for e in ceiling.values())
+        shares = document["summary"]["horovod_share_of_ceiling"].values()
+        notes += ", Horovod's share of it " + ", ".join(f"{e['median']:.2f}" for e in shares)
     ax.set_title(f"Training throughput. Scaling efficiency {notes}", fontsize=10)
     ax.set_ylim(0, max(m + h for m, h in zip(medians, high)) * 1.2)
     return _save(fig, document, path)
@@ -61,7 +63,8 @@ def accuracy(document: dict, path: Path) -> Path:
         label = None
         if name not in labelled:
             labelled.add(name)
-            label = f"{name}: {run['launch']} ({summary[name]['runs']} runs)"
+            runs = summary[name]["runs"]
+            label = f"{name}: {run['launch']} ({runs} run{'s' if runs != 1 else ''})"
         ax.plot([p["seconds"] / 60 for p in points], [100 * p["accuracy"] for p in points],
                 marker="o", markersize=3, linewidth=1, alpha=0.75, color=colors.get(name),
                 label=label)

@@ -105,9 +105,7 @@ def parse_args():
     )
     parser.add_argument("--val-batch-size", type=int, default=32, help="validation batch size")
     parser.add_argument("--epochs", type=int, default=defaults["epochs"], help="epochs to train")
-    parser.add_argument(
-        "--base-lr", type=float, default=defaults["base_lr"], help="learning rate of 1 worker"
-    )
+    parser.add_argument("--base-lr", type=float, default=defaults["base_lr"], help="learning rate")
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     parser.add_argument("--wd", type=float, default=0.00005, help="weight decay (L2)")
     parser.add_argument("--depth", type=int, default=defaults["depth"], help="WideResNet depth")

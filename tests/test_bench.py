@@ -11,7 +11,9 @@ import sys
 import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
+from bench.processes import run_timed
 from bench.training import PINNED, Launch, result_of
+from workbook.runner import contention
 from grader import check_all
 from workbook.paths import REPO
 
@@ -136,6 +138,24 @@ def test_accuracy_summary_takes_medians_and_ignores_a_target_most_runs_missed():
     # Only one baseline run of three reached 90%: no median time, no speed-up.
     assert summary["baseline"]["seconds_to_90"]["reached"] == 1
     assert summary["speedup_to_90_over_baseline"] is None
+
+
+def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monkeypatch):
+    # On a machine busy with other tests the loop may get less than half a core: count less.
+    monkeypatch.setattr(contention, "BUSY_CORE_SHARE", 0.1)
+    monkeypatch.setattr(contention, "MENTION_AT_MOST", 1000)
+    loop = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 40\n"
+                             "while time.time() < end: pass"])
+    try:
+        # The run itself is busy too (a second loop, for 12 s: the mention needs 10 s of it).
+        timed = run_timed([sys.executable, "-c", "import time\nend = time.time() + 12\n"
+                           "while time.time() < end: pass"], tmp_path / "run.log", timeout=120)
+    finally:
+        loop.kill()
+        loop.wait()
+    assert any(f"(pid {loop.pid}) used" in line for line in timed.neighbours), timed.neighbours
+    assert not any("+ 12" in line for line in timed.neighbours)  # the run's own loop is not one
+    assert timed.others_mean_share > 0.1
 
 
 def test_result_line_is_read_from_the_output():

@@ -138,9 +138,7 @@ def parse_args():
     )
     parser.add_argument("--val-batch-size", type=int, default=32, help="validation batch size")
     parser.add_argument("--epochs", type=int, default=defaults["epochs"], help="epochs to train")
-    parser.add_argument(
-        "--base-lr", type=float, default=defaults["base_lr"], help="learning rate of 1 worker"
-    )
+    parser.add_argument("--base-lr", type=float, default=defaults["base_lr"], help="learning rate")
     #@ step 11
     # Horovod: the learning rate warmup of step 11.
     parser.add_argument(
