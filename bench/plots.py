@@ -74,14 +74,17 @@ def accuracy(document: dict, path: Path) -> Path:
                     xytext=(2, 2), textcoords="offset points", fontsize=8, color="0.4")
         for name, color in colors.items():
             stats = summary.get(name, {}).get(f"seconds_to_{round(target * 100)}")
-            if stats and stats["median"] is not None:
+            # As in the summary: a median time only when most runs reached the target.
+            most = stats and stats["reached"] * 2 > summary[name]["runs"]
+            if most and stats["median"] is not None:
                 ax.plot(stats["median"] / 60, 100 * target, marker="D", markersize=7,
                         color=color, markeredgecolor="black")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=max(ax.get_ylim()[0], 80))
     ax.set_xlabel("minutes since the launch (start-up included)")
     ax.set_ylabel("test accuracy after each epoch (%)")
-    ax.set_title("Time to accuracy (diamonds: median time to reach the line)", fontsize=10)
+    ax.set_title("Time to accuracy (diamonds: median time to the line, where most runs reached it)",
+                 fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, document, path)
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from bench import machine, results
+from bench.accuracy import CONFIGS
 from workbook.paths import REPO
 
 README = REPO / "README.md"
@@ -70,7 +71,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                   "of the runs that reached the target):", "",
                   "| run | " + " | ".join(f"to {t}%" for t in targets)
                   + " | final test accuracy |", "|---" * (len(targets) + 2) + "|"]
-        for name in ("reference", "distributed", "baseline"):
+        for name in CONFIGS:
             r = s[name]
             cells = [_time_to(r[f"seconds_to_{t}"], r["runs"]) for t in targets]
             final = r["final_test_accuracy"]
@@ -80,6 +81,10 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                     if s.get(f"speedup_to_{t}_over_reference")]
         if speedups:
             lines += ["", "2 workers against the 1-worker reference: " + ", ".join(speedups) + "."]
+        busy = sum(s[name].get("runs_with_busy_neighbours", 0) for name in CONFIGS)
+        if busy:
+            lines += ["", f"{busy} of the runs had a busy neighbour for part of the time (named, "
+                      "with how long, in `bench/results/accuracy.json`)."]
         if accuracy["settings"].get("reference_side_by_side"):
             lines += ["", "The reference runs two at a time, each on its own core (as fast as one "
                       "alone: see the machine ceiling above)."]
