@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import machine, results, settings
+from bench.processes import busy_note
 from bench.training import STARTER, SOLUTION, Launch, epoch_scalars, run_script, run_separate
 from workbook.facts import usable_cores
 
@@ -77,16 +78,18 @@ def measure(name: str, launch: Launch, args: list, folder: Path, tiny: bool,
         runs = run_separate(pair, args, folder, script, timeout=timeout)
     else:
         runs = [run_script(launch, args, folder, script, timeout=timeout)]
-    return [
-        {"config": name, "launch": launch.label, "script": script.name, "curve": curve(run),
-         "wall_seconds": round(run.timed.wall_seconds, 1),
-         "final_test_accuracy": run.result["test_accuracy"],
-         "side_by_side": len(runs) > 1,
-         "neighbours": run.timed.neighbours,
-         "others_mean_cores": run.timed.others_mean_share,
-         **{key(t): time_to(curve(run), t) for t in TARGETS}}
-        for run in runs
-    ]
+    return [run_record(name, launch, script, run, side_by_side=len(runs) > 1) for run in runs]
+
+
+def run_record(name: str, launch: Launch, script: Path, run, side_by_side: bool) -> dict:
+    points = curve(run)  # reads the run's TensorBoard log
+    return {"config": name, "launch": launch.label, "script": script.name, "curve": points,
+            "wall_seconds": round(run.timed.wall_seconds, 1),
+            "final_test_accuracy": run.result["test_accuracy"],
+            "side_by_side": side_by_side,
+            "neighbours": run.timed.neighbours,
+            "others_mean_cores": run.timed.others_mean_share,
+            **{key(t): time_to(points, t) for t in TARGETS}}
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
@@ -103,10 +106,9 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             reached = ", ".join(
                 f"{round(t * 100)}% at {s:.0f} s" if (s := record[key(t)]) is not None
                 else f"{round(t * 100)}% not reached" for t in TARGETS)
-            busy = f"; BUSY NEIGHBOURS: {'; '.join(record['neighbours'])}" \
-                if record["neighbours"] else ""
             echo(f"  accuracy {repetition + 1}/{repeats}: {name} ({configs[name].label}): "
-                 f"{reached}; final {record['final_test_accuracy']:.4f}{busy}")
+                 f"{reached}; final {record['final_test_accuracy']:.4f}"
+                 + busy_note(record["neighbours"]))
     summary = summarize(configs, measurements)
     return results.write("accuracy", out_dir, {
         "script_args": args, "cores": cores, "gpus": gpus, "repeats": repeats,
@@ -130,8 +132,7 @@ def summarize(configs: dict, measurements: list) -> dict:
             entry[key(target)]["reached"] = len(times)
         summary[name] = entry
     for target in TARGETS:
-        # The median's time counts only when most runs reached the target.
-        medians = {name: _median_time(summary[name], target) for name in configs}
+        medians = {name: median_time(summary[name], target) for name in configs}
         for other in ("reference", "baseline"):
             mine, theirs = medians["distributed"], medians[other]
             summary[f"speedup_to_{round(target * 100)}_over_{other}"] = (
@@ -139,6 +140,7 @@ def summarize(configs: dict, measurements: list) -> dict:
     return summary
 
 
-def _median_time(entry: dict, target: float) -> float | None:
+def median_time(entry: dict, target: float) -> float | None:
+    """A configuration's median time to the target; None unless most of its runs reached it."""
     stats = entry[key(target)]
     return stats["median"] if stats["reached"] * 2 > entry["runs"] else None

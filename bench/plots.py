@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench import accuracy as accuracy_bench
 from bench import machine, results
 
 
@@ -73,12 +74,10 @@ def accuracy(document: dict, path: Path) -> Path:
         ax.annotate(f"{100 * target:.0f}%", (0, 100 * target), xycoords=("axes fraction", "data"),
                     xytext=(2, 2), textcoords="offset points", fontsize=8, color="0.4")
         for name, color in colors.items():
-            stats = summary.get(name, {}).get(f"seconds_to_{round(target * 100)}")
-            # As in the summary: a median time only when most runs reached the target.
-            most = stats and stats["reached"] * 2 > summary[name]["runs"]
-            if most and stats["median"] is not None:
-                ax.plot(stats["median"] / 60, 100 * target, marker="D", markersize=7,
-                        color=color, markeredgecolor="black")
+            seconds = accuracy_bench.median_time(summary[name], target) if name in summary else None
+            if seconds is not None:
+                ax.plot(seconds / 60, 100 * target, marker="D", markersize=7, color=color,
+                        markeredgecolor="black")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=max(ax.get_ylim()[0], 80))
     ax.set_xlabel("minutes since the launch (start-up included)")

@@ -50,6 +50,11 @@ class CommandFailed(RuntimeError):
     """A benchmarked command failed or timed out; the message names its log."""
 
 
+def busy_note(neighbours: list) -> str:
+    """What the console adds to a measurement that had busy neighbours ("" if none)."""
+    return f"; BUSY NEIGHBOURS: {'; '.join(neighbours)}" if neighbours else ""
+
+
 def benchmark_pids() -> set:
     """The processes of every benchmarked run (this one's and a side-by-side one's)."""
     pids = set()

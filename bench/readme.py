@@ -23,10 +23,6 @@ def _load(results_dir: Path, name: str) -> dict | None:
     return results.read(path) if path.is_file() else None
 
 
-def _seconds(value) -> str:
-    return "not reached" if value is None else f"{value / 60:.1f} min"
-
-
 def _time_to(stats: dict, runs: int) -> str:
     if not stats["reached"]:
         return "not reached"

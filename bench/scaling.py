@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import machine, results, settings
+from bench.processes import busy_note
 from bench.training import Launch, epoch_scalars, run_script, run_separate
 from workbook.facts import usable_cores
 
@@ -54,9 +55,8 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             rate = sum(measured_throughput(one) for one in runs)
             wall = max(one.timed.wall_seconds for one in runs)
             neighbours = sorted({n for one in runs for n in one.timed.neighbours})
-            busy = f"; BUSY NEIGHBOURS: {'; '.join(neighbours)}" if neighbours else ""
             echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s"
-                 + busy)
+                 + busy_note(neighbours))
             measurements.append(
                 {"repetition": repetition, "config": launch.label, "workers": launch.workers,
                  "threads": launch.threads, "horovodrun": launch.horovodrun,
