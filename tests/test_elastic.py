@@ -39,9 +39,11 @@ SHARED_TRAINING_HELPERS = ["normalize", "augment"]
 # 6 epochs of 24 steps (12 per worker while there are two, 24 with one): long enough to kill a
 # worker in epoch 2 and see several epochs after it, about a minute on a busy 2-core machine.
 EPOCHS = 6
+BASE_LR = 0.0125  # explicit: the survivor's learning rate is checked against it
 RUN_ARGS = [
     "--data-dir", SAMPLE, "--train-images", "1024", "--test-images", "256",
     "--depth", "10", "--width", "1", "--epochs", EPOCHS, "--steps-per-epoch", "24",
+    "--batch-size", "32", "--base-lr", BASE_LR,
 ]  # fmt: skip
 # Generous: on a 2-core machine shared with other jobs (load average 22), epoch 2 started after
 # 260 s and the run ended 52 s after the kill; at a quieter moment, after about 30 s and 16-25 s.
@@ -295,7 +297,7 @@ def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
     assert re.search(rf"{survivor}Elastic reset 1: 1 worker\(s\) now", output), tail
     retrain = re.search(
         rf"{survivor}Training on 1 worker\(s\) from epoch (\d+): 24 steps per epoch, "
-        r"learning rate 0\.0125",
+        rf"learning rate {re.escape(f'{BASE_LR:g}')}\b",
         output,
     )
     assert retrain, tail
