@@ -5,7 +5,8 @@ of every epoch in [start_epoch, end_epoch) when `multiplier` is a function, and
 `initial_lr * multiplier ** (epoch - start_epoch)` when it is a number (horovod/_keras/
 callbacks.py, 0.28.1). `Evaluator` computes a multiplier's value at an epoch for the functions
 learners write: numbers, lambdas (with defaults) and the script's own small functions
-(assignments, if/elif/else, for over a tuple, return; sum, min, max, len, range...). It imports
+(assignments, if/elif/else, for over a tuple, return; sum, min, max, len, range...), and the
+options they read (`args.lr_drops`) with the values of the run being checked. It imports
 nothing and runs nothing of the script; anything else raises CantTell.
 """
 
@@ -92,8 +93,9 @@ class Function:
 class Evaluator:
     """Evaluates a multiplier of the script (see the module docstring)."""
 
-    def __init__(self, script):
+    def __init__(self, script, options: dict | None = None):
         self.script = script
+        self.options = options or {}  # {"lr_drops": (3,)}: what args.lr_drops holds in the run
         self.steps = 0
 
     def multiplier(self, node, epoch):
@@ -172,6 +174,26 @@ class Evaluator:
                 raise CantTell(node) from None
         if isinstance(node, ast.Call):
             return self._call_expr(node, env)
+        if isinstance(node, ast.Attribute):
+            return self._option(node, env)
+        raise CantTell(node)
+
+    def _option(self, node, env: dict):
+        """`args.NAME`, args being what parse_args() returned: the option's value in the run
+        being checked. Any module-level `args = parse_args()` counts, also one further down:
+        a function reads the global when it runs, after the script has parsed its options."""
+        holder = node.value
+        if (
+            node.attr in self.options
+            and isinstance(holder, ast.Name)
+            and holder.id not in env
+            and any(
+                isinstance(binding.value, ast.Call)
+                and self.script.qualified_name(binding.value.func).endswith("parse_args")
+                for binding in self.script.bindings.get(holder.id, [])
+            )
+        ):
+            return self.options[node.attr]
         raise CantTell(node)
 
     def _name(self, node, env: dict):

@@ -114,13 +114,6 @@ def parse_args():
     parser.add_argument("--val-batch-size", type=int, default=32, help="validation batch size")
     parser.add_argument("--epochs", type=int, default=defaults["epochs"], help="epochs to train")
     parser.add_argument("--base-lr", type=float, default=defaults["base_lr"], help="learning rate")
-    parser.add_argument(
-        "--lr-drops",
-        type=int,
-        nargs="*",
-        default=defaults["lr_drops"],
-        help="epochs (from 0) from which the learning rate is x0.1 smaller, each",
-    )
     # Horovod: the learning rate warmup of step 11.
     parser.add_argument(
         "--warmup-epochs",
@@ -130,6 +123,13 @@ def parse_args():
     )
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     parser.add_argument("--wd", type=float, default=0.00005, help="weight decay (L2)")
+    parser.add_argument(
+        "--lr-drops",
+        type=int,
+        nargs="*",
+        default=defaults["lr_drops"],
+        help="epochs (from 0) from which the learning rate is x0.1 smaller, each",
+    )
     parser.add_argument("--depth", type=int, default=defaults["depth"], help="WideResNet depth")
     parser.add_argument("--width", type=int, default=defaults["width"], help="WideResNet width")
     parser.add_argument(

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import tokenize
+import types
 
 import black
 import pytest
@@ -157,15 +158,25 @@ def test_uncalled_functions_are_reported_at_their_own_line(tmp_path, case):
 
 
 def test_step_11_looks_for_the_starting_scripts_schedule():
-    # The rule's schedule is the one step_decay of the starting script computes.
+    # The rule's schedule is the one step_decay of the starting script computes, in each preset.
     namespace = {}
     tree = ast.parse(reference_text(0))
-    (function,) = [
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "step_decay"
+    nodes = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == "step_decay"
+        or isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PRESETS"
     ]
-    exec(compile(ast.Module([function], []), "step_decay", "exec"), namespace)
-    for epoch in range(step_11.EPOCHS):
-        assert step_11.intended_multiplier(epoch) == pytest.approx(namespace["step_decay"](epoch))
+    assert len(nodes) == 2, "the starting script defines PRESETS and step_decay once each"
+    exec(compile(ast.Module(nodes, []), "starting script", "exec"), namespace)
+    drops = {name: tuple(preset["lr_drops"]) for name, preset in namespace["PRESETS"].items()}
+    assert drops == {"gpu": (15, 25, 35), "cpu": (3,)}
+    for preset_drops in drops.values():
+        namespace["args"] = types.SimpleNamespace(lr_drops=preset_drops)  # step_decay reads it
+        for epoch in range(step_11.EPOCHS):
+            assert step_11.intended_multiplier(epoch, preset_drops) == pytest.approx(
+                namespace["step_decay"](epoch)
+            )
 
 
 def test_step_8_text_hint_and_check_say_the_same(tmp_path):

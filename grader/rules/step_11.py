@@ -1,4 +1,5 @@
-"""Step 11: the learning rate warms up, then Horovod's schedule takes over: x0.1 at 15, 25, 35.
+"""Step 11: the learning rate warms up, then Horovod's schedule takes over: x0.1 from each epoch
+of the preset's lr_drops on (GPU: 15, 25, 35; CPU: 3).
 
 Beyond the callbacks' arguments, the rule works out the learning rate each epoch gets, as
 Horovod 0.28.1 sets it (grader/schedule.py): a LearningRateScheduleCallback sets
@@ -8,6 +9,7 @@ for a number m, an exponential decay that Horovod's older examples fall into.
 
 import ast
 import math
+from dataclasses import dataclass
 
 from grader.engine import Failure, Note, first_verdict
 from grader.rules.common import (
@@ -29,19 +31,37 @@ HINT = (
     "initial_lr=scaled_lr, start_epoch where the warmup ends, and multiplier=step_decay: a "
     "function, as a number m would decay the rate m ** (epoch - start_epoch) every epoch."
 )
-# The workbook's schedule (the starting script's step_decay): x0.1 at each of these epochs.
+# The workbook's schedule (the starting script's step_decay): x0.1 from each epoch of the
+# preset's lr_drops on. Scripts from before lr_drops had these epochs in step_decay itself.
 DROPS = (15, 25, 35)
 DROP_FACTOR = 0.1
 EPOCHS = 40  # the longest run, the GPU preset's
 SCHEDULE_TEXT = (
-    "the workbook's schedule is x1 from the end of the warmup, then x0.1 at epochs 15, 25 and "
-    "35 (step_decay)"
+    "the workbook's schedule is x1 from the end of the warmup, then x0.1 from each epoch of the "
+    "preset's lr_drops on (step_decay)"
 )
 
 
-def intended_multiplier(epoch) -> float:
+def intended_multiplier(epoch, drops=DROPS) -> float:
     """The workbook's multiplier of the scaled rate at `epoch` after the warmup."""
-    return DROP_FACTOR ** sum(epoch >= drop for drop in DROPS)
+    return DROP_FACTOR ** sum(epoch >= drop for drop in drops)
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the schedule depends on in one preset's run (preset None: the script has none)."""
+
+    preset: str | None
+    warmup_end: float
+    drops: tuple
+
+    def schedule_text(self) -> str:
+        whose = f"the {self.preset} preset's" if self.preset else "the workbook's"
+        if not self.drops:
+            return f"{whose} schedule is x1 from the end of the warmup on (no lr_drops)"
+        epochs = " and ".join(map(str, self.drops)).replace(" and ", ", ", len(self.drops) - 2)
+        drops = f"at each of epochs {epochs}" if len(self.drops) > 1 else f"from epoch {epochs} on"
+        return f"{whose} schedule is x1 from the end of the warmup, then x0.1 {drops} (step_decay)"
 
 
 def check(script):
@@ -235,20 +255,22 @@ def _factor(script, initial_lr, warmup_lr) -> float:
 def _rates_failure(script, warmup, warmup_epochs, schedules):
     """A Failure at the first epoch whose learning rate is not the workbook's schedule."""
     warmup_lr = argument(warmup.call, "initial_lr", 0)
-    lengths = _warmup_lengths(script, warmup_epochs)
-    if not lengths:
+    runs = _runs(script, warmup_epochs)
+    if not runs:
         return Note(
             f"it can't work out how many epochs the warmup lasts (`{script.source(warmup_epochs)}`"
-            f"), so it did not check the rate of each epoch; it looked for: {SCHEDULE_TEXT}",
+            f") or when the rate drops (the presets' lr_drops), so it did not check the rate of "
+            f"each epoch; it looked for: {SCHEDULE_TEXT}",
             warmup.line,
         )
-    evaluator = Evaluator(script)
     try:
-        stretches = [
-            _Stretch(script, evaluator, entry, warmup_epochs, warmup_lr) for entry in schedules
-        ]
-        for warmup_end in lengths:
-            failure = _first_wrong_epoch(script, stretches, warmup_end, warmup_lr)
+        for run in runs:
+            # One evaluator per run: args.lr_drops holds that preset's epochs.
+            evaluator = Evaluator(script, {"lr_drops": run.drops})
+            stretches = [
+                _Stretch(script, evaluator, entry, warmup_epochs, warmup_lr) for entry in schedules
+            ]
+            failure = _first_wrong_epoch(script, stretches, run, warmup_lr)
             if failure:
                 return failure
     except CantTell as unclear:
@@ -261,38 +283,45 @@ def _rates_failure(script, warmup, warmup_epochs, schedules):
     return None
 
 
-def _first_wrong_epoch(script, stretches, warmup_end, warmup_lr):
+def _first_wrong_epoch(script, stretches, run, warmup_lr):
     rate, base = 1.0, script.source(warmup_lr)  # the warmup ends at initial_lr
+    warmup_end = run.warmup_end
     for epoch in range(EPOCHS):
         if epoch < warmup_end:
             continue
         setting = [stretch for stretch in stretches if stretch.covers(epoch, warmup_end)]
         if setting:  # each sets the rate at the epoch's first batch: the last one in the list wins
             rate = setting[-1].rate(epoch, warmup_end)
-        wanted = intended_multiplier(epoch)
+        wanted = intended_multiplier(epoch, run.drops)
         if math.isclose(rate, wanted, rel_tol=1e-9):
             continue
         if not setting:
             line = stretches[-1].line
             return Failure(
                 f"line {line}: no LearningRateScheduleCallback sets the rate at epoch {epoch}, "
-                f"so it stays {base} x {rate:g}; {SCHEDULE_TEXT}: add one for epoch {epoch} on",
+                f"so it stays {base} x {rate:g}; {run.schedule_text()}: add one for epoch "
+                f"{epoch} on",
                 line,
             )
-        return _wrong_rate(script, setting[-1], epoch, warmup_end, rate, wanted, base)
+        return _wrong_rate(script, setting[-1], epoch, run, rate, wanted, base)
     return None
 
 
-def _wrong_rate(script, stretch, epoch, warmup_end, rate, wanted, base):
+def _wrong_rate(script, stretch, epoch, run, rate, wanted, base):
+    warmup_end = run.warmup_end
+    schedule_text = run.schedule_text()
     line = stretch.line
-    if stretch.number is not None:
+    # A number: Horovod's m ** (epoch - start_epoch), unless that happens to be the number itself.
+    if stretch.number is not None and not math.isclose(
+        rate, stretch.factor * stretch.number, rel_tol=1e-9
+    ):
         shown = ", ".join(
             f"x {stretch.rate(later, warmup_end):g} at {later}" for later in range(epoch, epoch + 3)
         )
         return Failure(
             f"line {line}: multiplier={script.source(stretch.multiplier)} is a number, and "
             "Horovod 0.28.1 turns a number m into exponential decay, m ** (epoch - "
-            f"start_epoch), not a constant factor: this callback sets {base} {shown}, where {SCHEDULE_TEXT}. Pass a "
+            f"start_epoch), not a constant factor: this callback sets {base} {shown}, where {schedule_text}. Pass a "
             f"function of the epoch: multiplier=lambda epoch: {stretch.number:g}, or one "
             "callback with multiplier=step_decay",
             line,
@@ -309,20 +338,38 @@ def _wrong_rate(script, stretch, epoch, warmup_end, rate, wanted, base):
         )
     return Failure(
         f"line {line}: at epoch {epoch} it sets {base} x {rate:g}, not x {wanted:g}: "
-        f"{SCHEDULE_TEXT}",
+        f"{schedule_text}",
         line,
     )
 
 
-def _warmup_lengths(script, warmup_epochs) -> list:
-    """The warmup lengths a run may have: the constant given, else every preset's default of
-    --warmup-epochs (or the option's constant default); [] if the grader can't tell."""
+def _runs(script, warmup_epochs) -> list:
+    """One Run per preset (or one, without presets): its warmup length and its lr_drops; []
+    if the grader can't tell one of them."""
+    runs = []
+    for preset, items in list(_presets(script)) or [(None, {})]:
+        warmup_end = _warmup_length(script, warmup_epochs, items)
+        drops = _drops(script, items)
+        if warmup_end is None or drops is None:
+            return []
+        if Run(preset, warmup_end, drops) not in runs:
+            runs.append(Run(preset, warmup_end, drops))
+    return runs
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _warmup_length(script, warmup_epochs, preset_items):
+    """The warmup length of a run with this preset: the constant given, else the preset's default
+    of --warmup-epochs (or the option's constant default); None if the grader can't tell."""
     value = script.constant(warmup_epochs)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [value]
+    if _number(value):
+        return value
     resolved = script.resolve(warmup_epochs)
     if not (isinstance(resolved, ast.Attribute) and resolved.attr == "warmup_epochs"):
-        return []
+        return None
     options = [
         call
         for call in script.calls
@@ -330,13 +377,27 @@ def _warmup_lengths(script, warmup_epochs) -> list:
     ]
     default = argument(options[0], "default") if options else None
     value = script.constant(default) if default is not None else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [value]
+    if _number(value):
+        return value
     if isinstance(default, ast.Subscript):
-        values = [script.constant(item) for item in _preset_values(script, default.slice)]
-        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            return values
-    return []
+        item = preset_items.get(script.constant(default.slice))
+        value = script.constant(item) if item is not None else None
+        if _number(value):
+            return value
+    return None
+
+
+def _drops(script, preset_items):
+    """The preset's lr_drops as a tuple of epochs; DROPS for a preset without them (an older
+    starting script); None if the grader can't tell."""
+    node = preset_items.get("lr_drops")
+    if node is None:
+        return DROPS
+    value = script.resolve(node)
+    if not isinstance(value, (ast.Tuple, ast.List)):
+        return None
+    epochs = tuple(script.constant(element) for element in value.elts)
+    return epochs if all(_number(epoch) for epoch in epochs) else None
 
 
 def _option_failure(script):
@@ -387,12 +448,6 @@ def _presets(script):
                 items = _dict_items(script, value)
                 if items is not None and "epochs" in items:
                     yield script.constant(name), items
-
-
-def _preset_values(script, key_node) -> list:
-    """The value node of `key` in each preset that has it."""
-    key = script.constant(key_node)
-    return [items[key] for _, items in _presets(script) if key in items]
 
 
 def _dict_items(script, value):

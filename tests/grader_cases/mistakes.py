@@ -85,6 +85,10 @@ SCHEDULE_ARGS = "initial_lr=scaled_lr, start_epoch=args.warmup_epochs, multiplie
 SCHEDULE_CALL = (
     "    hvd.callbacks.LearningRateScheduleCallback(\n        " + SCHEDULE_ARGS + "\n    ),\n"
 )
+# The schedules written out below are the GPU preset's (x0.1 at 15, 25, 35): right for a script
+# whose CPU preset drops at the same epochs, wrong for one whose CPU preset drops at epoch 3.
+CPU_DROPS = "        lr_drops=(3,),\n"
+GPU_DROPS = "        lr_drops=(15, 25, 35),\n"
 LAMBDAS = ("lambda epoch: 1.0", "lambda epoch: 0.1", "lambda epoch: 0.01", "lambda epoch: 0.001")
 
 
@@ -1083,39 +1087,69 @@ CASES = [
     Case(
         11,
         "one callback per stretch, lambdas",
+        (SCHEDULE_CALL, CPU_DROPS),
+        (stretches(*LAMBDAS), GPU_DROPS),
+        True,
+        base=12,
+    ),
+    Case(
+        11,
+        "the GPU preset's stretches in a CPU run",
         SCHEDULE_CALL,
         stretches(*LAMBDAS),
+        False,
+        "at epoch 3 it sets scaled_lr x 1, not x 0.1: the cpu preset's schedule is x1 from the "
+        "end of the warmup, then x0.1 from epoch 3 on",
+    ),
+    Case(
+        11,
+        "an older starting script: step_decay's own epochs, no lr_drops",
+        (
+            CPU_DROPS,
+            GPU_DROPS,
+            "for drop in args.lr_drops)",
+            '    parser.add_argument(\n        "--lr-drops",\n',
+        ),
+        (
+            "",
+            "",
+            "for drop in (15, 25, 35))",
+            '    parser.add_argument(\n        "--unused-option",\n',
+        ),
         True,
         base=12,
     ),
     Case(
         11,
         "stretches built in a loop",
-        SCHEDULE_CALL,
-        SCHEDULE_LOOP,
+        (SCHEDULE_CALL, CPU_DROPS),
+        (SCHEDULE_LOOP, GPU_DROPS),
         True,
         base=12,
     ),
     Case(
         11,
         "stretches from a comprehension",
-        SCHEDULE_CALL,
-        "    *[\n"
+        (SCHEDULE_CALL, CPU_DROPS),
+        (
+            "    *[\n"
         "        hvd.callbacks.LearningRateScheduleCallback(\n"
         "            initial_lr=scaled_lr, start_epoch=start, end_epoch=end,\n"
         "            multiplier=lambda epoch, m=m: m,\n"
         "        )\n"
         "        for start, end, m in [\n"
         "            (args.warmup_epochs, 15, 1.0), (15, 25, 0.1), (25, 35, 0.01), (35, None, 0.001)\n"
-        "        ]\n"
-        "    ],\n",
+            "        ]\n"
+            "    ],\n",
+            GPU_DROPS,
+        ),
         True,
         base=12,
     ),
     Case(
         11,
         "own multiplier function with ifs",
-        (SCHEDULE_ARGS, "\nclass Throughput("),
+        (SCHEDULE_ARGS, "\nclass Throughput(", CPU_DROPS),
         (
             SCHEDULE_ARGS.replace("step_decay", "lr_multiplier"),
             "\ndef lr_multiplier(epoch):\n"
@@ -1124,6 +1158,7 @@ CASES = [
             "    factor = 0.01\n"
             "    if epoch >= 35:\n        factor /= 10\n"
             "    return factor\n\n\nclass Throughput(",
+            GPU_DROPS,
         ),
         True,
         base=12,
