@@ -1,6 +1,7 @@
 """Authoring tools: the files the repository generates from its sources of truth.
 
     chain       solutions/source/fashion_mnist.steps.py -> the step scripts in solutions/
+    variants    the solution + a patch in solutions/source/ -> the elastic script in bonus/
     notebooks   notebooks/src/*.md -> notebooks/*.ipynb (with the chain's diffs and TODOs)
     generated   what both share: write only what changed, list what is stale, one CLI
 

@@ -17,7 +17,9 @@ lines are never emitted.
 
 A `#@ bonus NAME` block (NAME in BONUSES) holds the answer of a bonus exercise: it appears only
 in that bonus's reference, which is the solution with its bonus blocks (`#@ else`: the lines
-they replace), so the bonus reference never drifts from the chain.
+they replace), so the bonus reference never drifts from the chain. A variant that rewrites the
+training part (the elastic script) is the solution with a patch applied instead: see
+authoring/variants.py.
 
     python -m authoring build chain   # write the scripts in solutions/ (and solutions/bonus/)
     python -m authoring check chain   # exit 1 if any of them is stale
@@ -30,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from authoring import variants
 from authoring.generated import build_or_check_main, stale_names, write_changed
 from workbook.facts import BONUSES, LAST_STEP, SOLUTION_FILE_NAME, STEP_TITLES, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
@@ -229,8 +232,14 @@ def changed_steps_by_line(source_text: str, step: int) -> tuple:
 output_name = chain_file_name  # the file name of the script at `step` in solutions/
 
 
-def expected_files(source_path: Path | None = None) -> dict:
-    """Returns {file name: text} of every generated script, the solution included."""
+def render_solution(source_path: Path) -> str:
+    """The solution (the script after the last step), rendered from the source file."""
+    return render(Path(source_path).read_text(encoding="utf-8"), LAST_STEP, str(source_path))
+
+
+def chain_files(source_path: Path | None = None) -> dict:
+    """Returns {file name: text} of the scripts rendered from the source: the chain, the
+    solution and the bonus references."""
     source_path = Path(source_path or SOURCE)
     source_text = source_path.read_text(encoding="utf-8")
     files = {}
@@ -242,21 +251,31 @@ def expected_files(source_path: Path | None = None) -> dict:
     return files
 
 
+def expected_files(source_path: Path | None = None) -> dict:
+    """Returns {file name: text} of every generated script: chain_files() and the variants."""
+    files = chain_files(source_path)
+    return {**files, **variants.expected_files(files[SOLUTION_FILE_NAME])}
+
+
 def stale_files(source_path: Path | None = None, output_dir: Path | None = None) -> list:
     """Returns the names of the generated scripts that are missing or out of date."""
     return stale_names(expected_files(source_path), Path(output_dir or OUTPUT_DIR))
 
 
 def build(source_path: Path | None = None, output_dir: Path | None = None) -> list:
-    """Writes the scripts that changed; returns their names."""
-    return write_changed(expected_files(source_path), Path(output_dir or OUTPUT_DIR))
+    """Writes the scripts that changed; returns their names. The chain is written even when a
+    variant's patch no longer applies (PatchError, raised after)."""
+    output_dir = Path(output_dir or OUTPUT_DIR)
+    files = chain_files(source_path)
+    written = write_changed(files, output_dir)
+    return written + write_changed(variants.expected_files(files[SOLUTION_FILE_NAME]), output_dir)
 
 
 def main(argv=None) -> int:
     return build_or_check_main(
         argv, prog="python -m authoring.chain", what="step scripts",
         description=f"Render the step scripts in solutions/ from {SOURCE.relative_to(REPO)}",
-        build=build, stale=stale_files, source_error=StepSyntaxError)
+        build=build, stale=stale_files, source_error=(StepSyntaxError, variants.PatchError))
 
 
 if __name__ == "__main__":

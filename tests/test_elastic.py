@@ -1,7 +1,7 @@
 """Elastic training (solutions/bonus/): the script, its discovery script, a run losing a worker.
 
-Fast tests: the elastic script's helpers are the solution's, statement for statement (so they
-never drift apart), the discovery script names this machine twice, and the notebook runner
+Fast tests: the elastic script's helpers are the solution's, statement for statement (it is
+generated from the solution and a patch: authoring/variants.py), the discovery script names this machine twice, and the notebook runner
 passes the elastic options through. The slow test starts `horovodrun --min-np 1 --max-np 2`
 with two real workers, SIGKILLs one of them (rank 1; in a second run rank 0, the coordinator)
 once training is under way, and checks that the other resets to one worker, continues from
