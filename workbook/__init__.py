@@ -4,7 +4,7 @@
                    environment every process gets, the core count): one home each
     paths          where things live in the repository
     runner/        horovodrun() and %horovodrun: run a script on several workers from a cell
-    fashion_data   the official Fashion-MNIST, verified, and the committed sample
+    fashion_data/  the official Fashion-MNIST: its sources, verified, prepared for the scripts
     preflight      can the workbook run here? (`make preflight`)
     lab            `make lab`: JupyterLab and TensorBoard, with a safe environment
     tensorboard    one TensorBoard for every run's logs

@@ -277,7 +277,7 @@ def check_data() -> list[Check]:
     if problems:
         return checks + data_checks("data (full)", problems, "")
     about = fashion_data.describe(fashion_data.read_manifest(full))
-    if not fashion_data.is_official(full):  # e.g. prepared from npm by an older workbook
+    if not fashion_data.is_official(full):  # e.g. a sample written there
         return checks + [Check("data (full)", WARN, f"{full} holds {about}, not the official "
                                "files", "make data")]
     return checks + [Check("data (full)", OK, f"{full} verified: {about}")]

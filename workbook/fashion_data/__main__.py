@@ -1,0 +1,5 @@
+import sys
+
+from workbook.fashion_data.cli import main
+
+sys.exit(main())
