@@ -13,6 +13,9 @@ VPY := $(VENV)/bin/python
 # Tools of the environment (horovodrun, jupyter, tensorboard) come first on PATH.
 RUN := PATH="$(abspath $(VENV))/bin:$$PATH"
 BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HOROVOD)),--rebuild-horovod)
+# make test wants MPI: Horovod built without it (by an earlier make lab) is rebuilt once
+# OpenMPI is there, and a test that needs MPI fails instead of being skipped.
+BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
 .PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench
 
@@ -46,7 +49,7 @@ lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
 test: mpi env browser sshd
-	$(RUN) $(VPY) -m pytest $(PYTEST_ARGS)
+	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: every test file, without the tests marked slow (but with the few real
 # multi-worker runs marked `check`). No root, no apt; about 2-3 minutes on 2 cores. Every file,

@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bootstrap import safe_env
+
 REPO = Path(__file__).resolve().parents[1]  # not workbook.paths: nothing but the standard library here
 
 REQUIREMENTS = REPO / "requirements"
@@ -114,8 +116,11 @@ def horovod_inputs_sha256(device: str) -> str:
 
 
 def mpi_decision(device: str, previous: dict | None = None, rebuild: bool = False,
-                 environ: dict | None = None) -> MpiDecision:
-    """MPI or not: the user's variable, else keep a working build as it is, else look for mpicxx."""
+                 environ: dict | None = None, want_mpi: bool = False) -> MpiDecision:
+    """MPI or not: the user's variable, else keep a working build as it is, else look for mpicxx.
+
+    want_mpi (`make test`, which has just installed OpenMPI): a build without MPI is redone
+    with it when mpicxx is there now, instead of being kept."""
     environ = os.environ if environ is None else environ
     if environ.get("HOROVOD_WITHOUT_MPI") == "1":
         return MpiDecision(False, "HOROVOD_WITHOUT_MPI=1 is set")
@@ -132,6 +137,9 @@ def mpi_decision(device: str, previous: dict | None = None, rebuild: bool = Fals
         if built and not mpicxx:
             return MpiDecision(True, "built with MPI earlier; mpicxx is no longer on PATH, "
                                      "so mpirun may not work")
+        if not built and mpicxx and want_mpi:
+            return MpiDecision(True, f"built without MPI earlier; {mpicxx} is there now and "
+                                     "the tests need MPI: rebuilding Horovod with it")
         if not built and mpicxx:
             return MpiDecision(False, f"built without MPI earlier; {mpicxx} is there now: "
                                       "`make env REBUILD_HOROVOD=1` adds MPI")
@@ -357,13 +365,21 @@ def missing_parts(check_build: str | None, state: dict) -> list[str]:
     return [name for name in wanted if not horovod_has(check_build, name)]
 
 
-def ensure_environment(venv: Path, device: str, rebuild_horovod: bool) -> str:
+def make_safe(venv: Path) -> None:
+    """HWLOC_COMPONENTS=-gl for every process of the environment (bootstrap/safe_env.py)."""
+    for done in safe_env.install(venv):
+        step(f"MPI without the X-display hang: {done}")
+
+
+def ensure_environment(venv: Path, device: str, rebuild_horovod: bool,
+                       want_mpi: bool = False) -> str:
     """Bring the venv up to date; return a one-line summary of what was done."""
     stamp = read_stamp(venv)
-    mpi = mpi_decision(device, stamp, rebuild_horovod)
+    mpi = mpi_decision(device, stamp, rebuild_horovod, want_mpi=want_mpi)
     state = wanted_state(device, mpi)
     if stamp_matches(stamp, state) and venv_python(venv).exists() and not rebuild_horovod:
         step(mpi.describe())
+        make_safe(venv)
         return f"Environment {venv} is up to date ({device})."
 
     started = time.monotonic()
@@ -407,6 +423,7 @@ def ensure_environment(venv: Path, device: str, rebuild_horovod: bool) -> str:
         raise SetupError(f"Horovod was built without {name}. Fix: {fix} "
                          f"(see INSTALL.md, Troubleshooting). Build log: {log}")
 
+    make_safe(venv)
     record = {**state, "horovod_controllers": mpi.controllers(), "horovod_mpi_reason": mpi.reason}
     (venv / STAMP_NAME).write_text(json.dumps(record, indent=2) + "\n")
     minutes = (time.monotonic() - started) / 60
@@ -426,9 +443,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="where to create the virtual environment")
     parser.add_argument("--rebuild-horovod", action="store_true",
                         help="recompile Horovod even if it looks fine")
+    parser.add_argument("--want-mpi", action="store_true",
+                        help="build Horovod with MPI when mpicxx is there, rebuilding one built "
+                             "without it (make test, after installing OpenMPI)")
     args = parser.parse_args(argv)
     try:
-        print(ensure_environment(args.venv.resolve(), args.device, args.rebuild_horovod))
+        print(ensure_environment(args.venv.resolve(), args.device, args.rebuild_horovod,
+                                 args.want_mpi))
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -11,6 +12,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from processes import SESSION_MARKER, TEST_MARKER, new_marker, stop_marked  # noqa: E402
+
+# `make test` sets it: there, a test that needs MPI fails instead of being skipped (the skip's
+# reason says what to install), so that the MPI tests never pass unnoticed as skipped.
+REQUIRE_MPI_VARIABLE = "WORKBOOK_REQUIRE_MPI"
+MPI_SKIP = re.compile(r"\bMPI\b|OpenMPI|mpirun")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get(REQUIRE_MPI_VARIABLE) == "1":
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        if MPI_SKIP.search(reason):
+            report.outcome = "failed"
+            report.longrepr = (f"skipped for want of MPI, but {REQUIRE_MPI_VARIABLE}=1 "
+                               f"(make test) needs it: {reason}")
+
 
 # TensorBoard's port. `make lab` beside the tests holds it with TensorBoard; without it, the
 # suite holds it itself, so that every test runs where OpenMPI's X probe would hang.
