@@ -89,6 +89,9 @@ SCHEDULE_CALL = (
 # whose CPU preset drops at the same epochs, wrong for one whose CPU preset drops at epoch 3.
 CPU_DROPS = "        lr_drops=(3,),\n"
 GPU_DROPS = "        lr_drops=(15, 25, 35),\n"
+KERAS_SCHEDULE = (
+    "    tf.keras.callbacks.LearningRateScheduler(lambda epoch: scaled_lr * step_decay(epoch)),\n"
+)
 LAMBDAS = ("lambda epoch: 1.0", "lambda epoch: 0.1", "lambda epoch: 0.01", "lambda epoch: 0.001")
 
 
@@ -963,13 +966,67 @@ CASES = [
         True,
     ),
     # ---- step 11 ------------------------------------------------------------------------
+    # A Keras schedule beside the warmup sets the same rates (tests/test_claims.py): it passes
+    # with a note, unless a drop falls inside the warmup, where the momentum jumps.
     Case(
         11,
-        "Keras scheduler kept",
+        "Keras scheduler kept beside Horovod's",
         LIST_END,
         "    tf.keras.callbacks.LearningRateScheduler(lambda epoch: scaled_lr),\n" + LIST_END,
+        True,
+        "still there, beside LearningRateScheduleCallback. The rates are right",
+    ),
+    Case(
+        11,
+        "Keras scheduler instead of Horovod's",
+        SCHEDULE_CALL,
+        KERAS_SCHEDULE,
+        True,
+        "the Keras LearningRateScheduler sets the right rates beside the warmup",
+    ),
+    Case(
+        11,
+        "Keras scheduler before the warmup, a def",
+        (SCHEDULE_CALL, "    hvd.callbacks.LearningRateWarmupCallback(", "callbacks = [\n"),
+        (
+            "",
+            "    tf.keras.callbacks.LearningRateScheduler(keras_rate),\n"
+            "    hvd.callbacks.LearningRateWarmupCallback(",
+            "def keras_rate(epoch):\n    return args.base_lr * hvd.size() * step_decay(epoch)\n"
+            "\n\ncallbacks = [\n",
+        ),
+        True,
+        "the Keras LearningRateScheduler sets the right rates",
+    ),
+    Case(
+        11,
+        "Keras scheduler with a warmup past the drop",
+        (SCHEDULE_CALL, "        warmup_epochs=1,\n"),
+        (KERAS_SCHEDULE, "        warmup_epochs=4,\n"),
         False,
-        "LearningRateScheduler is still there",
+        "with the cpu preset, the warmup lasts 4 epochs, past the drop at epoch 3",
+    ),
+    Case(
+        11,
+        "Keras scheduler without the drops",
+        SCHEDULE_CALL,
+        "    tf.keras.callbacks.LearningRateScheduler(lambda epoch: scaled_lr),\n",
+        False,
+        "at epoch 15 it sets scaled_lr x 1, not x 0.1",
+    ),
+    Case(
+        11,
+        "Keras scheduler on rank 0 only",
+        (SCHEDULE_CALL, RANK0_BLOCK),
+        (
+            "",
+            RANK0_BLOCK.replace(
+                "callbacks.append(",
+                "callbacks.append(" + KERAS_SCHEDULE.strip()[:-1] + ")\n    callbacks.append(",
+            ),
+        ),
+        False,
+        "every worker",
     ),
     Case(
         11,
