@@ -17,7 +17,7 @@ BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HO
 # OpenMPI is there, and a test that needs MPI fails instead of being skipped.
 BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
-.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench
+.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench hub
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -32,6 +32,7 @@ help:
 	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
+	@echo "make hub        instructors, root: JupyterHub for a class (HUB_ARGS=\"--roster roster.csv\")"
 
 env:
 	@$(PYTHON) -m bootstrap $(BOOTSTRAP_ARGS)
@@ -94,3 +95,11 @@ grade: env
 	$(RUN) $(VPY) -m instructor feedback $(COURSE) && \
 	$(RUN) $(VPY) -m instructor export $(COURSE) $(COURSE)/grades.csv && \
 	$(RUN) $(VPY) -m instructor report $(COURSE) && exit $$graded
+
+# Instructors, as root on a workshop VM: a JupyterHub for the class (hub/__init__.py, INSTALL.md
+# "Workshop VM"). HUB_ARGS: --roster roster.csv (the first time), --port 8000, --ssl-cert FILE
+# --ssl-key FILE, --instructor NAME; re-running it starts only what is missing. Stop it with
+# `.venv/bin/python -m hub down` (--remove-accounts deletes the accounts it made).
+HUB_ARGS ?=
+hub: data
+	@$(RUN) $(VPY) -m hub up $(HUB_ARGS)

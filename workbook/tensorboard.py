@@ -29,6 +29,13 @@ def tensorboard_url(port: int = DEFAULT_PORT) -> str:
     return f"http://127.0.0.1:{port}/"
 
 
+def browser_url(port: int = DEFAULT_PORT) -> str:
+    """Where the learner's browser finds it: on a JupyterHub (`make hub`), through the
+    learner's own server (jupyter-server-proxy), since the browser is on another machine."""
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+    return f"{prefix.rstrip('/')}/proxy/{port}/" if prefix else tensorboard_url(port)
+
+
 def serving_logdir(port: int = DEFAULT_PORT) -> str | None:
     """The log directory a TensorBoard on this port serves, or None if none answers."""
     try:
@@ -60,7 +67,7 @@ def ensure_tensorboard(logdir: Path = LOGS_DIR, port: int = DEFAULT_PORT) -> Ten
         if Path(serving).resolve() != logdir.resolve():
             raise RuntimeError(f"port {port} already has a TensorBoard for {serving}; stop it "
                                f"or pick another port")
-        return TensorBoard(tensorboard_url(port), None)
+        return TensorBoard(browser_url(port), None)
     log_path = logdir / "tensorboard.log"
     with log_path.open("a") as log_file:
         # A session of its own: TensorBoard outlives the notebook cell that started it.
@@ -71,7 +78,7 @@ def ensure_tensorboard(logdir: Path = LOGS_DIR, port: int = DEFAULT_PORT) -> Ten
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:
         if serving_logdir(port) is not None:
-            return TensorBoard(tensorboard_url(port), process.pid)
+            return TensorBoard(browser_url(port), process.pid)
         time.sleep(0.5)
     process.kill()
     raise RuntimeError(f"TensorBoard did not start within {START_TIMEOUT_S} s; see {log_path}")

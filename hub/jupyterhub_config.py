@@ -1,0 +1,49 @@
+# JupyterHub's configuration for the workshop hub (`make hub`); every value comes from the
+# settings file that `python -m hub up` writes (hub/settings.py), named by WORKBOOK_HUB_SETTINGS.
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the workbook's packages
+
+from hub import settings as hub_settings  # noqa: E402
+
+c = get_config()  # noqa: F821 (JupyterHub provides it)
+settings_file = os.environ[hub_settings.SETTINGS_VARIABLE]
+s = hub_settings.load(settings_file)
+state = Path(s.state_dir)
+
+c.JupyterHub.ip = s.ip
+c.JupyterHub.port = s.port
+if s.ssl_cert:
+    c.JupyterHub.ssl_cert = s.ssl_cert
+    c.JupyterHub.ssl_key = s.ssl_key
+c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = s.port + 1
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s.port + 2}"
+c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
+c.ConfigurableHTTPProxy.should_start = True
+c.JupyterHub.cleanup_servers = True   # stopping the hub stops every attendee's server
+
+# A workshop's log-in: one shared password for the attendees of the roster, and the
+# instructor, admin, with a password of their own (JupyterHub's SharedPasswordAuthenticator).
+c.JupyterHub.authenticator_class = "shared-password"
+c.SharedPasswordAuthenticator.user_password = s.user_password
+c.SharedPasswordAuthenticator.admin_password = s.admin_password
+c.Authenticator.allowed_users = set(s.attendees)
+c.Authenticator.admin_users = {s.instructor}
+
+c.JupyterHub.spawner_class = "hub.spawner.WorkshopSpawner"
+c.WorkshopSpawner.settings_file = settings_file
+c.Spawner.cmd = [str(Path(s.venv) / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab/tree/notebooks/00_welcome.ipynb"
+# window.jupyterapp: a step notebook's Next cell opens the next one (workbook/navigation.py).
+c.Spawner.args = ["--LabApp.expose_app_in_browser=True"]
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 180
+# The test suite's process markers (tests/processes.py) reach the servers, so that a test
+# finds and stops everything it started; unset outside the tests.
+c.Spawner.env_keep = ["LANG", "LC_ALL", "WORKBOOK_TEST_ID", "WORKBOOK_TEST_SESSION"]

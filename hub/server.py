@@ -1,0 +1,103 @@
+"""The hub process: start it in the background, find it, stop it (with everything it started)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+from hub.settings import SETTINGS_VARIABLE, HubSettings
+
+CONFIG = Path(__file__).with_name("jupyterhub_config.py")
+START_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 60
+
+
+def log_path(settings: HubSettings) -> Path:
+    return Path(settings.state_dir) / "jupyterhub.log"
+
+
+def running(settings: HubSettings) -> psutil.Process | None:
+    """The hub started from these settings, if it runs."""
+    pid_file = Path(settings.state_dir) / "jupyterhub.pid"
+    try:
+        process = psutil.Process(int(pid_file.read_text().strip()))
+        if "jupyterhub" in " ".join(process.cmdline()) and process.is_running():
+            return process
+    except (OSError, ValueError, psutil.Error):
+        pass
+    return None
+
+
+def answers(settings: HubSettings) -> bool:
+    context = ssl._create_unverified_context() if settings.ssl_cert else None  # its own cert
+    try:
+        with urllib.request.urlopen(settings.url + "hub/api/", timeout=5, context=context) as reply:
+            return reply.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def start(settings: HubSettings) -> int:
+    """Start JupyterHub in its own session; its pid once it answers. RuntimeError with the
+    log's tail when it does not."""
+    venv_bin = Path(settings.venv) / "bin"
+    env = {**os.environ, SETTINGS_VARIABLE: str(settings.path),
+           "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+           "PYTHONPATH": settings.repo}
+    log = log_path(settings)
+    with log.open("a") as out:
+        process = subprocess.Popen(
+            [str(venv_bin / "jupyterhub"), "-f", str(CONFIG)], cwd=settings.state_dir, env=env,
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=lambda: os.umask(0o077))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        if answers(settings):
+            return process.pid
+        time.sleep(1)
+    why = (f"exited with code {process.returncode}" if process.poll() is not None
+           else f"did not answer within {START_TIMEOUT_S} s")
+    stop_pid(process.pid)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+    raise RuntimeError(f"JupyterHub {why}. The end of {log}:\n{tail}")
+
+
+def stop_pid(pid: int) -> None:
+    """SIGTERM (JupyterHub then stops the servers and the proxy), SIGKILL after a while."""
+    try:
+        hub = psutil.Process(pid)
+        family = [hub, *hub.children(recursive=True)]
+    except psutil.Error:
+        return
+    try:
+        hub.send_signal(signal.SIGTERM)
+    except psutil.Error:
+        return
+    gone, alive = psutil.wait_procs([hub], timeout=STOP_TIMEOUT_S)
+    for process in alive + family:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
+def stop(settings: HubSettings) -> bool:
+    hub = running(settings)
+    if hub is None:
+        return False
+    stop_pid(hub.pid)
+    proxy = Path(settings.state_dir) / "proxy.pid"
+    try:
+        psutil.Process(int(proxy.read_text().strip())).kill()  # if the hub left it behind
+    except (OSError, ValueError, psutil.Error):
+        pass
+    return True

@@ -1,0 +1,85 @@
+"""The hub's spawner: LocalProcessSpawner (one server per Unix account, started as that
+account), plus, for each server: the attendee's copy of the workbook (made on first login),
+their CPU set (hub.cores, joined before the server starts, so everything it runs inherits it),
+and their environment: the shared environment's tools first, their copy first on PYTHONPATH,
+their own TensorBoard port (reached through the hub by jupyter-server-proxy), the role's
+Jupyter settings (hub.classroom).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from functools import cached_property
+from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Unicode
+
+from hub import classroom, cores, settings, workbook_copy
+
+TENSORBOARD_BASE_PORT = 6006  # attendee i (from 0) gets 6007 + i; make lab's own keeps 6006
+
+
+class WorkshopSpawner(LocalProcessSpawner):
+    settings_file = Unicode(help="the hub's settings (hub/settings.py)", config=True)
+
+    @cached_property
+    def hub_settings(self) -> settings.HubSettings:
+        return settings.load(self.settings_file)
+
+    @property
+    def role(self) -> str:
+        return classroom.role_of(self.hub_settings, self.user.name)
+
+    def user_cores(self) -> list[int] | None:
+        """The attendee's cores; None for the instructor (the whole machine)."""
+        return self.hub_settings.cores.get(self.user.name)
+
+    def tensorboard_port(self) -> int:
+        names = [self.hub_settings.instructor, *self.hub_settings.attendees]
+        return TENSORBOARD_BASE_PORT + 1 + names.index(self.user.name)
+
+    def make_preexec_fn(self, name):
+        become_user = super().make_preexec_fn(name)
+        user_cores = self.user_cores()
+        folder = self.server_root()
+
+        def preexec():
+            if user_cores:  # still root here: join the cgroup, then become the user
+                cores.confine(os.getpid(), name, user_cores)
+            become_user()
+            # In their folder: nbgrader fetches into the working folder (for an attendee, next
+            # to notebooks/, so that the assignment's notebooks find ../data).
+            os.chdir(folder)
+
+        return preexec
+
+    def get_env(self):
+        env = super().get_env()
+        venv_bin = Path(self.hub_settings.venv) / "bin"
+        home = Path(pwd.getpwnam(self.user.name).pw_dir)
+        env.update(
+            PATH=f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            PYTHONPATH=str(workbook_copy.copy_dir(home)),
+            JUPYTER_CONFIG_PATH=str(classroom.config_dir(self.hub_settings, self.role)),
+            WORKBOOK_TENSORBOARD_PORT=str(self.tensorboard_port()),
+        )
+        return env
+
+    async def start(self):
+        entry = pwd.getpwnam(self.user.name)
+        copy, made = workbook_copy.make(Path(self.hub_settings.repo), Path(entry.pw_dir),
+                                        entry.pw_uid, entry.pw_gid)
+        self.log.info("%s's workbook: %s (%s)", self.user.name, copy,
+                      "made now" if made else "kept as it is")
+        self.notebook_dir = str(self.server_root())
+        if self.role == "instructor":
+            self.default_url = "/formgrader"
+        return await super().start()
+
+    def server_root(self) -> Path:
+        """The attendee's copy; the instructor's home, which holds their copy and the course
+        (nbgrader's formgrader needs the course inside the server's folder)."""
+        home = Path(pwd.getpwnam(self.user.name).pw_dir)
+        return home if self.role == "instructor" else workbook_copy.copy_dir(home)
