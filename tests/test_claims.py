@@ -39,7 +39,7 @@ OTHER_EXPERIMENTS = [
     "broadcast_variables", "broadcast_callback", "shard_and_shuffle", "validation_coverage",
     "metric_average", "hdf5_lock", "tensorboard_two_writers", "load_model",
     "optimizer_variable_names", "resume_with_created_weights", "scaled_rate", "warmup_default",
-    "novograd_first_step",
+    "novograd_first_step", "api",
 ]  # fmt: skip
 RUN_TIMEOUT = 300  # seconds for one horovodrun of many experiments (about 60 s on 2 cores)
 START_TIMEOUT = 150  # seconds for both workers to reach model.fit in the hang experiment
@@ -280,11 +280,12 @@ def test_the_averaged_step_is_the_big_batch_step(claims):
 
 @slow
 def test_wrapping_twice_and_wrapping_after_compile(claims):
-    """Step 4's checker: wrapping twice is an error; a wrapper made after compile() is unused
-    (the model keeps the plain optimizer and the ranks drift apart)."""
-    assert claims["wrapped_twice"]["error"] is not None
+    """Step 4's checker: Horovod 0.28.1 can't wrap its own wrapper (its methods call
+    super(self.__class__, self), so the inner one calls itself: RecursionError); a wrapper made
+    after compile() is never used (the model keeps the plain SGD, and the ranks drift apart)."""
+    assert claims["wrapped_twice"]["error"].startswith("RecursionError")
     ranks = claims["wrapped_after_compile"]
-    assert {rank["optimizer"] for rank in ranks} == {"SGD"}
+    assert {rank["optimizer"] for rank in ranks} == {"SGD"}  # not "SGD, wrapped"
     assert ranks[0]["weights"] != ranks[1]["weights"]
 
 
@@ -320,10 +321,16 @@ def test_shard_before_shuffling(claims):
 
 
 @slow
-def test_three_passes_of_random_batches_evaluate_most_test_images(claims):
-    """Notebook 06: 3 * validation_steps // N random batches per worker cover nearly all."""
+def test_three_passes_of_random_batches_evaluate_nearly_every_test_image(claims):
+    """Notebook 06: 3 * validation_steps // N random batches per worker. Up to 3 workers, each
+    worker's share is a whole pass: every image. With more, each worker's own order leaves a
+    few out: about (1 - 3/N) ** N of them, 0.4% for 4 workers, 2.3% for 8 (never over e^-3)."""
     coverage = claims["validation_coverage"]
-    assert coverage["evaluated"] >= 0.9 * coverage["test_images"]
+    assert coverage["per_worker"] == coverage["evaluated"] == coverage["test_images"] == 1000
+    simulated = coverage["simulated"]
+    assert simulated["3"] == 1000
+    assert 990 <= simulated["4"] < 1000
+    assert 950 <= simulated["8"] < 990
 
 
 @slow
@@ -356,12 +363,17 @@ def test_two_tensorboard_writers_leave_two_event_files(claims):
 def test_loading_a_checkpoint(claims):
     """Notebooks 08 and 12, steps 8 and 12's checks: hvd.load_model wraps the restored legacy
     optimizer in DistributedOptimizer with legacy_opts=True (without it, Keras's new optimizers
-    refuse the checkpoint); Keras's own load_model doesn't wrap it; NovoGrad must be named in
-    custom_optimizers, a list (in custom_objects it loads unwrapped)."""
+    refuse the checkpoint: "decay is deprecated"); Keras's own load_model doesn't wrap it;
+    NovoGrad must be named in custom_optimizers, a list (in custom_objects it loads unwrapped)."""
     loads = claims["load_model"]
     assert loads["legacy_opts"] == {"value": "SGD, wrapped", "error": None}
     assert loads["legacy_without_legacy_opts"]["error"].startswith("ValueError")
     assert loads["keras_load_model"] == {"value": "SGD", "error": None}
+    # Step 8's checker: legacy_opts=True with a new optimizer's checkpoint fails.
+    assert "Unexpected keyword argument passed to optimizer: weight_decay" in (
+        loads["new_with_legacy_opts"]["error"]
+    )
+    assert loads["new_without_legacy_opts"] == {"value": "SGD, wrapped", "error": None}
     assert "Unknown optimizer: 'NovoGrad'" in loads["novograd_plain"]["error"]
     assert loads["novograd_custom_optimizers"] == {"value": "NovoGrad, wrapped", "error": None}
     assert loads["novograd_class_not_list"]["error"].startswith("TypeError")
@@ -387,25 +399,35 @@ def test_resuming_with_the_created_weights_agrees(claims):
 
 @slow
 @pytest.mark.timeout(START_TIMEOUT + HANG_SECONDS + 60)
-def test_resuming_without_the_created_weights_hangs(tmp_path):
-    """Notebook 08: without the fix, the broadcast callback waits forever after rank 0 loaded
-    the checkpoint and rank 1 built a fresh model."""
-    log_path = tmp_path / "horovodrun.log"
-    process = start(["resume_without_created_weights"], log_path)
+def test_a_collective_that_not_every_rank_joins_hangs(tmp_path):
+    """Two runs at once, both stuck where the notebooks and the checker say, while the fixed
+    versions finish in well under a second:
+    - notebook 08 and step 8's check: resuming without _create_all_weights, the broadcast
+      callback waits forever (rank 0 loaded the checkpoint, rank 1 built a fresh model);
+    - step 4's check: a DistributedOptimizer that trains on rank 0 only waits forever for the
+      others' gradients."""
+    runs = {}
     try:
+        for name in ("resume_without_created_weights", "distributed_optimizer_on_rank_0_only"):
+            (tmp_path / name).mkdir()
+            log_path = tmp_path / name / "horovodrun.log"
+            runs[name] = (start([name], log_path), log_path)
         deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline and process.poll() is None:
-            if all(f"rank {r} training" in log_path.read_text() for r in (0, 1)):
-                break
-            time.sleep(1)
-        output = log_path.read_text()
-        assert all(f"rank {r} training" in output for r in (0, 1)), output[-5000:]
+        for name, (process, log_path) in runs.items():
+            while time.monotonic() < deadline and process.poll() is None:
+                if all(f"rank {r} training" in log_path.read_text() for r in (0, 1)):
+                    break
+                time.sleep(1)
+            output = log_path.read_text()
+            assert all(f"rank {r} training" in output for r in (0, 1)), output[-5000:]
         time.sleep(HANG_SECONDS)
-        output = log_path.read_text()
-        assert process.poll() is None, f"it ended (code {process.returncode}):\n{output[-5000:]}"
-        assert "CLAIM" not in output
+        for name, (process, log_path) in runs.items():
+            output = log_path.read_text()
+            assert process.poll() is None, f"{name} ended ({process.returncode}):\n{output[-5000:]}"
+            assert "CLAIM" not in output, name
     finally:
-        stop(process)
+        for process, _ in runs.values():
+            stop(process)
 
 
 @slow
@@ -418,6 +440,18 @@ def test_linear_scaling_learns_more_per_epoch(claims):
 def test_the_warmups_default_length(claims):
     """Step 11's check: without warmup_epochs, the warmup lasts 5 epochs."""
     assert claims["warmup_default"] == 5
+
+
+@slow
+def test_the_names_the_checker_relies_on(claims):
+    """Step 8's check: horovod.tensorflow.keras has no broadcast_object, horovod.tensorflow
+    has; step 1's: a question to Horovod before hvd.init() is an error."""
+    api = claims["api"]
+    assert api["keras_has_broadcast_object"] is False
+    assert api["tensorflow_has_broadcast_object"] is True
+    assert api["before_init"]["error"] == (
+        "ValueError: Horovod has not been initialized; use hvd.init()."
+    )
 
 
 @slow

@@ -55,8 +55,9 @@ def _wrapping_failure(script):
             inner = argument(value, "optimizer", 0)
             if inner is not None and _is_wrapper(script, script.followed(inner)):
                 return Failure(
-                    f"line {line}: the optimizer is wrapped in DistributedOptimizer twice, so "
-                    "gradients are averaged twice: wrap it once",
+                    f"line {line}: the optimizer is wrapped in DistributedOptimizer twice, and "
+                    "Horovod can't wrap its own wrapper: the first training step fails with "
+                    "RecursionError: wrap it once",
                     line,
                 )
             continue

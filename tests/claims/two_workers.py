@@ -192,7 +192,7 @@ def wrapped_after_compile():
     x, y = images(64)
     mine = slice(32 * hvd.rank(), 32 * (hvd.rank() + 1))
     model.fit(x[mine], y[mine], batch_size=32, epochs=1, verbose=0)
-    return gathered({"optimizer": type(model.optimizer).__name__, "weights": weight_sum(model)})
+    return gathered({"optimizer": wrapped(model.optimizer), "weights": weight_sum(model)})
 
 
 # ---- notebook 05: broadcast --------------------------------------------------------------
@@ -253,15 +253,26 @@ def shard_and_shuffle():
 
 @experiment
 def validation_coverage():
-    """The script's validation on the sample: each worker samples 3 * validation_steps // N
-    batches of the shuffled, repeated test set; how many test images are evaluated."""
+    """The script's validation on the sample's 1,000 test images: each worker samples
+    3 * validation_steps // N batches of its own shuffle of the repeated test set. How many
+    test images one epoch evaluates: on these 2 workers, and for 3, 4 and 8 workers, each
+    simulated by a shuffle with a seed of its own."""
     x_test, _ = images(1000, "test")
     batch_size = 32
-    validation_steps = 3 * (len(x_test) // batch_size) // hvd.size()
-    dataset = tf.data.Dataset.range(len(x_test)).shuffle(len(x_test)).batch(batch_size).repeat()
-    seen = np.concatenate([batch.numpy() for batch in dataset.take(validation_steps)])
-    everyone = set(np.concatenate(hvd_tf.allgather_object(seen.tolist())).tolist())
-    return {"test_images": len(x_test), "evaluated": len(everyone), "per_worker": len(set(seen))}
+
+    def seen(workers, seed=None):
+        steps = 3 * (len(x_test) // batch_size) // workers
+        dataset = tf.data.Dataset.range(len(x_test)).shuffle(len(x_test), seed=seed)
+        return np.concatenate([b.numpy() for b in dataset.batch(batch_size).repeat().take(steps)])
+
+    mine = seen(hvd.size())
+    everyone = set(np.concatenate(hvd_tf.allgather_object(mine.tolist())).tolist())
+    simulated = {
+        workers: len(set(np.concatenate([seen(workers, seed) for seed in range(workers)])))
+        for workers in (3, 4, 8)
+    }
+    return {"test_images": len(x_test), "evaluated": len(everyone), "per_worker": len(set(mine)),
+            "simulated": simulated}  # fmt: skip
 
 
 # ---- notebook 07: metric averaging, callback order ---------------------------------------
@@ -377,6 +388,9 @@ def load_model():
         lambda: hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, momentum=0.9))
     )
     novograd = saved_checkpoint(lambda: hvd.DistributedOptimizer(tfa.optimizers.NovoGrad(0.01)))
+    new = saved_checkpoint(
+        lambda: hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.01, momentum=0.9))
+    )
 
     def optimizer_class(**kwargs):
         return lambda: wrapped(hvd.load_model(**kwargs).optimizer)
@@ -385,6 +399,8 @@ def load_model():
         "legacy_opts": optimizer_class(filepath=sgd, legacy_opts=True),
         "legacy_without_legacy_opts": optimizer_class(filepath=sgd),
         "keras_load_model": lambda: wrapped(tf.keras.models.load_model(sgd).optimizer),
+        "new_with_legacy_opts": optimizer_class(filepath=new, legacy_opts=True),
+        "new_without_legacy_opts": optimizer_class(filepath=new),
         "novograd_plain": optimizer_class(filepath=novograd, legacy_opts=True),
         "novograd_custom_optimizers": optimizer_class(
             filepath=novograd, legacy_opts=True, custom_optimizers=[tfa.optimizers.NovoGrad]
@@ -630,10 +646,46 @@ def resume_without_created_weights():
     return gathered(weight_sum(model))
 
 
-HANGS = {"resume_without_created_weights"}  # run only when named
+@experiment
+def api():
+    """Names the checker's messages rely on."""
+    return {
+        "keras_has_broadcast_object": hasattr(hvd, "broadcast_object"),
+        "tensorflow_has_broadcast_object": hasattr(hvd_tf, "broadcast_object"),
+        "before_init": BEFORE_INIT,
+    }
+
+
+def before_init():
+    """What asking Horovod a question before hvd.init() does."""
+    return error_of(hvd.rank)
+
+
+# ---- steps 4 and 8's checks: a collective on rank 0 only (a hang: run it alone) ----------
+
+
+@experiment
+def distributed_optimizer_on_rank_0_only():
+    """Only rank 0 trains with a DistributedOptimizer; rank 1 goes on to the next collective."""
+    if hvd.rank() == 0:
+        model = small_model(seed=1)
+        model.compile(hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01)), LOSS)
+        x, y = images(32)
+        print("rank 0 training", flush=True)
+        model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+    else:
+        print("rank 1 training", flush=True)
+    return gathered(hvd.rank())
+
+
+# These do not return: run them only when named, under a time limit.
+HANGS = {"resume_without_created_weights", "distributed_optimizer_on_rank_0_only"}
+BEFORE_INIT = None
 
 
 def main(names):
+    global BEFORE_INIT
+    BEFORE_INIT = before_init()
     hvd.init()
     for name in names or [name for name in EXPERIMENTS if name not in HANGS]:
         value = EXPERIMENTS[name]()
