@@ -12,6 +12,7 @@ and the resume that hangs, in `make test`.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -452,6 +453,21 @@ def test_the_names_the_checker_relies_on(claims):
     assert api["before_init"]["error"] == (
         "ValueError: Horovod has not been initialized; use hvd.init()."
     )
+
+
+@slow
+def test_the_models_weights_are_counted_right():
+    """Notebook 16: AlexNet for 28x28 has 1,929,066 weights, WRN-16-1 175,706 (the reference
+    bonus script's builders, run here without the rest of the script)."""
+    import tensorflow as tf
+
+    source = (REPO / "solutions" / "bonus" / "fashion_mnist_alexnet.py").read_text()
+    builders = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+    namespace = {"tf": tf}
+    exec(compile(ast.Module(body=builders, type_ignores=[]), "builders", "exec"), namespace)
+    args = type("Args", (), {"wd": 5e-4, "depth": 16, "width": 1})
+    assert namespace["alexnet"](args).count_params() == 1_929_066
+    assert namespace["wide_resnet"](args).count_params() == 175_706
 
 
 @slow
