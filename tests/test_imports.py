@@ -13,7 +13,7 @@ import pytest
 
 from workbook.paths import REPO
 
-PACKAGES = ("workbook", "grader", "instructor", "authoring", "bootstrap", "bench")
+PACKAGES = ("workbook", "grader", "instructor", "authoring", "bootstrap", "bench", "hub")
 
 # Which of the project's packages each package may import (besides itself).
 ALLOWED = {
@@ -23,6 +23,7 @@ ALLOWED = {
     "authoring": {"workbook"},
     "bootstrap": set(),  # runs before the environment exists: the standard library only
     "bench": {"workbook", "grader", "instructor"},
+    "hub": {"workbook"},  # the workshop server; instructor only as a command
 }
 
 
