@@ -5,12 +5,18 @@ stop after each step, solutions with one Horovod line deleted, a syntax error, a
 file, a missing script. It is graded by the checker's batch command (one process) and by
 nbgrader autograde through `python -m instructor autograde` (the real nbgrader and gradebook),
 and the two sets of grades must be equal, student by student.
+
+The autograde is timed in paired, alternating repetitions against an earlier commit's path
+(`baseline`, a git worktree of it, with its own course built by its own code), and broken down
+per student: waiting for kernels, check cells (both from instructor/plugins.py's timings),
+nbgrader's own work (the rest of the runs) and ours (intake, merging, students graded alone).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -63,6 +69,9 @@ def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
     }
 
 
+BASELINE_REF = "0ee3453"  # the path before isolated kernels and parallel runs (1,393 s for 200)
+
+
 def grader_command(*args) -> list:
     return [sys.executable, "-m", "grader", *map(str, args)]
 
@@ -75,11 +84,11 @@ def instructor_command(*args) -> list:
 COMMAND_TIMEOUT_S = 3600
 
 
-def timed(argv: list, ok_codes=(0,), cwd=None) -> tuple:
+def timed(argv: list, ok_codes=(0,), cwd=None, env=None) -> tuple:
     started = time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False,
-                              timeout=COMMAND_TIMEOUT_S)
+                              timeout=COMMAND_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{' '.join(map(str, argv))} did not finish in {COMMAND_TIMEOUT_S} s")
     seconds = time.perf_counter() - started
@@ -88,21 +97,20 @@ def timed(argv: list, ok_codes=(0,), cwd=None) -> tuple:
     return seconds, done
 
 
-def nbgrader_class(work: Path, scripts: dict) -> Path:
-    """An nbgrader course whose submitted/ holds the class: released notebooks plus scripts."""
+def nbgrader_class(work: Path, scripts: dict, env=None) -> Path:
+    """An nbgrader course whose submitted/ holds the class: released notebooks plus scripts.
+    `env`: the environment of the instructor commands (a baseline's PYTHONPATH)."""
     root = work / "course"
     shutil.rmtree(root, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     roster = work / "roster.csv"
     roster.write_text("id,first_name,last_name,email\n" + "".join(
         f"{s},{s},Synthetic,{s}@example.org\n" for s in scripts))
     for command in (["init", root], ["generate", root], ["add-students", root, roster]):
-        timed(instructor_command(*command))
-    from instructor.course import Course
-
-    course = Course.open(root)
-    release = course.folder("release")
+        timed(instructor_command(*command), env=env)
+    release = root / "release" / "horovod_steps"
     for student, script in scripts.items():
-        folder = course.folder("submitted", student)
+        folder = root / "submitted" / student / "horovod_steps"
         shutil.copytree(release, folder, ignore=shutil.ignore_patterns(LEARNER_SCRIPT_NAME))
         if script is not None:
             (folder / LEARNER_SCRIPT_NAME).write_text(script, encoding="utf-8")
@@ -110,15 +118,84 @@ def nbgrader_class(work: Path, scripts: dict) -> Path:
     return root
 
 
-def exported_scores(root: Path, work: Path) -> dict:
+def exported_scores(root: Path, work: Path, env=None) -> dict:
     csv_path = work / "grades.csv"
-    timed(instructor_command("export", root, csv_path))
+    timed(instructor_command("export", root, csv_path), env=env)
     with open(csv_path, newline="", encoding="utf-8") as grades:
         return {row["student_id"]: float(row["score"] or 0) for row in csv.DictReader(grades)}
 
 
+def baseline_env(work: Path, ref: str) -> dict:
+    """The environment that runs `ref`'s instructor and grader: a git worktree of it first on
+    PYTHONPATH (its kernels inherit it)."""
+    from workbook.paths import REPO
+
+    tree = work / f"baseline-{ref}"
+    if not tree.exists():
+        timed(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), ref])
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def autograde_once(root: Path, env=None) -> dict:
+    """One `autograde --force` of the whole class: seconds, and what the path recorded."""
+    seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env)
+    logs = root / "logs" / "autograde"
+    measured = {"seconds": round(seconds, 2)}
+    phases = logs / "phases.json"
+    timings = logs / "timings.jsonl"
+    if phases.is_file():  # the current path records these; the baseline did not
+        measured["phases"] = json.loads(phases.read_text())["seconds"]
+        measured["jobs"] = json.loads(phases.read_text())["jobs"]
+    if timings.is_file():
+        rows = [json.loads(line) for line in timings.read_text().splitlines() if line.strip()]
+        measured["kernel_wait"] = round(sum(row["kernel"] for row in rows), 2)
+        measured["checks"] = round(sum(row["checks"] for row in rows), 2)
+        measured["notebooks"] = len(rows)
+    return measured
+
+
+def breakdown(run: dict, students: int) -> dict:
+    """Seconds per student of one autograde: kernel waits and check cells (summed over the
+    parallel runs, so divided by their number to compare with the wall clock), nbgrader's own
+    work (the rest of the runs) and ours (intake, merge, graded alone)."""
+    phases, jobs = run["phases"], run["jobs"]
+    runs = phases.get("nbgrader runs", 0.0)
+    kernel, checks = run["kernel_wait"] / jobs, run["checks"] / jobs
+    ours = sum(v for k, v in phases.items() if k != "nbgrader runs")
+    return {
+        "total": run["seconds"] / students,
+        "waiting for kernels": kernel / students,
+        "check cells": checks / students,
+        "nbgrader's own": max(0.0, runs - kernel - checks) / students,
+        "ours (intake, merge, alone)": ours / students,
+        "start-up and export (the rest)": max(0.0, run["seconds"] - runs - ours) / students,
+    }
+
+
+def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students: int,
+                     echo=print) -> dict:
+    """`repeats` alternating autogrades: the baseline (BASELINE_REF, on the first
+    `baseline_students` of the class, since it takes 7 s a student; 0: none) and the current
+    path."""
+    current_root = nbgrader_class(work / "current", scripts)
+    subset = dict(list(scripts.items())[:baseline_students])
+    env = baseline_env(work, BASELINE_REF) if subset else None
+    baseline_root = nbgrader_class(work / "baseline", subset, env=env) if subset else None
+    current, baseline = [], []
+    for repeat in range(repeats):
+        if subset:
+            baseline.append(autograde_once(baseline_root, env))
+        current.append(autograde_once(current_root))
+        before = (f"baseline {BASELINE_REF} {baseline[-1]['seconds'] / len(subset):.2f} "
+                  "s/student, " if subset else "")
+        echo(f"  grading: autograde {repeat + 1}/{repeats}: {before}current "
+             f"{current[-1]['seconds'] / len(scripts):.2f} s/student")
+    return {"current_root": current_root, "baseline_root": baseline_root, "env": env,
+            "current": current, "baseline": baseline, "baseline_students": len(subset)}
+
+
 def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 10,
-        echo=print) -> Path:
+        echo=print, autograde_repeats: int = 3, baseline_students: int = 40) -> Path:
     students = len(TINY_KINDS) if tiny else students
     repeats = 2 if tiny else repeats
     work = out_dir / "runs" / "grading"
@@ -148,17 +225,31 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     echo(f"  grading: batch, {students} submissions: "
          f"median {results.summarize(batch_seconds)['median']:.2f} s")
 
-    autograde_seconds, done = timed(instructor_command("autograde", root), (0, 1))
-    nbgrader_scores = exported_scores(root, work)
-    echo(f"  grading: nbgrader autograde, {students} submissions: {autograde_seconds:.1f} s")
+    pairs = paired_autograde(work, scripts, 1 if tiny else autograde_repeats,
+                             0 if tiny else baseline_students, echo)
+    nbgrader_scores = exported_scores(pairs["current_root"], work)
+    baseline_scores = (exported_scores(pairs["baseline_root"], work / "baseline", pairs["env"])
+                       if pairs["baseline_root"] else {})
+    current_seconds = [r["seconds"] for r in pairs["current"]]
+    per_student = {"current": [s / students for s in current_seconds]}
+    if pairs["baseline"]:
+        per_student["baseline"] = [r["seconds"] / pairs["baseline_students"]
+                                   for r in pairs["baseline"]]
+    autograde_seconds = results.summarize(current_seconds)["median"]
+    echo(f"  grading: nbgrader autograde, {students} submissions: median "
+         f"{autograde_seconds:.1f} s")
     mismatches = {s: {"batch": batch_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
                   for s in scripts if batch_scores.get(s) != nbgrader_scores.get(s)}
+    mismatches.update({s: {"baseline": baseline_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
+                       for s in baseline_scores if baseline_scores[s] != nbgrader_scores.get(s)})
     echo(f"  grading: grades equal for {students - len(mismatches)} of {students} students")
+    breakdowns = [breakdown(r, students) for r in pairs["current"]]
 
     measurements = {
         "one_file_seconds": {name: [round(s, 4) for s in v] for name, v in one_file.items()},
         "batch_seconds": [round(s, 3) for s in batch_seconds],
-        "nbgrader_autograde_seconds": round(autograde_seconds, 2),
+        "autograde_current": pairs["current"],
+        "autograde_baseline": pairs["baseline"],
         "scores": {s: {"batch": batch_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
                    for s in scripts},
     }
@@ -168,13 +259,23 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "students": students,
         "batch_seconds": results.summarize(batch_seconds),
         "batch_ms_per_submission": round(1000 * batch_median / students, 2),
-        "nbgrader_seconds": round(autograde_seconds, 2),
+        "nbgrader_seconds": results.summarize(current_seconds),
         "nbgrader_seconds_per_submission": round(autograde_seconds / students, 3),
+        "autograde_seconds_per_student": {k: results.summarize(v) for k, v in per_student.items()},
+        "baseline": {"ref": BASELINE_REF, "students": pairs["baseline_students"]},
+        "speedup_per_student": (
+            round(results.summarize(per_student["baseline"])["median"]
+                  / results.summarize(per_student["current"])["median"], 2)
+            if "baseline" in per_student else None),
+        "seconds_per_student_breakdown": {
+            part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]},
         "grades_equal": not mismatches,
         "mismatches": mismatches,
         "score_histogram": {str(k): sorted(batch_scores.values()).count(k)
                             for k in sorted(set(batch_scores.values()))},
-        "targets": {"one_file_seconds": 0.3, "batch_seconds_for_200": 20},
+        "targets": {"one_file_seconds": 0.3, "batch_seconds_for_200": 20,
+                    "nbgrader_seconds_for_200": 300},
     }
-    return results.write("grading", out_dir, {"students": students, "repeats": repeats},
+    return results.write("grading", out_dir, {"students": students, "repeats": repeats,
+                                              "autograde_repeats": len(current_seconds)},
                          measurements, summary)

@@ -120,7 +120,7 @@ def grading(document: dict, path: Path) -> Path:
     left.set_ylabel("seconds, interpreter start included")
     students = summary["students"]
     paths = {"checker batch": summary["batch_seconds"]["median"],
-             "nbgrader autograde": summary["nbgrader_seconds"]}
+             "nbgrader autograde": summary["nbgrader_seconds"]["median"]}
     bars = right.bar(list(paths), list(paths.values()), color=["tab:blue", "tab:orange"])
     right.bar_label(bars, labels=[f"{v:.1f} s" for v in paths.values()], padding=3)
     right.set_yscale("log")

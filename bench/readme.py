@@ -108,11 +108,30 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                   f"{s['batch_seconds']['median']:.1f} s ({s['batch_ms_per_submission']:.0f} ms each)"
                   f" | 20 s |",
                   f"| `python -m instructor autograde` (nbgrader), {s['students']} submissions | "
-                  f"{s['nbgrader_seconds']:.0f} s ({s['nbgrader_seconds_per_submission']:.2f} s each)"
-                  " | |", "",
-                  f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
+                  f"{_median_range(s['nbgrader_seconds'], 's', '.0f')} "
+                  f"({s['nbgrader_seconds_per_submission']:.2f} s each) | 300 s |", ""]
+        per_student = s.get("autograde_seconds_per_student", {})
+        if "baseline" in per_student:
+            lines += [f"Per student, against commit {s['baseline']['ref']}'s path (one shared "
+                      f"kernel, one run; {s['baseline']['students']} students, paired, "
+                      f"alternating): {_median_range(per_student['baseline'], 's', '.2f')} "
+                      f"before, {_median_range(per_student['current'], 's', '.2f')} now "
+                      f"({s['speedup_per_student']:.1f}x).", ""]
+        if parts := s.get("seconds_per_student_breakdown"):
+            lines += ["| seconds per student | median [range] |", "|---|---|"]
+            lines += [f"| {part} | {_median_range(stats, '', '.3f')} |"
+                      for part, stats in parts.items()]
+            lines.append("")
+        lines += [f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
                   "![grading](bench/results/grading.png)", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _median_range(stats: dict, unit: str, spec: str) -> str:
+    """'41 s [38-45], n=3' from results.summarize()'s dict."""
+    unit = f" {unit}" if unit else ""
+    return (f"{stats['median']:{spec}}{unit} [{stats['min']:{spec}}-{stats['max']:{spec}}], "
+            f"n={stats['n']}")
 
 
 def replace_section(text: str, body: str) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader import reference, strict
+from grader import budget, reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
 from grader.engine import Failure, FileProblem, Note, Script, parse, read_source
@@ -67,6 +67,15 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     """
     if reference_path is None:
         reference_path = reference.reference_path(reference_step or STEPS[-1])
+    title = f"Matches {Path(reference_path).name}"
+    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS
+    try:
+        return budget.isolated(_check_strict_here, path, reference_path, cpu_seconds=seconds)
+    except budget.Spent as spent:
+        return _spent_result(None, path, spent, title)
+
+
+def _check_strict_here(path, reference_path) -> StepResult:
     name = Path(reference_path).name
     title = f"Matches {name}"
     try:
@@ -79,14 +88,17 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     except FileProblem as problem:
         raise FileProblem(f"reference {problem.message}", unreadable=True) from None
     try:
-        tree = parse(text)
-        if strict.matches(tree, reference_tree):
-            return StepResult(None, title, True, f"your file matches {name}", path=str(path))
-        found = strict.first_difference(tree, reference_tree, text, reference_text) or (1, 1)
+        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "comparing the file took too long"):
+            tree = parse(text)
+            if strict.matches(tree, reference_tree):
+                return StepResult(None, title, True, f"your file matches {name}", path=str(path))
+            found = strict.first_difference(tree, reference_tree, text, reference_text) or (1, 1)
+    except budget.Spent as spent:
+        return _spent_result(None, path, spent, title)
     except FileProblem as problem:
         return _problem_result(None, title, path, problem)
-    except RecursionError:
-        return _problem_result(None, title, path, FileProblem("the file is too deeply nested"))
+    except RecursionError as error:
+        return _problem_result(None, title, path, FileProblem(_too_deep(error).message))
     message, diff = strict.describe_difference(text, reference_text, found, name)
     return StepResult(
         None,
@@ -104,15 +116,26 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
     """Checks a bonus exercise (see grader/bonus/) in the script at `path`; no points."""
     if name not in BONUSES:
         raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
+    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS
+    try:
+        return budget.isolated(_check_bonus_here, name, path, cpu_seconds=seconds)
+    except budget.Spent as spent:
+        return _spent_result(None, path, spent, BONUSES[name].TITLE)
+
+
+def _check_bonus_here(name: str, path) -> StepResult:
     bonus = BONUSES[name]
     try:
         script = Script.from_text(read_source(path))
     except FileProblem as problem:
         return _problem_result(None, bonus.TITLE, path, problem)
     try:
-        failure = bonus.check(script)
-    except RecursionError:
-        failure = Failure("the file is too deeply nested to check")
+        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "checking the bonus took too long"):
+            failure = bonus.check(script)
+    except budget.Spent as spent:
+        return _spent_result(None, path, spent, bonus.TITLE)
+    except RecursionError as error:
+        failure = _too_deep(error)
     except Exception as error:  # a grader bug must read as one, not as the learner's mistake
         failure = Failure(f"the grader could not check this ({type(error).__name__}: {error})")
     if failure is None or isinstance(failure, Note):
@@ -135,12 +158,24 @@ def train_bonus(name: str, path=DEFAULT_PATH, **options) -> StepResult:
 
 
 def _check(path, steps: list) -> Results:
+    """The steps' results, computed within the checker's budget (grader/budget.py)."""
+    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS * len(steps)
     try:
-        script = Script.from_text(read_source(path))
+        return budget.isolated(_check_here, path, steps, cpu_seconds=seconds)
+    except budget.Spent as spent:
+        return Results(_spent_result(step, path, spent) for step in steps)
+
+
+def _check_here(path, steps: list) -> Results:
+    try:
+        with budget.cpu_limit(budget.PARSE_CPU_SECONDS, "reading the file took too long"):
+            script = Script.from_text(read_source(path))
     except FileProblem as problem:
         return Results(
             _problem_result(step, reference.title(step), path, problem) for step in steps
         )
+    except budget.Spent as spent:
+        return Results(_spent_result(step, path, spent) for step in steps)
     return Results(_run_rule(script, step, path) for step in steps)
 
 
@@ -148,9 +183,14 @@ def _run_rule(script: Script, step: int, path) -> StepResult:
     rule = RULES[step]
     title = reference.title(step)
     try:
-        failure = rule.check(script)
-    except RecursionError:
-        failure = Failure("the file is too deeply nested to check")
+        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "checking this step took too long"):
+            failure = rule.check(script)
+    except budget.Spent as spent:
+        return _spent_result(step, path, spent)
+    except RecursionError as error:
+        failure = _too_deep(error)
+    except MemoryError:
+        return _spent_result(step, path, budget.Spent("it needed too much memory"))
     except Exception as error:  # a grader bug must not hide the other steps' results
         failure = Failure(f"the grader could not check this step ({type(error).__name__}: {error})")
     if failure is None or isinstance(failure, Note):
@@ -167,8 +207,31 @@ def _run_rule(script: Script, step: int, path) -> StepResult:
     )
 
 
+def _too_deep(error: RecursionError) -> Failure:
+    line = budget.line_of(error.__traceback__)
+    where = f" (line {line})" if line else ""
+    return Failure(f"the file is too deeply nested to check{where}", line)
+
+
+def _spent_result(step, path, spent: budget.Spent, title: str = "") -> StepResult:
+    """A check that ran out of budget: failed, saying where, never a pass."""
+    subject = f"step {step}" if step is not None else "the file"
+    return StepResult(
+        step,
+        reference.title(step) if step is not None else title,
+        False,
+        spent.message(subject[0].upper() + subject[1:]),
+        hint=(f"Look at line {spent.line}: " if spent.line else "")
+        + "simplify what it computes (no huge numbers, ranges or nesting), then check again.",
+        line=spent.line,
+        path=str(path),
+    )
+
+
 def _done(note) -> str:
     """A passed step's message; a Note says what the grader couldn't tell."""
+    if getattr(note, "sure", False):  # rules.common.Advice: done, by another route that works
+        return f"done (note: {note.message})"
     return "done" if note is None else f"done (the grader can't tell for sure: {note.message})"
 
 

@@ -10,12 +10,15 @@ submitted/<student>/<assignment>/ layout works as it is). A file is one student,
 file. The score is the number of steps whose check passes, the same number nbgrader gives the
 step notebooks' check cells, because those cells call the same checker on the same file.
 A missing, unreadable or broken script scores 0 with its reason and changes nobody else's grade.
+Only the student's own files count: a script that is a link to a file outside the student's
+folder (or the class folder, for a single file) is not followed; it scores 0 and says so.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ SCRIPT_NAME = LEARNER_SCRIPT_NAME
 class Submission:
     student: str
     script: Path | None  # None: the student's folder has no fashion_mnist.py
+    outside: str = ""  # where the script leads when it is a link out of the student's folder
 
 
 @dataclass
@@ -59,24 +63,47 @@ def find_submissions(paths) -> list:
     submissions = []
     for path in map(Path, paths):
         if path.is_file():
-            submissions.append(Submission(str(path), path))
+            submissions.append(_inside(Submission(str(path), path), path.absolute().parent))
         elif path.is_dir():
             for student_dir in sorted(p for p in path.iterdir() if p.is_dir()):
-                submissions.append(Submission(student_dir.name, script_of(student_dir)))
+                if student_dir.is_symlink():
+                    continue  # a link is no student's folder (it may lead anywhere)
+                script = script_of(student_dir)
+                submissions.append(_inside(Submission(student_dir.name, script), student_dir))
         else:
             raise FileNotFoundError(f"no such file or folder: {path}")
     return submissions
 
 
 def script_of(student_dir: Path) -> Path | None:
-    """The fashion_mnist.py nearest the top of a student's folder (ties: by path)."""
-    found = sorted(student_dir.rglob(SCRIPT_NAME), key=lambda p: (len(p.parts), str(p)))
-    return next((p for p in found if p.is_file()), None)
+    """The fashion_mnist.py nearest the top of a student's folder (ties: by path). Links to
+    folders are not entered."""
+    found = [
+        Path(folder) / SCRIPT_NAME
+        for folder, _, files in os.walk(student_dir)  # does not follow links to folders
+        if SCRIPT_NAME in files
+    ]
+    found.sort(key=lambda p: (len(p.parts), str(p)))
+    return next((p for p in found if p.is_file() or p.is_symlink()), None)
+
+
+def _inside(submission: Submission, root: Path) -> Submission:
+    """Marks a script that resolves outside `root` (a link to someone else's file)."""
+    if submission.script is not None:
+        target = submission.script.resolve()
+        if not target.is_relative_to(root.resolve()):
+            submission.outside = str(target)
+    return submission
 
 
 def grade(submission: Submission, steps=STEPS) -> Grade:
     if submission.script is None:
         return Grade(submission.student, "", 0, len(steps), list(steps), f"no {SCRIPT_NAME}")
+    if submission.outside:
+        problem = (f"{SCRIPT_NAME} is a link to {submission.outside}, outside the student's "
+                   "folder: not followed")
+        return Grade(submission.student, str(submission.script), 0, len(steps), list(steps),
+                     problem)
     results = check_all(submission.script, steps)
     failed = [result for result in results if not result.passed]
     problems = [result for result in results if result.file_problem or result.unreadable]

@@ -9,6 +9,7 @@ rank 0 only?" or "which callbacks reach model.fit, in which order?".
 from __future__ import annotations
 
 import ast
+import stat
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,19 +89,29 @@ def first_verdict(*checks):
 
 
 def read_source(path) -> str:
-    """Returns the text of the file at `path`, with "\\n" line endings; raises FileProblem."""
+    """Returns the text of the file at `path`, with "\\n" line endings; raises FileProblem.
+
+    Only a regular file is read, and never more than MAX_BYTES of it: a FIFO or a device
+    (a link to /dev/zero) would block or never end."""
     path = Path(path)
     try:
-        if path.is_dir():
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
             raise FileProblem(f"{path} is a directory, not a Python file", unreadable=True)
-        size = path.stat().st_size
-        if size > MAX_BYTES:
+        if not stat.S_ISREG(mode):
+            raise FileProblem(
+                f"{path} is not a regular file (a FIFO, socket or device), not a Python script",
+                unreadable=True,
+            )
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            size = max(path.stat().st_size, len(data))
             raise FileProblem(
                 f"{path} is {size / 1e6:.1f} MB; a training script is a few kB "
                 f"(the limit is {MAX_BYTES // 1000} kB): is it the right file?",
                 unreadable=True,
             )
-        data = path.read_bytes()
     except FileNotFoundError:
         raise FileProblem(f"{path}: no such file", unreadable=True) from None
     except PermissionError:

@@ -7,7 +7,9 @@ callbacks.py, 0.28.1). `Evaluator` computes a multiplier's value at an epoch for
 learners write: numbers, lambdas (with defaults) and the script's own small functions
 (assignments, if/elif/else, for over a tuple, return; sum, min, max, len, range...), and the
 options they read (`args.lr_drops`) with the values of the run being checked. It imports
-nothing and runs nothing of the script; anything else raises CantTell.
+nothing and runs nothing of the script; anything else raises CantTell. Work it can see is too
+big (a number of thousands of digits, a range of millions, a loop that runs away) raises
+grader.budget.TooCostly instead: the check fails at that line rather than hang or pass.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import ast
 import math
 import operator
 
+from grader.budget import TooCostly
+
 BUDGET = 20_000  # nodes evaluated per multiplier call, so that no loop runs away
+MAX_INT_BITS = 4096  # a learning-rate multiplier never needs a bigger integer
+MAX_RANGE = 10_000  # nor a longer range
 
 _BINARY = {
     ast.Add: operator.add,
@@ -116,10 +122,13 @@ class Evaluator:
 
     # ---- expressions --------------------------------------------------------------------
 
-    def expr(self, node, env: dict):
+    def _count(self, node) -> None:
         self.steps += 1
         if self.steps > BUDGET:
-            raise CantTell(node)
+            raise TooCostly(node, f"working out the multiplier takes over {BUDGET:,} steps")
+
+    def expr(self, node, env: dict):
+        self._count(node)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (int, float, bool, str)) or node.value is None:
                 return node.value
@@ -213,6 +222,8 @@ class Evaluator:
         numbers = (int, float)
         if not isinstance(left, numbers) or (right is not None and not isinstance(right, numbers)):
             raise CantTell(node)
+        if _result_bits(function, left, right) > MAX_INT_BITS:
+            raise TooCostly(node, f"it computes an integer of over {MAX_INT_BITS:,} bits")
         try:
             return function(left) if right is None else function(left, right)
         except (ArithmeticError, ValueError):
@@ -226,6 +237,8 @@ class Evaluator:
         if isinstance(node.func, ast.Name) and node.func.id in env:
             function = env[node.func.id]
         elif name in _BUILTINS:
+            if name == "range":
+                _check_range(arguments, node)
             try:
                 result = _BUILTINS[name](*arguments)
             except (TypeError, ValueError, ArithmeticError):
@@ -295,9 +308,7 @@ class Evaluator:
             self._statement(statement, env)
 
     def _statement(self, node, env: dict):
-        self.steps += 1
-        if self.steps > BUDGET:
-            raise CantTell(node)
+        self._count(node)
         if isinstance(node, ast.Return):
             raise _Return(None if node.value is None else self.expr(node.value, env))
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
@@ -346,3 +357,28 @@ class Evaluator:
                     self._assign(element, item, env)
                 return
         raise CantTell(target)
+
+
+def _result_bits(function, left, right) -> int:
+    """An upper bound of the bit length of `function(left, right)` for integers (0 otherwise),
+    found without computing it: `9 ** 9 ** 9 ** 2` would not finish."""
+    if not isinstance(left, int) or not isinstance(right, int):
+        return 0
+    bits = max(abs(left).bit_length(), abs(right).bit_length())
+    if function is operator.pow:
+        if right <= 0 or abs(left) <= 1:
+            return abs(left).bit_length()
+        return abs(left).bit_length() * right
+    if function is operator.mul:
+        return abs(left).bit_length() + abs(right).bit_length()
+    return bits + 1
+
+
+def _check_range(arguments: list, node) -> None:
+    if all(isinstance(a, int) for a in arguments) and 1 <= len(arguments) <= 3:
+        try:
+            length = len(range(*arguments))
+        except (ValueError, OverflowError):
+            raise TooCostly(node, "it asks for a range of astronomical length") from None
+        if length > MAX_RANGE:
+            raise TooCostly(node, f"it asks for a range of {length:,} numbers")

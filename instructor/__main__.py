@@ -6,7 +6,7 @@
     release DIR           release/ into the exchange
     collect DIR           the exchange's submissions into submitted/ (skipped without an exchange)
     zip-collect DIR ZIP   an LMS download into submitted/
-    autograde DIR         the class in one nbgrader run; failures alone after
+    autograde DIR         the class in parallel nbgrader runs; failures alone after
     feedback DIR          HTML feedback in feedback/
     export DIR CSV        the grades as CSV
     report DIR            where the class got stuck: CSV, text and heatmap, and what needs you
@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--student", action="append", metavar="ID", help="only this student (repeatable)"
     )
+    grade.add_argument(
+        "--jobs", type=int, metavar="N",
+        help="nbgrader runs at once over disjoint students (default: usable cores + 1)",
+    )
     feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
     feedback.add_argument(
         "--release", action="store_true", help="also put the feedback into the exchange"
@@ -109,7 +113,7 @@ def run(args) -> int:
         print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'} "
               f"({len(new)} new)")
     elif args.command == "autograde":
-        outcomes = autograde.autograde(opened, args.student, args.force)
+        outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs)
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submissions")
         if failed:

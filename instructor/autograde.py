@@ -1,10 +1,12 @@
-"""Autograding the class with nbgrader: one run over every submission, failures alone after.
+"""Autograding the class with nbgrader: parallel runs over disjoint students, failures alone.
 
-nbgrader grades the class in one process with one shared kernel (instructor/plugins.py), a few
-seconds per student. It fails a student whose notebook it cannot read and goes on with the
-others; a notebook with another nbgrader version's metadata would stop its whole run, so such a
-submission is set aside beforehand. Every student nbgrader did not grade in that run is then
-graded alone, with its own log and reason; a failure leaves no partial grade behind.
+Before grading, each submission is screened (instructor/intake.py): links out of it, FIFOs,
+devices and huge files are set aside. Then `jobs` nbgrader processes (one per core by default)
+grade disjoint groups of students at once, each with a copy of the gradebook; each student a
+run graded is copied into the course's gradebook (instructor/merge.py). Whether a run graded,
+skipped or failed a student is read from what nbgrader leaves (the student's autograded folder,
+the gradebook), not from its log. Every student a run did not grade is then graded alone, with
+its own log and reason; a failure leaves no partial grade behind.
 """
 
 from __future__ import annotations
@@ -15,19 +17,23 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from instructor import intake, merge
 from instructor.course import Course, CourseError
 from instructor.submission import notebook_problems
-from workbook.facts import with_safe_env
+from workbook.facts import usable_cores, with_safe_env
 
 LOG_DIR = Path("logs") / "autograde"
 STATUS_FILE = LOG_DIR / "status.json"  # the last autograde of each student
-CLASS_LOG = LOG_DIR / "class.log"
+TIMINGS_FILE = LOG_DIR / "timings.jsonl"  # per notebook: kernel wait and check seconds
+PHASES_FILE = LOG_DIR / "phases.json"  # seconds of the last autograde's phases
 
-# Time limits of one nbgrader run. A student takes 2-10 s (12 checks, 2 busy cores); the checks
-# never run the learner's script, so only a wedged kernel or machine comes near these.
+# Time limits of one nbgrader run. A student takes 1-5 s (12 checks, 2 busy cores); the checks
+# never run the learner's script and are bounded (grader/budget.py), so only a wedged kernel or
+# machine comes near these.
 RUN_START_SECONDS = 120
 SECONDS_PER_STUDENT = 60
 
@@ -50,107 +56,178 @@ class Outcome:
         return f"{self.student}: {score}{extra}"
 
 
-def autograde(course: Course, students=None, force: bool = False, echo=print) -> list:
+def autograde(course: Course, students=None, force: bool = False, echo=print,
+              jobs: int | None = None) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE."""
+    clock = Phases()
+    set_aside = intake.screen_class(course.root / "submitted", course.root / "set_aside")
+    clock.lap("intake")
+    for student, items in set_aside.items():
+        echo(f"{student}: set aside before grading: " + "; ".join(map(str, items)))
     students = list(students or course.submitted_students())
     if not students:
         raise CourseError(f"nothing to grade in {course.root / 'submitted'} (collect first)")
     missing = [s for s in students if not course.folder("submitted", s).is_dir()]
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
-    stoppers = {
-        s for s in students
-        if any(p.stops_nbgrader for p in notebook_problems(course.folder("submitted", s)))
-    }
-    together = [s for s in students if s not in stoppers]
-    graded = grade_together(course, together, force) if len(together) > 1 else {}
+    (course.root / TIMINGS_FILE).unlink(missing_ok=True)
+    graded = grade_in_parallel(course, students, force, jobs or default_jobs(), clock)
     outcomes = []
     for student in students:
         outcome = graded.get(student) or grade_alone(course, student, force)
         echo(str(outcome))
         outcomes.append(outcome)
+    clock.lap("alone")
     save_status(course, outcomes)
+    clock.save(course.root / PHASES_FILE, jobs=jobs or default_jobs(), students=len(students))
     return outcomes
+
+
+class Phases:
+    """Wall-clock seconds of autograde's phases, for the grading benchmark."""
+
+    def __init__(self):
+        self.seconds, self._last = {}, time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now
+
+    def save(self, path: Path, **context) -> None:
+        rounded = {name: round(value, 3) for name, value in self.seconds.items()}
+        path.write_text(json.dumps({**context, "seconds": rounded}, indent=2) + "\n")
+
+
+def default_jobs() -> int:
+    """One run more than cores: a run spends part of its time waiting for its kernel."""
+    return usable_cores() + 1
+
+
+def nbgrader_command(course: Course, args: list) -> list:
+    """`nbgrader autograde ARGS` for this course. `-P`: the course folder, where nbgrader runs,
+    is not put on sys.path (its config file is read as configuration, not imported)."""
+    timings = course.root / TIMINGS_FILE
+    return [sys.executable, "-P", "-m", "nbgrader", "autograde", course.assignment,
+            f"--ExecuteChecksOnly.timings_file={timings}", *args]
+
+
+def start_nbgrader(course: Course, args: list, log: Path) -> subprocess.Popen:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = with_safe_env()
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    with open(log, "w", encoding="utf-8") as out:
+        return subprocess.Popen(nbgrader_command(course, args), cwd=course.root, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finish(process: subprocess.Popen, log: Path, deadline: float) -> int | None:
+    """The run's exit status, or None when it ran past `deadline` (time.monotonic()); then it
+    is killed with everything it started (its session: nbgrader, kernels, checks)."""
+    import psutil
+
+    try:
+        return process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        try:
+            family = [process, *psutil.Process(process.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:  # it ended in the meantime
+            family = [process]
+        for member in family:
+            try:
+                member.kill()
+            except (psutil.NoSuchProcess, ProcessLookupError):
+                pass
+        process.wait()
+        with open(log, "a", encoding="utf-8") as out:
+            out.write("\n[instructor] stopped: no result in time\n")
+        return None
 
 
 def run_nbgrader(course: Course, args: list, log: Path, timeout: float) -> int | None:
-    """`nbgrader autograde ARGS` in the course folder, its output in `log`; its exit status,
-    or None when it ran out of time (then it is killed, with the kernels it started).
-
-    A subprocess, not NbGraderAPI.autograde: a run gets a time limit and a log of its own,
-    and the shared kernel (instructor/plugins.py) lives and dies with the process."""
-    import psutil
-
-    log.parent.mkdir(parents=True, exist_ok=True)
-    env = with_safe_env()
-    # Kernels start from this Python's folder: the environment with grader installed.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    command = [sys.executable, "-m", "nbgrader", "autograde", course.assignment, *args]
-    with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(
-            command, cwd=course.root, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            # Kernels run in sessions of their own: find them before their parent goes.
-            try:
-                family = [process, *psutil.Process(process.pid).children(recursive=True)]
-            except psutil.NoSuchProcess:  # it ended in the meantime
-                family = [process]
-            for member in family:
-                try:
-                    member.kill()
-                except (psutil.NoSuchProcess, ProcessLookupError):
-                    pass
-            process.wait()
-            out.write(f"\n[instructor] stopped: no result after {timeout:.0f} s\n")
-            return None
+    """One nbgrader run, waited for: its exit status, or None when it ran out of time."""
+    return finish(start_nbgrader(course, args, log), log, time.monotonic() + timeout)
 
 
-def grade_together(course: Course, students: list, force: bool) -> dict:
-    """One nbgrader run over `students`: {student: Outcome} of those it graded."""
-    others = sorted(set(course.submitted_students()) - set(students))
-    args = ["--force"] if force else []
-    if others:
-        args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
-    log = course.root / CLASS_LOG
-    limit = RUN_START_SECONDS + SECONDS_PER_STUDENT * len(students)
-    status = run_nbgrader(course, args, log, limit)
-    output = log.read_text(encoding="utf-8", errors="replace")
-    failed = set(re.findall(r"error processing assignment '[^']*' for student '([^']*)'", output))
-    folders = rf"{re.escape(str(course.root))}/(?:submitted|autograded)/([^/\s]+)/"
-    reached = re.findall(folders, output)  # in the order nbgrader went
-    # nbgrader lists the students it failed once it has been through them all; without that
-    # list, a failed run stopped at the last student it reached, whose grades are partial.
-    finished = status == 0 or bool(failed)
-    unsure = set() if finished or not reached else {reached[-1]}
-    for student in unsure:
-        shutil.rmtree(course.folder("autograded", student), ignore_errors=True)
+def folder_identity(folder: Path):
+    """What tells a folder nbgrader made anew from one it left alone (None: no folder)."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_ctime_ns)
+
+
+def grade_in_parallel(course: Course, students: list, force: bool, jobs: int,
+                      clock: Phases) -> dict:
+    """`jobs` nbgrader runs over disjoint groups of `students`, merged into the course's
+    gradebook: {student: Outcome} of those graded (or skipped) for sure."""
+    groups = [students[i::jobs] for i in range(min(jobs, len(students)))]
+    everyone = set(course.submitted_students())
+    before = {s: folder_identity(course.folder("autograded", s)) for s in students}
+    clock.lap("intake")
+    db_file = course.root / "gradebook.db"
+    runs = []
+    for number, group in enumerate(groups, start=1):
+        worker_db = course.root / LOG_DIR / f"worker-{number}.db"
+        worker_db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(db_file, worker_db)
+        args = [f"--CourseDirectory.db_url=sqlite:///{worker_db}"] + (["--force"] if force else [])
+        others = sorted(everyone - set(group))
+        if others:
+            args.append("--CourseDirectory.student_id_exclude=" + ",".join(others))
+        log = course.root / LOG_DIR / f"worker-{number}.log"
+        deadline = time.monotonic() + RUN_START_SECONDS + SECONDS_PER_STUDENT * len(group)
+        runs.append((group, worker_db, log, deadline, start_nbgrader(course, args, log)))
+    statuses = [finish(process, log, deadline) for _, _, log, deadline, process in runs]
+    clock.lap("nbgrader runs")
     outcomes = {}
-    with course.gradebook() as gradebook:
-        for student in students:
-            if student in failed | unsure or not course.folder("autograded", student).is_dir():
-                continue
-            if not finished and student not in reached:
-                continue  # an earlier run's grades: this run never got there
-            outcome = graded_outcome(course, gradebook, student, output, CLASS_LOG)
-            if outcome is not None:
-                outcomes[student] = outcome
+    for (group, worker_db, log, _, _), status in zip(runs, statuses):
+        outcomes.update(_collect(course, group, before, worker_db, log, status))
+        worker_db.unlink(missing_ok=True)
+    clock.lap("merge")
     return outcomes
 
 
-def graded_outcome(course: Course, gradebook, student: str, output: str, log: Path):
-    """The Outcome of a student nbgrader graded (or skipped), from the gradebook."""
+def _collect(course: Course, group: list, before: dict, worker_db: Path, log: Path,
+             status: int | None) -> dict:
+    """The Outcomes of one run's students, its grades copied into the course's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    remade = [s for s in group
+              if folder_identity(course.folder("autograded", s)) not in (None, before[s])]
+    kept = [s for s in group
+            if before[s] is not None and folder_identity(course.folder("autograded", s)) == before[s]]
+    if status is None and remade:
+        # Stopped: the student it was working on is unsure; nbgrader goes one at a time.
+        last = max(remade, key=lambda s: folder_identity(course.folder("autograded", s))[1])
+        shutil.rmtree(course.folder("autograded", last), ignore_errors=True)
+        remade.remove(last)
+    relative = log.relative_to(course.root)
+    outcomes = {}
+    with Gradebook(f"sqlite:///{worker_db}", course.course_id) as source, \
+            course.gradebook() as target:
+        for student in remade:
+            try:
+                merge.copy_submission(source, target, course.assignment, student)
+            except MissingEntry:
+                continue
+            outcomes[student] = _outcome(target, course, student, "graded", relative)
+        for student in kept:
+            outcome = _outcome(target, course, student, "skipped", relative)
+            if outcome is not None:
+                outcomes[student] = outcome
+    return {s: o for s, o in outcomes.items() if o is not None}
+
+
+def _outcome(gradebook, course: Course, student: str, status: str, log: Path):
     from nbgrader.api import MissingEntry
 
     try:
         submission = gradebook.find_submission(course.assignment, student)
     except MissingEntry:
         return None
-    skipped = f"Skipping existing assignment: {course.folder('autograded', student)}"
-    status = "skipped" if skipped in output else "graded"
     return Outcome(student, status, submission.score, submission.max_score, log=str(log))
 
 
@@ -165,7 +242,7 @@ def grade_alone(course: Course, student: str, force: bool) -> Outcome:
     graded_dir = course.folder("autograded", student)
     with course.gradebook() as gradebook:
         if status == 0 and graded_dir.is_dir():
-            outcome = graded_outcome(course, gradebook, student, output, log)
+            outcome = _outcome(gradebook, course, student, "graded", log)
             if outcome is not None:
                 return outcome
         # The notebooks nbgrader graded before it failed left grades: no export may show them.

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from instructor import submission
+from instructor import intake, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
@@ -36,6 +36,8 @@ class StudentRow:
     steps: dict = field(default_factory=dict)  # {step: True (passed) | False | None (no grade)}
     script_problem: str = ""  # fashion_mnist.py missing, unreadable, oversized, not Python
     tampered: list = field(default_factory=list)  # "check_step_09 edited", ...
+    foreign: list = field(default_factory=list)  # nbgrader metadata and files that were not used
+    extra_files: list = field(default_factory=list)  # files the release does not have
     missing_notebooks: list = field(default_factory=list)
     reason: str = ""  # why it is not graded
     bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
@@ -78,9 +80,16 @@ class StudentRow:
             parts.append(f"script: {self.script_problem.removeprefix(LEARNER_SCRIPT_NAME + ': ')}")
         if self.tampered:
             parts.append("tampered: " + ", ".join(t.removeprefix("check_") for t in self.tampered))
+        if self.foreign:
+            parts.append(f"not used: {len(self.foreign)} added cells or files")
         if self.missing_notebooks:
             parts.append("missing: " + ", ".join(self.missing_notebooks))
         return "; ".join(parts)
+
+
+def _listed(names: list, most: int = 8) -> str:
+    more = len(names) - most
+    return ", ".join(names[:most]) + (f" and {more} more" if more > 0 else "")
 
 
 def step_of(grade_id: str, notebook_name: str) -> int | None:
@@ -125,10 +134,16 @@ def read_class(course: Course) -> tuple:
                     score = grade.auto_score if grade.manual_score is None else grade.manual_score
                     if step in row.steps and score is not None:
                         row.steps[step] = score >= grade.max_score
+            row.foreign += [
+                f"{entry.get('path')}: {entry.get('why')}, set aside"
+                for entry in intake.recorded(course.root / "set_aside" / student)
+            ]
             if student in submitted:
                 folder = course.folder("submitted", student)
                 row.script_problem = submission.script_problem(folder)
                 row.tampered = submission.tampered_cells(folder, expected)
+                row.foreign += submission.metadata_changes(folder, gradebook, course.assignment)
+                row.extra_files = submission.extra_files(folder, course.folder("release"))
                 row.missing_notebooks = submission.missing_notebooks(folder, expected)
             rows.append(row)
     return steps, rows
@@ -174,6 +189,15 @@ class ClassReport:
                 [f"{row.student}: {', '.join(row.tampered)}" for row in self.rows if row.tampered],
             ),
             (
+                "Tampering: what a submission added that grading did not use (kept apart):",
+                [f"{row.student}: {entry}" for row in self.rows for entry in row.foreign],
+            ),
+            (
+                "Extra files (not in the release; grading never uses them):",
+                [f"{row.student}: {_listed(row.extra_files)}" for row in self.rows
+                 if row.extra_files],
+            ),
+            (
                 "Missing notebooks (their steps score 0):",
                 [
                     f"{row.student}: {', '.join(row.missing_notebooks)}"
@@ -201,14 +225,15 @@ class ClassReport:
             writer = csv.writer(out)
             writer.writerow(
                 ["student_id", "status", "passed", *(f"step_{s:02d}" for s in self.steps),
-                 "script_problem", "tampered", "missing_notebooks", "note"]
+                 "script_problem", "tampered", "not_used", "missing_notebooks", "note"]
             )
             for row in self.rows:
                 cells = ["" if row.steps[s] is None else int(row.steps[s]) for s in self.steps]
                 passed = row.passed if row.status == GRADED else ""
                 writer.writerow(
                     [row.student, row.status, passed, *cells, row.script_problem,
-                     "; ".join(row.tampered), "; ".join(row.missing_notebooks), row.reason]
+                     "; ".join(row.tampered), "; ".join(row.foreign),
+                     "; ".join(row.missing_notebooks), row.reason]
                 )
         self.csv_path = path
         return path

@@ -6,7 +6,9 @@ from workbook.facts import LEARNER_SCRIPT_NAME, TF_LOG_LINE
 
 CONFIG_FILE = "nbgrader_config.py"
 
-# Seconds a graded cell may run: a check takes well under a second, a loaded machine 10 times more.
+# Seconds a graded cell may run: a check takes well under a second and is bounded at a few
+# seconds of CPU (grader/budget.py), which a loaded machine can stretch; past this, only a
+# wedged kernel.
 CELL_TIMEOUT = 60
 
 # What an LMS download looks like: a zip with one folder per student id, the files inside it
@@ -27,7 +29,7 @@ IGNORED_STDERR = "(?m)" + "|".join(regexp for regexp, _ in IGNORED_STDERR_LINES)
 TEMPLATE = """\
 # nbgrader's configuration of the Horovod workbook's course.
 # Written by `python -m instructor init`; nbgrader reads it when run in this folder.
-from instructor.plugins import autograde_preprocessors
+from instructor.plugins import autograde_preprocessors, sanitize_preprocessors
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -38,11 +40,17 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # release_assignment, fetch_assignment, submit and collect meet here (no root needed).
 c.Exchange.root = {exchange!r}
+# collect copies a link in a submission as a link (autograde sets aside those leading out).
+c.ExchangeFactory.collect = "instructor.plugins.CollectWithoutFollowingLinks"
 
 # The learner's script is the work: grade the submitted one, never the starter in source/.
 c.Autograde.exclude_overwriting = {{{assignment!r}: [{script!r}]}}
-# Run the graded check cells only: the grade depends on fashion_mnist.py alone, the other
-# cells train for minutes, and a cell a learner adds cannot change what a check says.
+# Every cell's nbgrader metadata is put back to what generate saved, before nbgrader reads it:
+# a cell a learner adds with nbgrader metadata is an ordinary cell (and in the class report).
+c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
+# Run the graded check cells only, each student in a fresh kernel that only the instructor's
+# installation shapes: the grade depends on fashion_mnist.py alone, the other cells train for
+# minutes, and nothing a submission holds changes which code checks it.
 c.Autograde.autograde_preprocessors = autograde_preprocessors()
 c.Execute.timeout = {timeout}  # seconds per check cell
 # A check cell the learner deleted is put back and graded like the others.

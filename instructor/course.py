@@ -63,7 +63,10 @@ class Course:
         submitted = self.root / "submitted"
         if not submitted.is_dir():
             return []
-        return sorted(p.name for p in submitted.iterdir() if (p / self.assignment).is_dir())
+        return sorted(
+            p.name for p in submitted.iterdir()
+            if not p.is_symlink() and (p / self.assignment).is_dir()
+        )
 
     @property
     def exchange_root(self) -> Path:

@@ -1,104 +1,151 @@
 """What the course's nbgrader_config.py plugs into nbgrader's autograder.
 
 A step notebook's grade depends only on the learner's fashion_mnist.py, which its one graded
-cell checks. Its other cells run Horovod demos and training for minutes, and a cell the learner
-adds could change what `check_step` returns, so the autograder runs the graded cells only.
+cell checks. Its other cells run Horovod demos and training for minutes, so the autograder
+runs the graded cells only (`ExecuteChecksOnly`), in a kernel that only the instructor's
+installation can shape (instructor/kernels.py): one per student, killed before the next.
 
-Starting a kernel costs a second or more, and a submission has twelve notebooks with one
-check each; so by default every notebook of one nbgrader run shares one kernel, which moves to
-the notebook's folder and then forgets its variables (%reset) before each notebook. The checks
-read fashion_mnist.py afresh each time and never execute it, so a student's file cannot leave
-anything behind for the next student. A kernel that died is replaced.
+What nbgrader runs, and for how many points, it reads from each cell's `metadata.nbgrader`,
+which a student can edit. `SanitizeCellMetadata` runs before nbgrader's own sanitizers and
+puts back the instructor's metadata (instructor/cell_metadata.py), so a cell the student
+added is an ordinary cell: not run, not scored, and listed in the class report.
+
+`CollectWithoutFollowingLinks` is the exchange's collect, copying links as links.
 """
 
 from __future__ import annotations
 
-import atexit
+import json
+import shutil
+import time
 
+from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
-from traitlets import Bool
+from nbgrader.exchange.default import ExchangeCollect
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.utils import ignore_patterns
+from jupyter_core.utils import run_sync
+from traitlets import Unicode
+
+from instructor import cell_metadata
+from instructor.kernels import KernelPool
 
 
 def is_graded(cell) -> bool:
     return cell.cell_type == "code" and bool(cell.metadata.get("nbgrader", {}).get("grade"))
 
 
-# The kernel manager shared by the notebooks of this process (see the module's docstring).
-_shared_kernel = {"km": None}
+class SanitizeCellMetadata(NbGraderPreprocessor):
+    """Every cell's nbgrader metadata becomes what `generate` saved in the gradebook."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            expected = cell_metadata.expected_cells(gradebook, info["assignment"], info["notebook"])
+        for change in cell_metadata.restore(nb, expected):
+            self.log.warning("%s/%s: %s", info["student"], info["notebook"], change)
+        return nb, resources
 
 
-def _shutdown_shared_kernel() -> None:
-    km = _shared_kernel["km"]
-    if km is not None and km.has_kernel:
-        from jupyter_core.utils import run_sync
-
-        run_sync(km.shutdown_kernel)(now=True)
+# The kernels of this nbgrader process (one per student; see instructor/kernels.py).
+_pool: KernelPool | None = None
 
 
-atexit.register(_shutdown_shared_kernel)
+def kernel_pool() -> KernelPool:
+    global _pool
+    if _pool is None:
+        _pool = KernelPool()
+    return _pool
 
 
 class ExecuteChecksOnly(Execute):
-    """nbgrader's Execute, skipping every cell that is not a graded (autograded test) cell."""
+    """nbgrader's Execute, running the graded cells only, in the student's grading kernel."""
 
-    share_kernel = Bool(
-        True, help="Run every notebook of one nbgrader run in one kernel (much faster)."
+    timings_file = Unicode(
+        "", help="Append one JSON line per notebook: seconds waiting for the kernel, checking."
     ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         if not any(is_graded(cell) for cell in nb.cells):
             return nb, resources  # nothing graded: no kernel at all
-        if not self.share_kernel or km is not None:
-            return super().preprocess(nb, resources, km)
-        km = _shared_kernel["km"]
-        if km is None or (km.has_kernel and not self._alive(km)):
-            km = _shared_kernel["km"] = self._new_kernel_manager(nb)
-        self._prelude_pending = km.has_kernel  # a fresh kernel starts in the right folder
+        student = resources["nbgrader"]["student"]
+        started = time.monotonic()
+        self._kernel = kernel_pool().for_student(student)
+        kernel_seconds = time.monotonic() - started
+        self._prelude_pending = True
         try:
-            return super().preprocess(nb, resources, km)
+            return super().preprocess(nb, resources, self._kernel.manager)
         finally:
-            if self.kc is not None:
-                self.kc.stop_channels()  # the kernel stays; its client for this notebook goes
+            self._record(resources, kernel_seconds, time.monotonic() - started - kernel_seconds)
+
+    async def async_start_new_kernel_client(self):
+        """The student's kernel already has a connected client (kernels.GradingKernel)."""
+        self.kc = self._kernel.client
+        self.kc.allow_stdin = False
+        return self.kc
+
+    # nbclient binds the synchronous twin to its own coroutine: bind it to this one.
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     def preprocess_cell(self, cell, resources, index):
         if not is_graded(cell):
             return cell, resources
-        if getattr(self, "_prelude_pending", False):
+        if self._prelude_pending:
             self._prelude_pending = False
             self._run_prelude()
         return super().preprocess_cell(cell, resources, index)
 
-    def _new_kernel_manager(self, nb):
-        name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name", "python3")
-        return self.kernel_manager_class(kernel_name=name, config=self.config)
-
-    def _alive(self, km) -> bool:
-        from jupyter_core.utils import ensure_async, run_sync
-
-        async def alive():
-            return await ensure_async(km.is_alive())
-
-        return run_sync(alive)()
-
     def _run_prelude(self) -> None:
-        """Moves the shared kernel to this notebook's folder, then empties its namespace.
-
-        In that order: when nbgrader fails a student, it deletes that student's autograded/
-        folder, where the kernel still is, and %reset in a deleted folder raises
-        FileNotFoundError, which would fail every later student of the run.
-        """
+        """Moves the kernel to this notebook's folder. (No %reset: the kernel ran only this
+        student's check cells, the instructor's code, and dies before the next student.)"""
         path = self.resources.get("metadata", {}).get("path") or "."
-        code = f"import os as _os\n_os.chdir({str(path)!r})\ndel _os\n%reset -f"
+        code = f"import os as _os\n_os.chdir({str(path)!r})\ndel _os"
         msg_id = self.kc.execute(code, silent=True, store_history=False)
         reply = self.wait_for_reply(msg_id)
         if reply is None or reply["content"]["status"] != "ok":
-            raise RuntimeError(f"could not prepare the shared kernel for {path}")
+            raise RuntimeError(f"could not move the grading kernel to {path}")
+
+    def _record(self, resources, kernel_seconds: float, check_seconds: float) -> None:
+        if not self.timings_file:
+            return
+        info = resources["nbgrader"]
+        line = {"student": info["student"], "notebook": info["notebook"],
+                "kernel": round(kernel_seconds, 4), "checks": round(check_seconds, 4)}
+        with open(self.timings_file, "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+def _replaced(default: list, old, new) -> list:
+    if old not in default:
+        raise RuntimeError(f"nbgrader's preprocessors have no {old.__name__}: {default}")
+    return [new if step is old else step for step in default]
 
 
 def autograde_preprocessors() -> list:
     """nbgrader's own autograde preprocessors, with ExecuteChecksOnly in place of Execute."""
     default = Autograde.class_traits()["autograde_preprocessors"].default()
-    if Execute not in default:
-        raise RuntimeError(f"nbgrader's autograde preprocessors have no Execute: {default}")
-    return [ExecuteChecksOnly if step is Execute else step for step in default]
+    return _replaced(default, Execute, ExecuteChecksOnly)
+
+
+def sanitize_preprocessors() -> list:
+    """nbgrader's own sanitizers, after SanitizeCellMetadata (theirs would fail on a cell the
+    student added: DeduplicateIds and OverwriteCells on a missing grade_id, CheckCellMetadata
+    on an old schema version, for the whole run)."""
+    default = Autograde.class_traits()["sanitize_preprocessors"].default()
+    return [SanitizeCellMetadata, *default]
+
+
+class CollectWithoutFollowingLinks(ExchangeCollect):
+    """nbgrader's collect, copying a link in a submission as a link: nbgrader's own copy reads
+    whatever a link points to, on the instructor's behalf (the gradebook, the solutions). The
+    links then reach submitted/, where autograde sets aside those that lead out of the
+    submission (instructor/intake.py)."""
+
+    def do_copy(self, src, dest, log=None):
+        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
+            raise RuntimeError(f"{src} is over {self.coursedir.max_dir_size} kB")
+        shutil.copytree(
+            src, dest, symlinks=True,
+            ignore=ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                   max_file_size=self.coursedir.max_file_size, log=self.log),
+        )

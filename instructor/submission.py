@@ -1,9 +1,11 @@
 """What is wrong with one student's submitted files, seen before and apart from nbgrader's grades.
 
-- notebook problems: a notebook nbformat cannot read, or whose nbgrader metadata another
-  nbgrader version wrote (nbgrader fails that student; the latter stops its whole run);
+- notebook problems: a notebook nbformat cannot read (nbgrader fails that student);
 - tampered check cells: edited, re-weighted or deleted (nbgrader restores them and only logs
   a warning), found by comparing the submitted cells with the gradebook's source cells;
+- nbgrader metadata the instructor did not write (a cell the student added with a grade_id,
+  an old schema version): autograde neutralizes it (instructor/cell_metadata.py), the report
+  names it;
 - a script problem: fashion_mnist.py missing, unreadable, oversized or not Python, which
   fails every step for a reason that is no step's;
 - the commands that recover an ungradable submission.
@@ -23,42 +25,52 @@ from workbook.facts import LEARNER_SCRIPT_NAME
 class NotebookProblem:
     notebook: str  # file name
     why: str
-    stops_nbgrader: bool = False  # nbgrader stops its run over the class at this notebook
 
     def __str__(self) -> str:
         return f"{self.notebook}: {self.why}"
 
 
-def notebook_problems(folder: Path) -> list:
-    """The notebooks in a submission folder that nbgrader cannot grade, and why."""
+def read_notebooks(folder: Path):
+    """(file name, notebook or the exception reading it) for each notebook in `folder`."""
     import nbformat
-    from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError
 
-    validator = MetadataValidator()
-    problems = []
     for path in sorted(Path(folder).glob("*.ipynb")):
         try:
             notebook = nbformat.read(path, as_version=4)
             nbformat.validate(notebook)
         except Exception as error:  # noqa: BLE001 (any failure makes the notebook unusable)
-            why = (str(error).strip().splitlines() or [""])[0].split(": ")[0]  # no quoted JSON
-            problems.append(NotebookProblem(path.name, f"{type(error).__name__}: {why[:100]}"))
+            yield path.name, error
+        else:
+            yield path.name, notebook
+
+
+def notebook_problems(folder: Path) -> list:
+    """The notebooks in a submission folder that nbgrader cannot grade, and why."""
+    problems = []
+    for name, notebook in read_notebooks(folder):
+        if isinstance(notebook, Exception):
+            why = (str(notebook).strip().splitlines() or [""])[0].split(": ")[0]  # no quoted JSON
+            problems.append(NotebookProblem(name, f"{type(notebook).__name__}: {why[:100]}"))
+    return problems
+
+
+def metadata_changes(folder: Path, gradebook, assignment: str) -> list:
+    """'<notebook>: added cell 4 with nbgrader metadata (grade_id 'x') ignored', ... for each
+    cell whose nbgrader metadata autograde replaced (instructor/cell_metadata.py)."""
+    from nbgrader.api import MissingEntry
+
+    from instructor import cell_metadata
+
+    found = []
+    for name, notebook in read_notebooks(folder):
+        if isinstance(notebook, Exception):
             continue
         try:
-            validator.validate_nb(notebook)
-        except (SchemaTooOldError, SchemaTooNewError) as error:
-            problems.append(
-                NotebookProblem(
-                    path.name,
-                    f"nbgrader metadata schema {error.actual_version}, this nbgrader reads "
-                    f"{error.expected_version}",
-                    stops_nbgrader=True,
-                )
-            )
-        except Exception as error:  # noqa: BLE001 (jsonschema's ValidationError and kin)
-            why = (str(error).strip().splitlines() or [""])[0]
-            problems.append(NotebookProblem(path.name, f"invalid nbgrader metadata: {why[:100]}"))
-    return problems
+            expected = cell_metadata.expected_cells(gradebook, assignment, name[: -len(".ipynb")])
+        except MissingEntry:
+            continue  # not a notebook of the assignment: nbgrader skips it
+        found += [f"{name}: {change}" for change in cell_metadata.restore(notebook, expected)]
+    return found
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,25 @@ def tampered_cells(folder: Path, expected: list) -> list:
             restored.metadata["nbgrader"]["points"] = source.points
             if compute_checksum(restored) != source.checksum:
                 found.append(f"{source.grade_id} edited")
+    return found
+
+
+# Files nbgrader itself puts in a submission, or never copies (CourseDirectory.ignore).
+NOT_EXTRA = {"timestamp.txt"}
+IGNORED_PARTS = {".ipynb_checkpoints", "__pycache__", "feedback", "logs"}
+
+
+def extra_files(folder: Path, release: Path) -> list:
+    """The files of a submission that the released assignment does not have (a `grader/`
+    package, `sitecustomize.py`, ...): grading never uses them, and the report names them."""
+    released = {p.relative_to(release) for p in Path(release).rglob("*") if p.is_file()}
+    found = []
+    for path in sorted(Path(folder).rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_dir() and not path.is_symlink() or IGNORED_PARTS & set(relative.parts):
+            continue
+        if relative not in released and str(relative) not in NOT_EXTRA:
+            found.append(str(relative))
     return found
 
 

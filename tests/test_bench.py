@@ -12,7 +12,8 @@ import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.processes import run_timed
-from bench.training import PINNED, Launch, result_of
+from bench.training import PINNED, Launch
+from workbook.facts import parse_result
 from workbook.runner import contention
 from grader import check_all
 from workbook.paths import REPO
@@ -159,9 +160,11 @@ def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monke
 
 
 def test_result_line_is_read_from_the_output():
-    assert result_of('noise\nRESULT {"test_accuracy": 0.9}\n') == {"test_accuracy": 0.9}
-    with pytest.raises(ValueError):
-        result_of("no result here")
+    output = '[0]<stdout>:RESULT {"epochs": 1}\nnoise\n[0]<stdout>:RESULT {"test_accuracy": 0.9}\n'
+    assert parse_result(output) == {"test_accuracy": 0.9}  # the last one
+    for text, why in [("no result here", "no `RESULT"), ("RESULT {oops}", "not valid JSON")]:
+        with pytest.raises(ValueError, match=why):
+            parse_result(text)
 
 
 def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):
@@ -237,9 +240,12 @@ def test_readme_section_is_written_from_result_files(tmp_path):
         "settings": {}, "measurements": {},
         "summary": {"one_file_seconds": {"solution (12 pass)": {"median": 0.21}},
                     "students": 200, "batch_seconds": {"median": 3.5},
-                    "batch_ms_per_submission": 17.5, "nbgrader_seconds": 400.0,
-                    "nbgrader_seconds_per_submission": 2.0, "grades_equal": True},
+                    "batch_ms_per_submission": 17.5,
+                    "nbgrader_seconds": {"median": 200.0, "min": 190.0, "max": 230.0, "n": 3},
+                    "nbgrader_seconds_per_submission": 1.0, "grades_equal": True},
     }))
     body = readme.section(tmp_path)
     assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
+    assert ("| `python -m instructor autograde` (nbgrader), 200 submissions | "
+            "200 s [190-230], n=3 (1.00 s each) | 300 s |") in body
     assert "commit abc1234" in body and "Scaling" not in body

@@ -40,7 +40,13 @@ from instructor.course import (
 )
 from instructor.heatmap import write_heatmap
 from instructor.class_report import FAILED, GRADED, ClassReport, StudentRow, read_class, write_report
-from instructor.submission import notebook_problems, script_problem, tampered_cells, source_cells
+from instructor.submission import (
+    metadata_changes,
+    notebook_problems,
+    script_problem,
+    source_cells,
+    tampered_cells,
+)
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, STEPS, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
 
@@ -305,12 +311,14 @@ def test_unusable_notebooks_and_scripts_are_named(generated, tmp_path):
     notebook = nbformat.read(old, as_version=4)
     check_cell(notebook, 1).metadata.nbgrader["schema_version"] = 1
     nbformat.write(notebook, old)
-    problems = notebook_problems(folder)
+    problems = notebook_problems(folder)  # old metadata is no problem: autograde restores it
     assert [str(p) for p in problems] == [
-        "01_initialize_horovod.ipynb: nbgrader metadata schema 1, this nbgrader reads 3",
         "06_split_the_work.ipynb: NotJSONError: Notebook does not appear to be JSON",
     ]
-    assert [p.stops_nbgrader for p in problems] == [True, False]
+    with generated.gradebook() as gradebook:
+        assert metadata_changes(folder, gradebook, generated.assignment) == [
+            "01_initialize_horovod.ipynb: nbgrader metadata of check_step_01 changed, restored"
+        ]
 
     script = folder / "fashion_mnist.py"
     script.unlink()
@@ -475,7 +483,7 @@ def expected_steps(done_through: int) -> dict:
 
 EXPECTED = {  # student: the steps that must pass (None: not graded)
     "aaron": None,  # first in nbgrader's order, a notebook that is not JSON
-    "adam": None,  # notebook metadata of an old nbgrader: nbgrader's own run stops there
+    "adam": expected_steps(12),  # an old nbgrader's metadata: restored, graded, reported
     "alice": expected_steps(12),  # the solution, through the exchange
     "bob": expected_steps(6),  # stopped after step 6, from the LMS zip
     "carol": expected_steps(0),  # a syntax error, from the LMS zip
@@ -484,7 +492,7 @@ EXPECTED = {  # student: the steps that must pass (None: not graded)
     "frank": None,  # a notebook that is not JSON
     "gina": None,  # on the roster, submitted nothing
 }
-FAILED_STUDENTS = ["aaron", "adam", "frank"]
+FAILED_STUDENTS = ["aaron", "frank"]
 
 
 def notebook_name(step: int) -> str:
@@ -636,11 +644,7 @@ def test_autograde_grades_everyone_but_the_unusable_notebooks(graded_class):
             f"{student}: NOT GRADED, unusable notebook {CORRUPT}: NotJSONError: Notebook does not "
             f"appear to be JSON (log: logs/autograde/{student}.log)"
         ), done.stdout
-    assert lines["adam"] == (
-        f"adam: NOT GRADED, unusable notebook {notebook_name(COURSE_STEPS[0])}: nbgrader metadata "
-        "schema 1, this nbgrader reads 3 (log: logs/autograde/adam.log)"
-    ), done.stdout
-    assert "graded 5 of 8 submissions" in done.stdout, done.stdout
+    assert "graded 6 of 8 submissions" in done.stdout, done.stdout
     course = graded_class["course"]
     for student in FAILED_STUDENTS:
         assert not course.folder("autograded", student).exists()
@@ -648,20 +652,23 @@ def test_autograde_grades_everyone_but_the_unusable_notebooks(graded_class):
 
 @class_test
 def test_one_failure_spreads_to_nobody_else(graded_class):
-    """aaron, first in nbgrader's order, fails: nbgrader deletes his autograded/ folder, the
-    shared kernel's working directory. Everyone else is still graded in the one class run."""
+    """aaron, first in nbgrader's order, fails: nbgrader deletes his autograded/ folder.
+    Everyone else is still graded in the parallel runs; only the failures are graded alone."""
     course = graded_class["course"]
     logs = course.root / "logs" / "autograde"
-    assert sorted(p.name for p in logs.iterdir()) == sorted(
-        ["class.log", "status.json", *(f"{s}.log" for s in FAILED_STUDENTS)]
+    workers = sorted(p.name for p in logs.glob("worker-*.log"))
+    assert workers and sorted(p.name for p in logs.iterdir()) == sorted(
+        [*workers, "phases.json", "status.json", "timings.jsonl",
+         *(f"{s}.log" for s in FAILED_STUDENTS)]
     )
+    assert not list(logs.glob("*.db"))  # the workers' gradebooks, merged and gone
     status = json.loads((logs / "status.json").read_text())
     graded = [s for s, steps in EXPECTED.items() if steps is not None]
-    assert {s: status[s]["log"] for s in graded} == {s: "logs/autograde/class.log" for s in graded}
-    class_log = (logs / "class.log").read_text()
-    failed = re.findall(r"error processing assignment '[^']*' for student '([^']*)'", class_log)
-    assert failed == ["aaron", "frank"]  # adam was set aside: his notebook would stop the run
-    assert "FileNotFoundError" not in class_log
+    assert {s for s in graded if re.fullmatch(r"logs/autograde/worker-\d+\.log",
+                                              status[s]["log"])} == set(graded)
+    assert sorted(s for s, row in status.items() if row["status"] == "failed") == FAILED_STUDENTS
+    for worker in workers:
+        assert "FileNotFoundError" not in (logs / worker).read_text()
 
 
 @class_test
@@ -746,7 +753,7 @@ def test_report_matches_the_grades(graded_class):
 
     lines = done.stdout.splitlines()
     total = len(COURSE_STEPS)
-    assert lines[0] == f"horovod_steps: 9 students, 5 graded, 1 passed all {total} steps"
+    assert lines[0] == f"horovod_steps: 9 students, 6 graded, 2 passed all {total} steps"
     carol_line = next(line for line in lines if line.startswith("  carol: "))
     assert re.fullmatch(r"  carol: fashion_mnist\.py: line \d+: invalid syntax", carol_line)
     assert "  dave: no fashion_mnist.py in the submission" in lines
@@ -755,7 +762,10 @@ def test_report_matches_the_grades(graded_class):
     if tampered:
         assert f"  erin: {', '.join(tampered)}" in lines
     first = notebook_name(COURSE_STEPS[0])
-    for student, notebook in (("aaron", CORRUPT), ("adam", first), ("frank", CORRUPT)):
+    step = COURSE_STEPS[0]
+    assert (f"  adam: {first}: nbgrader metadata of check_step_{step:02d} changed, restored"
+            in lines)
+    for student, notebook in (("aaron", CORRUPT), ("frank", CORRUPT)):
         start = next(i for i, line in enumerate(lines) if line.startswith(f"  {student}: "))
         assert lines[start + 1 : start + 7] == [
             "    to grade it with the released notebook in its place:",

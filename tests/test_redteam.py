@@ -1,0 +1,394 @@
+"""A class with attackers, graded by `make grade`: no submission bends its own grade or anyone
+else's (instructor/README.md, "What a submission can never do").
+
+Every attacker hands in something that Python, IPython, Jupyter or nbgrader might pick up, or
+that makes the checker work forever. Attackers come first in nbgrader's order and again last.
+Every file an attacker adds that would run code writes a marker when it runs; none may run.
+Each attacker gets exactly the step checker's grade of their real script (0 when it is a link
+out of the submission), each honest student exactly their grade in a class without attackers,
+the report names every attempt, and grading writes nothing outside its own folders.
+
+The quick part (`check` tier) attacks the checker alone: each hostile script is checked within
+a fixed budget and fails with a message naming its line.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import check_step
+from instructor.course import ASSIGNMENT, Course
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME, chain_file_name
+from workbook.paths import REPO, SOLUTIONS_DIR
+
+STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
+BUDGET_SECONDS = 40  # a hostile script's check ends well within this, on a busy machine
+
+
+def script_after(step: int) -> str:
+    name = SOLUTION_FILE_NAME if step == LAST_STEP else chain_file_name(step)
+    return (SOLUTIONS_DIR / name).read_text()
+
+
+def with_line(script: str, anchor: str, line: str) -> str:
+    """`script` with `line` inserted after the first line that contains `anchor`."""
+    lines = script.splitlines(keepends=True)
+    index = next(i for i, text in enumerate(lines) if anchor in text)
+    indent = re.match(r"\s*", lines[index + 1]).group(0)
+    lines.insert(index + 1, indent + line + "\n")
+    return "".join(lines)
+
+
+# --- hostile scripts: the checker alone (check tier) ---------------------------------------------
+
+HUGE_POWER = with_line(script_after(12), "def step_decay", "big = 9 ** 9 ** 9 ** 2")
+LONG_LOOP = script_after(6) + "\nfor _ in range(10 ** 12):\n    pass\n"
+DEEP = script_after(6) + "\nvalue = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
+SQUARES = with_line(script_after(12), "def step_decay",
+                    "n = 3\n    for _ in range(64):\n        n = n * n")
+
+
+@pytest.mark.check
+@pytest.mark.parametrize("name, text, step, culprit", [
+    ("huge power", HUGE_POWER, 11, "big = 9 ** 9 ** 9 ** 2"),
+    ("repeated squares", SQUARES, 11, "n = n * n"),
+])
+def test_a_script_that_asks_too_much_fails_its_step_naming_the_line(tmp_path, name, text, step,
+                                                                    culprit):
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(text)
+    started = time.monotonic()
+    result = check_step(step, path=script)
+    assert time.monotonic() - started < BUDGET_SECONDS, name
+    assert not result.passed, name
+    assert "could not be checked" in result.message, result.message
+    assert result.line is not None and f"line {result.line}" in result.message
+    assert culprit in text.splitlines()[result.line - 1], result.message
+
+
+@pytest.mark.check
+@pytest.mark.parametrize("name, text", [("long loop", LONG_LOOP), ("deep nesting", DEEP)])
+def test_every_step_of_a_hostile_script_ends_within_the_budget(tmp_path, name, text):
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(text)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "grader", "check", str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - started < 3 * BUDGET_SECONDS, name
+    assert done.returncode == 1, done.stdout + done.stderr  # 1: some step not done
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.check
+def test_files_that_are_not_files_are_refused(tmp_path):
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.py"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        started = time.monotonic()
+        result = check_step(1, path=path)
+        assert time.monotonic() - started < 10
+        assert not result.passed and "not a regular file" in result.message, result.message
+
+
+@pytest.mark.check
+def test_batch_does_not_follow_a_link_out_of_a_students_folder(tmp_path):
+    (tmp_path / "class" / "mallory").mkdir(parents=True)
+    (tmp_path / "class" / "mallory" / LEARNER_SCRIPT_NAME).symlink_to(
+        SOLUTIONS_DIR / SOLUTION_FILE_NAME)
+    (tmp_path / "class" / "olivia").mkdir()
+    (tmp_path / "class" / "olivia" / LEARNER_SCRIPT_NAME).write_text(script_after(12))
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class")],
+                          capture_output=True, text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("mallory: 0/12  (fashion_mnist.py is a link to "), done.stdout
+    assert "outside the student's folder: not followed" in lines[0]
+    assert lines[1] == "olivia: 12/12", done.stdout
+
+
+# --- attackers: the class, through `make grade` (slow) -------------------------------------------
+
+
+def marker_code(markers: Path, name: str) -> str:
+    """Python that leaves a marker when it runs, then fakes a pass where it can."""
+    return (
+        f"import pathlib as _p\n_p.Path({str(markers)!r}, {name!r}).write_text('ran')\n"
+        "class _Passed:\n    passed = True\n    message = 'done'\n"
+        "def check_step(*args, **kwargs):\n    return _Passed()\n"
+        "class StepNotDone(Exception):\n    pass\n"
+    )
+
+
+def fake_packages(folder: Path, markers: Path) -> None:
+    """A checker, the workbook's facts, and the modules the checker and kernel use."""
+    for package in ("grader", "workbook"):
+        (folder / package).mkdir()
+        (folder / package / "__init__.py").write_text(marker_code(markers, package))
+        (folder / package / "report.py").write_text(marker_code(markers, f"{package}.report"))
+
+
+def shadow_modules(folder: Path, markers: Path) -> None:
+    for name in ("ast", "json", "tokenize", "pickle", "nbformat", "zmq", "numpy", "jupyter_client",
+                 "ipykernel", "IPython", "traitlets", "pathlib"):
+        (folder / f"{name}.py").write_text(marker_code(markers, name))
+
+
+def startup_files(folder: Path, markers: Path) -> None:
+    code = marker_code(markers, "startup")
+    for name in ("sitecustomize.py", "usercustomize.py", "ipython_config.py",
+                 "ipython_kernel_config.py", "jupyter_config.py", "nbgrader_config.py"):
+        (folder / name).write_text(code.replace("'startup'", repr(name)))
+    (folder / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(markers)!r}, 'pth')"
+                                     ".write_text('ran')\n")
+    startup = folder / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-evil.py").write_text(marker_code(markers, "ipython-startup"))
+    (folder / "matplotlibrc").write_text("backend: module://evil_backend\n")
+
+
+def edit_notebooks(folder: Path, markers: Path) -> None:
+    """Cells with nbgrader metadata of the student's own, in every form nbgrader reads."""
+    def grade_meta(**fields):
+        return {"nbgrader": {"grade": True, "solution": False, "locked": False,
+                             "schema_version": 3, **fields}}
+
+    notebooks = sorted(folder.glob("*.ipynb"))
+    first = nbformat.read(notebooks[0], as_version=4)
+    check = next(c for c in first.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    grade_id = check.metadata.nbgrader["grade_id"]
+    fake = marker_code(markers, "added-cell") + "print('all done')\n"
+    first.cells.insert(0, nbformat.v4.new_code_cell(
+        fake, metadata=grade_meta(grade_id="bonus_points", points=100)))
+    first.cells.insert(0, nbformat.v4.new_code_cell(fake, metadata=grade_meta(points=5)))
+    first.cells.insert(0, nbformat.v4.new_code_cell(
+        fake, metadata=grade_meta(grade_id=grade_id, points=1)))  # a second cell, same id
+    check.metadata.nbgrader["schema_version"] = 1  # an old nbgrader: would stop the run
+    first.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
+    nbformat.write(first, notebooks[0])
+    second = nbformat.read(notebooks[1], as_version=4)
+    check = next(c for c in second.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    second.cells[second.cells.index(check)] = nbformat.v4.new_markdown_cell(
+        "passed", metadata={"nbgrader": dict(check.metadata.nbgrader)})
+    nbformat.write(second, notebooks[1])
+
+
+def link_to_solution(folder: Path, markers: Path) -> None:
+    (folder / LEARNER_SCRIPT_NAME).unlink()
+    (folder / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
+
+
+def special_files(folder: Path, markers: Path) -> None:
+    (folder / "data.bin").symlink_to("/dev/zero")
+    os.mkfifo(folder / "pipe")
+    (folder / "notes").symlink_to(REPO / "solutions")  # a folder outside
+    with open(folder / "big.bin", "wb") as big:  # sparse: 60 MB on paper, nothing on disk
+        big.truncate(60 * 1000 * 1000)
+
+
+ATTACKS = {  # name: (script, what else the submission holds)
+    "fake_grader": (script_after(0), fake_packages),
+    "shadow_modules": (script_after(6), shadow_modules),
+    "startup_files": (script_after(6), startup_files),
+    "added_cells": (script_after(1), edit_notebooks),
+    "huge_power": (HUGE_POWER, None),
+    "long_loop": (LONG_LOOP, None),
+    "deep_nesting": (DEEP, None),
+    "link_to_solution": (script_after(0), link_to_solution),
+    "special_files": (script_after(6), special_files),
+}
+FIRST, LAST = ["fake_grader", "added_cells", "startup_files"], ["fake_grader", "added_cells"]
+HONEST = {"honest_bob": script_after(6), "honest_carol": script_after(12),
+          "honest_dave": script_after(1)}
+
+
+def attackers() -> dict:
+    """{student: attack}: every attack near the start of nbgrader's order, some again last."""
+    found = {f"aa{i}_{name}": name for i, name in enumerate(FIRST)}
+    found.update({f"ab_{name}": name for name in ATTACKS if name not in FIRST})
+    found.update({f"zz{i}_{name}": name for i, name in enumerate(LAST)})
+    return found
+
+
+def make(*args, timeout=1500) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", *map(str, args)], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def new_course(base: Path, students) -> Course:
+    root = base / "course"
+    roster = base / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\n"
+                      + "".join(f"{s},{s},Example,{s}@example.org\n" for s in students))
+    for args in (["init", root, "--steps", ",".join(map(str, STEPS))], ["generate", root],
+                 ["add-students", root, roster], ["release", root]):
+        done = subprocess.run([sys.executable, "-m", "instructor", *map(str, args)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return Course.open(root)
+
+
+def hand_in(course: Course, student: str, script: str) -> Path:
+    folder = course.folder("submitted", student)
+    shutil.copytree(course.folder("release"), folder)
+    (folder / LEARNER_SCRIPT_NAME).write_text(script)
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    return folder
+
+
+def grades(course: Course) -> dict:
+    with open(course.root / "grades.csv", newline="") as table:
+        return {row["student_id"]: float(row["score"] or 0) for row in csv.DictReader(table)}
+
+
+def snapshot(root: Path, skip: set) -> dict:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if relative.parts[0] in skip or path.is_dir() or not (path.is_file() or path.is_symlink()):
+            continue
+        found[str(relative)] = (os.readlink(path) if path.is_symlink()
+                                else hashlib.sha256(path.read_bytes()).hexdigest())
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked_class(tmp_path_factory):
+    base = tmp_path_factory.mktemp("redteam")
+    markers = base / "markers"
+    markers.mkdir()
+    students = {**attackers(), **{s: None for s in HONEST}}
+    course = new_course(base, students)
+    scripts = {}
+    for student, attack in students.items():
+        script, extra = ATTACKS[attack] if attack else (HONEST[student], None)
+        folder = hand_in(course, student, script)
+        scripts[student] = folder / LEARNER_SCRIPT_NAME
+        if extra:
+            extra(folder, markers)
+    # Through the exchange: a submission whose script became a link in the inbound folder.
+    inbound = course.exchange_root / course.course_id / "inbound"
+    sneaky = inbound / f"ac_inbound_link+{ASSIGNMENT}+2026-11-20 10:00:00.000000 UTC+abc"
+    shutil.copytree(course.folder("release"), sneaky)
+    (sneaky / LEARNER_SCRIPT_NAME).unlink(missing_ok=True)
+    (sneaky / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
+    (sneaky / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    add = subprocess.run([sys.executable, "-m", "instructor", "add-students", course.root,
+                          "ac_inbound_link"], capture_output=True, text=True, timeout=120)
+    assert add.returncode == 0, add.stderr
+
+    repo_before = snapshot(REPO / "solutions", set())
+    course_before = snapshot(course.root, {"autograded", "feedback", "reports", "logs",
+                                           "set_aside", "submitted", "gradebook.db"})
+    submitted_before = snapshot(course.root / "submitted", set())
+    done = make("grade", f"COURSE={course.root}")
+
+    (base / "honest").mkdir()
+    honest = new_course(base / "honest", HONEST)
+    for student, script in HONEST.items():
+        hand_in(honest, student, script)
+    honest_done = make("grade", f"COURSE={honest.root}")
+    return {
+        "course": course, "done": done, "markers": markers, "scripts": scripts,
+        "students": students, "honest": honest, "honest_done": honest_done,
+        "repo_before": repo_before, "course_before": course_before,
+        "submitted_before": submitted_before,
+    }
+
+
+def class_test(test):
+    return pytest.mark.slow(pytest.mark.timeout(1800)(test))
+
+
+@class_test
+def test_make_grade_grades_everyone(attacked_class):
+    done = attacked_class["done"]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert attacked_class["honest_done"].returncode == 0, attacked_class["honest_done"].stderr
+
+
+@class_test
+def test_no_attackers_code_ever_ran(attacked_class):
+    assert sorted(p.name for p in attacked_class["markers"].iterdir()) == []
+
+
+@class_test
+def test_each_attacker_gets_the_grade_of_their_real_script(attacked_class):
+    course = attacked_class["course"]
+    scores = grades(course)
+    for student, attack in attacked_class["students"].items():
+        if attack is None:
+            continue
+        script = attacked_class["scripts"][student]
+        if attack == "link_to_solution":
+            expected = 0.0
+        else:
+            expected = float(sum(check_step(step, path=script).passed for step in STEPS))
+        assert scores[student] == expected, (student, attack)
+    assert scores["ac_inbound_link"] == 0.0
+    # The attacks did not cost the attackers what their script earns, either.
+    assert scores[next(s for s, a in attacked_class["students"].items()
+                       if a == "shadow_modules")] == 2.0  # steps 1 and 6 of 1, 6, 11
+
+
+@class_test
+def test_honest_students_get_their_grade_of_a_class_without_attackers(attacked_class):
+    with_attackers, without = grades(attacked_class["course"]), grades(attacked_class["honest"])
+    assert {s: with_attackers[s] for s in HONEST} == {s: without[s] for s in HONEST}
+    assert without == {"honest_bob": 2.0, "honest_carol": 3.0, "honest_dave": 1.0}
+
+
+@class_test
+def test_grading_writes_only_its_own_folders(attacked_class):
+    course = attacked_class["course"]
+    assert snapshot(REPO / "solutions", set()) == attacked_class["repo_before"]
+    after = snapshot(course.root, {"autograded", "feedback", "reports", "logs", "set_aside",
+                                   "submitted", "gradebook.db"})
+    after.pop("grades.csv")
+    assert after == attacked_class["course_before"]  # source, release, exchange, config
+    # submitted/ lost exactly what was set aside (kept in set_aside/), and gained one collected.
+    before, now = attacked_class["submitted_before"], snapshot(course.root / "submitted", set())
+    gone = set(before) - set(now)
+    for path in gone:
+        student, _, rest = path.partition("/")
+        kept = course.root / "set_aside" / student / rest
+        assert kept.is_symlink() or kept.exists(), path
+    assert {p.partition("/")[0] for p in gone} == {
+        s for s, a in attacked_class["students"].items() if a in ("link_to_solution",
+                                                                  "special_files")}
+
+
+@class_test
+def test_the_report_names_every_attempt(attacked_class):
+    course = attacked_class["course"]
+    text = (course.root / "reports" / "class_report.txt").read_text()
+    for student, attack in attacked_class["students"].items():
+        if attack in ("huge_power", "long_loop", "deep_nesting"):
+            continue  # scripts, not tampering: their steps fail with the reason
+        if attack is not None:
+            assert f"  {student}: " in text, (student, text)
+    for honest in HONEST:
+        assert f"  {honest}: " not in text, text
+    assert "ac_inbound_link: horovod_steps/fashion_mnist.py: a link to" in text
+    assert "(grade_id 'bonus_points') ignored" in text
+    assert "Not graded:" not in text, text
+
+
+@class_test
+def test_a_spent_budget_says_so_in_the_feedback(attacked_class):
+    course = attacked_class["course"]
+    student = next(s for s, a in attacked_class["students"].items() if a == "huge_power")
+    page = next(course.folder("feedback", student).glob("11_*.html")).read_text()
+    assert "could not be checked" in page
+    assert "CellTimeoutError" not in page and "KeyboardInterrupt" not in page
