@@ -12,7 +12,6 @@ and the resume that hangs, in `make test`.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import os
@@ -40,7 +39,7 @@ OTHER_EXPERIMENTS = [
     "broadcast_variables", "broadcast_callback", "shard_and_shuffle", "validation_coverage",
     "metric_average", "hdf5_lock", "tensorboard_two_writers", "load_model",
     "optimizer_variable_names", "resume_with_created_weights", "scaled_rate", "warmup_default",
-    "novograd_first_step", "api",
+    "novograd_first_step", "api", "cache_replays", "model_sizes",
 ]  # fmt: skip
 RUN_TIMEOUT = 300  # seconds for one horovodrun of many experiments (about 60 s on 2 cores)
 START_TIMEOUT = 150  # seconds for both workers to reach model.fit in the hang experiment
@@ -456,18 +455,55 @@ def test_the_names_the_checker_relies_on(claims):
 
 
 @slow
-def test_the_models_weights_are_counted_right():
-    """Notebook 16: AlexNet for 28x28 has 1,929,066 weights, WRN-16-1 175,706 (the reference
-    bonus script's builders, run here without the rest of the script)."""
-    import tensorflow as tf
+def test_a_cache_after_random_work_replays_it(claims):
+    """Notebook 17: cache() before the random work, or every epoch sees the same "random"
+    images."""
+    assert claims["cache_replays"] == {"cached_same": True, "uncached_same": False}
 
-    source = (REPO / "solutions" / "bonus" / "fashion_mnist_alexnet.py").read_text()
-    builders = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
-    namespace = {"tf": tf}
-    exec(compile(ast.Module(body=builders, type_ignores=[]), "builders", "exec"), namespace)
-    args = type("Args", (), {"wd": 5e-4, "depth": 16, "width": 1})
-    assert namespace["alexnet"](args).count_params() == 1_929_066
-    assert namespace["wide_resnet"](args).count_params() == 175_706
+
+def run_python(*codes: str) -> list:
+    """Fresh Python processes (TensorFlow not yet started), run at once: their outputs."""
+    env = dict(worker_env(), TF_CPP_MIN_LOG_LEVEL="3")
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        for code in codes
+    ]  # fmt: skip
+    outputs = []
+    try:
+        for process in processes:
+            outputs.append(process.communicate(timeout=120)[0])
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                stop(process)
+    return outputs
+
+
+@slow
+def test_visible_devices_hide_every_type_and_are_fixed_once_tensorflow_runs():
+    """Step 2's check (a CPU stand-in for the GPU claims): set_visible_devices without a device
+    type applies to every type, so a list without the CPU hides it; once TensorFlow has run,
+    the visible devices can't change any more ("pin it right after hvd.init()")."""
+    hidden, late = run_python(
+        "import tensorflow as tf\n"
+        "tf.config.set_visible_devices([])\n"
+        "try:\n    tf.constant(1) + 1\nexcept Exception as e:\n    print(type(e).__name__, e)\n",
+        "import tensorflow as tf\n"
+        "tf.constant(1) + 1\n"
+        "try:\n    tf.config.set_visible_devices([], 'CPU')\n"
+        "except Exception as e:\n    print(type(e).__name__, e)\n",
+    )
+    assert "No CPU devices are available in this process" in hidden, hidden[-2000:]
+    assert "RuntimeError Visible devices cannot be modified after being initialized" in late, late[
+        -2000:
+    ]
+
+
+@slow
+def test_the_models_weights_are_counted_right(claims):
+    """Notebook 16: AlexNet for 28x28 has 1,929,066 weights, WRN-16-1 175,706."""
+    assert claims["model_sizes"] == {"alexnet": 1_929_066, "wide_resnet": 175_706}
 
 
 @slow

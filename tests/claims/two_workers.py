@@ -275,6 +275,21 @@ def validation_coverage():
             "simulated": simulated}  # fmt: skip
 
 
+@experiment
+def cache_replays():
+    """Notebook 17: cache() replays what the stages before it made, random ones included."""
+    tf.random.set_seed(None)  # as in the script; a global seed would repeat them anyway
+    dataset = tf.data.Dataset.range(100).map(
+        lambda i: tf.random.uniform([]) + tf.cast(i, "float32")
+    )
+
+    def two_passes(pipeline):
+        return [[float(x) for x in pipeline] for _ in range(2)]
+
+    cached, uncached = two_passes(dataset.cache()), two_passes(dataset)
+    return {"cached_same": cached[0] == cached[1], "uncached_same": uncached[0] == uncached[1]}
+
+
 # ---- notebook 07: metric averaging, callback order ---------------------------------------
 
 
@@ -596,6 +611,23 @@ def warmup_default():
 
     signature = inspect.signature(hvd.callbacks.LearningRateWarmupCallback.__init__)
     return signature.parameters["warmup_epochs"].default
+
+
+# ---- notebook 16: the models ------------------------------------------------------------
+
+
+@experiment
+def model_sizes():
+    """The weights of the reference bonus script's two models (its builders, without the rest
+    of the script, which would parse this process's options)."""
+    import ast
+
+    source = (SAMPLE.parents[1] / "solutions" / "bonus" / "fashion_mnist_alexnet.py").read_text()
+    builders = [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+    namespace = {"tf": tf}
+    exec(compile(ast.Module(body=builders, type_ignores=[]), "builders", "exec"), namespace)
+    args = type("Args", (), {"wd": 5e-4, "depth": 16, "width": 1})
+    return {name: namespace[name](args).count_params() for name in ("alexnet", "wide_resnet")}
 
 
 # ---- notebook 12: NovoGrad -------------------------------------------------------------------
