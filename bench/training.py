@@ -7,15 +7,14 @@ back: its final `RESULT {json}` line and the per-epoch scalars of its TensorBoar
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.processes import Timed, run_timed
-from workbook.facts import RESULT_LINE, SOLUTION_FILE_NAME, usable_cores
+from workbook.comparison import epoch_scalars  # noqa: F401 (the benchmarks read it from here)
+from workbook.facts import SOLUTION_FILE_NAME, parse_result, usable_cores
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
 from workbook.runner.command import PIN_LAUNCHER, Layout
 
@@ -86,7 +85,7 @@ def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTIO
     argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
     timed = run_timed(argv, log_dir / "output.log", env={**launch.env(), **(env or {})},
                       timeout=timeout)
-    return Run(launch, timed, result_of(timed.output), log_dir)
+    return Run(launch, timed, parse_result(timed.output), log_dir)
 
 
 def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION, *,
@@ -105,28 +104,3 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))
-
-
-def result_of(output: str) -> dict:
-    found = RESULT_LINE.findall(output)
-    if not found:
-        raise ValueError("the script printed no RESULT line")
-    return json.loads(found[-1])
-
-
-def epoch_scalars(log_dir: Path, split: str, tag: str) -> list:
-    """[(wall_time, epoch, value)] of one Keras TensorBoard scalar (split: train, validation)."""
-    from tensorboard.backend.event_processing.event_accumulator import (
-        TENSORS,
-        EventAccumulator,
-    )
-    from tensorboard.util.tensor_util import make_ndarray
-
-    accumulator = EventAccumulator(str(Path(log_dir) / split), size_guidance={TENSORS: 0})
-    accumulator.Reload()
-    if tag not in accumulator.Tags().get("tensors", []):
-        return []
-    return [
-        (event.wall_time, event.step, float(make_ndarray(event.tensor_proto)))
-        for event in accumulator.Tensors(tag)
-    ]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from workbook.facts import RESULT_LINE
+from workbook.facts import parse_result
 from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME, plural
 
 # Speed ratios this close to 1 are "about the same": two runs of one script differ that much.
@@ -156,8 +156,10 @@ def last_result(run_dir: Path) -> dict:
     log = Path(run_dir) / RAW_LOG_NAME
     if not log.is_file():
         return {}
-    found = RESULT_LINE.findall(log.read_text(errors="replace"))
-    return json.loads(found[-1]) if found else {}
+    try:
+        return parse_result(log.read_text(errors="replace"))
+    except ValueError:
+        return {}
 
 
 def hardware_of(record: dict) -> str:

@@ -7,6 +7,7 @@ notebook kernels, nbgrader and the set-up import this module.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -40,6 +41,21 @@ BONUSES = {
 # The last line every training script of the workbook prints: `RESULT {json}` (after a launcher's
 # prefix such as horovodrun's `[0]<stdout>:`; .match() wants it at the start of the text).
 RESULT_LINE = re.compile(r"RESULT (\{.*\})\s*$", re.MULTILINE)
+
+
+def parse_result(text: str) -> dict:
+    """The metrics of the last RESULT line in `text` (a whole output, or one line); ValueError,
+    saying which, when there is none or its JSON is not an object."""
+    found = RESULT_LINE.findall(text)
+    if not found:
+        raise ValueError("no `RESULT {...}` line in the output")
+    try:
+        result = json.loads(found[-1])
+    except ValueError as error:
+        raise ValueError(f"the RESULT line is not valid JSON: {error}") from None
+    if not isinstance(result, dict):
+        raise ValueError("the RESULT line is not a JSON object")
+    return result
 
 # TensorFlow's C++ logging, and the abseil format newer parts of TensorFlow use.
 TF_LOG_LINE = re.compile(

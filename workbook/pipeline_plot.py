@@ -15,12 +15,11 @@ Uses matplotlib's object API only (no pyplot), so it never changes a notebook's 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
-from workbook.facts import RESULT_LINE
+from workbook.facts import parse_result
 
 IN_MEMORY = "in-memory"  # the script's name for training on one batch held in memory
 REQUIRED_KEYS = ("workers", "pipelines", "training")
@@ -36,13 +35,10 @@ def read_result(text: str | dict) -> dict:
     if isinstance(text, dict):
         result = text
     else:
-        found = RESULT_LINE.findall(text)
-        if not found:
-            raise PipelineResultError("no `RESULT {...}` line in the output")
         try:
-            result = json.loads(found[-1])
+            result = parse_result(text)
         except ValueError as error:
-            raise PipelineResultError(f"the RESULT line is not valid JSON: {error}") from None
+            raise PipelineResultError(str(error)) from None
     missing = [key for key in REQUIRED_KEYS if key not in result]
     if missing:
         raise PipelineResultError(

@@ -26,13 +26,12 @@ as a line.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 import signal
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from workbook.facts import RESULT_LINE, TF_LOG_LINE, TF_SEVERE_LINE
+from workbook.facts import RESULT_LINE, TF_LOG_LINE, TF_SEVERE_LINE, parse_result
 
 # `[1]<stdout>:` (Gloo), `[0,1]<stderr>:` (mpirun --tag-output), optionally after a timestamp
 # (horovodrun --prefix-output-with-timestamp puts time.asctime() first).
@@ -171,12 +170,12 @@ def is_tensorflow_log(text: str) -> bool:
 
 
 def parse_result_line(text: str) -> dict | None:
-    match = RESULT_LINE.match(text)
-    if not match:
+    """The metrics of a line that is a RESULT line; None for any other line."""
+    if not RESULT_LINE.match(text):
         return None
     try:
-        return json.loads(match.group(1))
-    except ValueError:
+        return parse_result(text)
+    except ValueError:  # not JSON: an ordinary line
         return None
 
 
