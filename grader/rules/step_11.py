@@ -11,7 +11,7 @@ rate at every batch of its epochs, after Keras's at the epoch's start; tests/tes
 so its rates are checked too and it passes, with a note: Horovod's callbacks also correct SGD's
 momentum where they change the rate (momentum x new rate / old rate for that batch), and Keras's
 leaves the warmup's correction a wrong "old rate". That fails only where it hurts: a drop inside
-the warmup, where the warmup multiplies the momentum by up to 10 for a batch.
+the warmup, where the warmup multiplies the momentum by its rate over the dropped one (9.4).
 """
 
 import ast
@@ -375,8 +375,8 @@ def _keras_verdict(script, kerases, run, schedules):
                 f"line {keras.line}: {whose}the warmup lasts {run.warmup_end:g} epochs, past the "
                 f"drop at epoch {epoch}: the Keras LearningRateScheduler sets the dropped rate at "
                 f"that epoch's start, and the warmup, which sets its own rate at the epoch's first "
-                "batch, corrects SGD's momentum by its rate over the dropped one: the momentum is "
-                f"multiplied by up to 10 for that batch ({MOMENTUM_JUMP}). Replace it with "
+                "batch, multiplies SGD's momentum by its rate over the dropped one for that batch "
+                f"({MOMENTUM_JUMP}). Replace it with "
                 "LearningRateScheduleCallback from the end of the warmup",
                 keras.line,
             )
