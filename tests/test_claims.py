@@ -300,14 +300,20 @@ def test_a_broadcast_copies_rank_0s_weights(claims):
 @slow
 def test_the_broadcast_callback_acts_after_the_first_batch(claims):
     """Notebook 05: the callback copies the weights at the end of the first batch (so they
-    differ at its start and agree from the second on), momentum included; without it the
-    ranks never agree."""
+    differ at its start and agree from the second on), and the optimizer's variables too (a
+    plain SGD's momentum, different on each rank after batch 0, is rank 0's at batch 1); without
+    it the ranks never agree."""
     rank_0, rank_1 = claims["broadcast_callback"]
     assert rank_0["with"]["batch_0"] != rank_1["with"]["batch_0"]
     assert rank_0["with"]["batch_1"] == rank_1["with"]["batch_1"]
-    assert rank_0["with"]["momentum_slots"] == rank_1["with"]["momentum_slots"]
     assert rank_0["with"]["end"] == rank_1["with"]["end"]
     assert rank_0["without"]["end"] != rank_1["without"]["end"]
+    plain_0, plain_1 = rank_0["plain_sgd"], rank_1["plain_sgd"]
+    assert plain_0["slots_batch_1"] != 0
+    assert plain_0["slots_batch_1"] == plain_1["slots_batch_1"]
+    assert plain_0["batch_1"] == plain_1["batch_1"]
+    alone_0, alone_1 = rank_0["plain_sgd_without"], rank_1["plain_sgd_without"]
+    assert alone_0["slots_batch_1"] != alone_1["slots_batch_1"]  # so the callback copied it
 
 
 @slow

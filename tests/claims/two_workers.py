@@ -63,6 +63,13 @@ OWN_SEED = 1000
 LOSS = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+def momentum_slots(optimizer):
+    """A fingerprint of SGD's momentum slots (the optimizer's own variables; 0 before its
+    first step makes them)."""
+    slots = [v for v in optimizer.variables() if "momentum" in v.name]
+    return float(sum(float(tf.reduce_sum(tf.abs(v))) for v in slots))  # softmax: plain sums are 0
+
+
 class Recorder(tf.keras.callbacks.Callback):
     """Records, at each training batch's start (after the callbacks before it in the list), the
     optimizer's learning rate and momentum and a fingerprint of the weights; and the logs each
@@ -87,6 +94,7 @@ class Recorder(tf.keras.callbacks.Callback):
                     None if momentum is None else float(tf.keras.backend.get_value(momentum))
                 ),
                 "weights": weight_sum(self.model),
+                "slots": momentum_slots(optimizer),
             }
         )
 
@@ -208,26 +216,27 @@ def broadcast_variables():
 
 @experiment
 def broadcast_callback():
-    """The weights at the start of batches 0 and 1, with and without the broadcast callback;
-    the momentum of SGD (an optimizer variable) after the first batch."""
+    """The weights at the start of batches 0 and 1, with and without the broadcast callback.
+    And with a plain SGD (no averaging), whose momentum after batch 0 differs on each rank: at
+    batch 1's start, after the callback, it is rank 0's everywhere."""
     result = {}
-    for name, callbacks in (
-        ("with", [hvd.callbacks.BroadcastGlobalVariablesCallback(0)]),
-        ("without", []),
+    for name, callbacks, wrap in (
+        ("with", [hvd.callbacks.BroadcastGlobalVariablesCallback(0)], True),
+        ("without", [], True),
+        ("plain_sgd", [hvd.callbacks.BroadcastGlobalVariablesCallback(0)], False),
+        ("plain_sgd_without", [], False),
     ):
         model = small_model(seed=OWN_SEED + hvd.rank())
-        model.compile(
-            hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, momentum=0.9)), LOSS
-        )
+        optimizer = tf.keras.optimizers.legacy.SGD(0.01, momentum=0.9)
+        model.compile(hvd.DistributedOptimizer(optimizer) if wrap else optimizer, LOSS)
         recorder = Recorder()
         x, y = images(64)
         model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=callbacks + [recorder])
-        slots = [v for v in model.optimizer.variables() if "momentum" in v.name]
         result[name] = {
             "batch_0": recorder.batches[0]["weights"],
             "batch_1": recorder.batches[1]["weights"],
+            "slots_batch_1": recorder.batches[1]["slots"],
             "end": weight_sum(model),
-            "momentum_slots": float(sum(float(tf.reduce_sum(v)) for v in slots)),
         }
     return gathered(result)
 
