@@ -179,6 +179,20 @@ def test_step_11_looks_for_the_starting_scripts_schedule():
             )
 
 
+def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt():
+    """Step 11: a script that keeps Keras's LearningRateScheduler beside the warmup does the
+    step by another route that works (tests/test_claims.py shows the rates are the same), so
+    its note is advice, which the report shows as a note, not as the grader's doubt."""
+    from grader.engine import Script
+    from grader.rules.common import Advice
+    from grader_cases.mistakes import KERAS_SCHEDULE, SCHEDULE_CALL
+
+    text = reference_text(11).replace(SCHEDULE_CALL, KERAS_SCHEDULE)
+    verdict = step_11.check(Script.from_text(text))
+    assert isinstance(verdict, Advice) and verdict.sure, verdict
+    assert "sets the right rates" in verdict.message
+
+
 def test_step_8_text_hint_and_check_say_the_same(tmp_path):
     def words(text):
         return " ".join(text.split())
