@@ -451,10 +451,12 @@ def test_the_warmups_default_length(claims):
 @slow
 def test_the_names_the_checker_relies_on(claims):
     """Step 8's check: horovod.tensorflow.keras has no broadcast_object, horovod.tensorflow
-    has; step 1's: a question to Horovod before hvd.init() is an error."""
+    has; notebook 08: hvd.broadcast returns a tensor, int() of it rank 0's number; step 1's: a
+    question to Horovod before hvd.init() is an error."""
     api = claims["api"]
     assert api["keras_has_broadcast_object"] is False
     assert api["tensorflow_has_broadcast_object"] is True
+    assert api["broadcast_returns"] == "EagerTensor" and api["broadcast_int"] == [3, 3]
     assert api["before_init"]["error"] == (
         "ValueError: Horovod has not been initialized; use hvd.init()."
     )

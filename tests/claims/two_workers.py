@@ -694,6 +694,9 @@ def api():
         "keras_has_broadcast_object": hasattr(hvd, "broadcast_object"),
         "tensorflow_has_broadcast_object": hasattr(hvd_tf, "broadcast_object"),
         "before_init": BEFORE_INIT,
+        # Notebook 08: hvd.broadcast returns a tensor; int(...) makes it the number fit expects.
+        "broadcast_returns": type(hvd.broadcast(3 if hvd.rank() == 0 else 0, 0, "epoch")).__name__,
+        "broadcast_int": gathered(int(hvd.broadcast(3 if hvd.rank() == 0 else 0, 0, "epoch2"))),
     }
 
 
