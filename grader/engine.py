@@ -562,10 +562,12 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         return None
 
     def returned(self, call):
-        """What a call of one of the script's one-line functions stands for:
-        `def is_root(): return hvd.rank() == 0` makes `is_root()` mean `hvd.rank() == 0`, and
-        `def per_worker(n): return n // hvd.size()` makes `per_worker(steps)` mean
-        `steps // hvd.size()`. None for other calls."""
+        """What a call of one of the script's straight-line functions (plain assignments, then
+        a return) stands for: `def is_root(): return hvd.rank() == 0` makes `is_root()` mean
+        `hvd.rank() == 0`, `def per_worker(n): return n // hvd.size()` makes `per_worker(steps)`
+        mean `steps // hvd.size()`, and `def make(lr): opt = SGD(lr); return
+        hvd.DistributedOptimizer(opt)` makes `make(0.1)` mean the wrapped SGD(0.1). None for
+        other calls."""
         key = id(call)
         if key not in self._returned:
             self._returned[key] = self._find_returned(call)
@@ -597,12 +599,20 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
         body = function.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring
-        if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             return None
-        if not parameters:
-            return body[0].value
+        *steps, last = body
+        # Straight-line helpers: `opt = SGD(rate)` then `return hvd.DistributedOptimizer(opt)`
+        # stands for `hvd.DistributedOptimizer(SGD(rate))`.
+        if not all(_simple_assignment(step) for step in steps):
+            return None
         given = dict(zip(parameters, call.args))
-        return self.substituted(body[0].value, given, given)
+        if not given and not steps:
+            return last.value
+        for step in steps:
+            value = self.substituted(step.value, given, given)
+            given = {**given, step.targets[0].id: value}
+        return self.substituted(last.value, given, given)
 
     def mentions_call(self, expr, *names: str) -> bool:
         return self.mentions(
@@ -627,6 +637,12 @@ class Script(RankQuestions, ScaleQuestions, TrainingQuestions):
             return True
         x, y = self.constant(a), self.constant(b)
         return x is not None and x == y
+
+
+def _simple_assignment(statement) -> bool:
+    """`name = value`: one plain name, no unpacking, no attribute."""
+    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name))
 
 
 def _contains(statements, node) -> bool:

@@ -378,3 +378,23 @@ def test_checking_imports_no_tensorflow_or_numpy():
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("step, base, source, target, written", [
+    (10, 10, "scaled_lr = args.base_lr * hvd.size()", "scaled_lr = args.base_lr * hvd.local_size()",
+     "scaled_lr = args.base_lr * hvd.local_size()"),
+    (3, 3, "verbose = 1 if hvd.rank() == 0 else 0", "verbose = 0 if hvd.rank() == 0 else 1",
+     "verbose = 0 if hvd.rank() == 0 else 1"),
+])
+def test_a_mistake_is_reported_where_it_is_written_not_where_it_is_used(
+    tmp_path, step, base, source, target, written
+):
+    """The value flows from its assignment to the call that uses it: the message points at the
+    assignment (where the learner finds hvd.local_size()) and names the line that uses it."""
+    text = reference_text(base)
+    assert text.count(source) == 1
+    text = text.replace(source, target)
+    result = check_text(tmp_path, text)[step - 1]
+    assert not result.passed
+    assert text.splitlines()[result.line - 1].strip() == written, result.message
+    assert re.search(r"\(used at line \d+\)", result.message), result.message

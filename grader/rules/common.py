@@ -172,6 +172,39 @@ def differing_guard(script, guards, line: int, what: str, consequence: str):
     return note
 
 
+def written_line(script, node, used: int) -> tuple:
+    """(the line where the learner wrote `node`'s value, words naming where it is used): the
+    line of the assignment it comes from, e.g. `verbose = ...` for fit(verbose=verbose)."""
+    value = script.resolve(node)
+    written = getattr(value, "lineno", None)
+    if written is None or written == used:
+        return used, ""
+    return written, f" (used at line {used})"
+
+
+def horovod_call_in(script, expr, *functions: str):
+    """The first call of one of Horovod's `functions` (local_size, rank...) that flows into
+    `expr`, following names; None if there is none."""
+    def is_one(node):
+        if not isinstance(node, ast.Call):
+            return False
+        name = script.qualified_name(node.func)
+        return name.startswith("horovod.") and name.rsplit(".", 1)[-1] in functions
+
+    return script.first_mention(expr, is_one)
+
+
+def _rank0_branches(script, expr):
+    """(what rank 0 gets, what the others get) of `A if <rank test> else B`, or None."""
+    value = script.resolve(expr)
+    if not isinstance(value, ast.IfExp):
+        return None
+    test = script.rank_test(value.test)
+    if test is None or not test.exact or test.which != "rank" or test.value != 0:
+        return None
+    return (value.body, value.orelse) if test.op == "==" else (value.orelse, value.body)
+
+
 def rank0_value_failure(script, expr, what: str, line: int):
     """A Failure unless `expr` is truthy on rank 0 and falsy on every other rank."""
     test = script.rank_test(expr)
@@ -180,10 +213,24 @@ def rank0_value_failure(script, expr, what: str, line: int):
     failure = script.uncalled_failure(expr)
     if failure:
         return failure
+    branches = _rank0_branches(script, expr)
+    if branches is not None:  # `A if hvd.rank() == 0 else B`: what each side gets
+        on_rank0, elsewhere = (script.constant(branch) for branch in branches)
+        written, used = written_line(script, expr, line)
+        if elsewhere is not None and elsewhere:
+            return Failure(
+                f"line {written}: {what}{used} is {elsewhere!r} on every worker but rank 0, so "
+                "they all print too: make it 0 there", written)
+        if on_rank0 is not None and not on_rank0:
+            return Failure(f"line {written}: {what}{used} is {on_rank0!r} on rank 0, so nothing "
+                           "is printed: make it 1 there", written)
+        if on_rank0 is not None and elsewhere is not None:
+            return None
     if test is not None:
         reason = not_rank0_reason([test])
         if reason:
-            return Failure(f"line {line}: {what}: {reason}", line)
+            written, used = written_line(script, expr, line)
+            return Failure(f"line {written}: {what}{used}: {reason}", written)
     value = script.constant(expr)
     if value is not None:
         return Failure(
@@ -260,16 +307,22 @@ def scaling_failure(script, expr, what: str, line: int):
             line,
         )
     if scale.power("local_size"):
+        call = horovod_call_in(script, expr, "local_size")
+        written = getattr(call, "lineno", line)
+        used = f" (used at line {line})" if written != line else ""
         return Failure(
-            f"line {line}: {shown} uses hvd.local_size(), the workers on this machine only: "
-            "use hvd.size(), all workers",
-            line,
+            f"line {written}: {shown}{used} uses hvd.local_size(), the workers on this machine "
+            "only: use hvd.size(), all workers",
+            written,
         )
     if scale.power("rank") or scale.power("local_rank"):
+        call = horovod_call_in(script, expr, "rank", "local_rank")
+        written = getattr(call, "lineno", line)
+        used = f" (used at line {line})" if written != line else ""
         return Failure(
-            f"line {line}: {shown} depends on the worker's rank, so each worker gets another "
-            "value: scale by hvd.size()",
-            line,
+            f"line {written}: {shown}{used} depends on the worker's rank, so each worker gets "
+            "another value: scale by hvd.size()",
+            written,
         )
     if scale.power("sqrt_size"):
         return Failure(

@@ -2,7 +2,9 @@
 
 from grader.engine import Failure
 from grader.rules.common import BROADCAST, callbacks, every_rank_failure, missing_callback
-from grader.syntax import argument
+from grader.syntax import HVD, argument
+
+SIZE = f"{HVD}.size"
 
 STEP = 5
 HINT = (
@@ -29,9 +31,28 @@ def check(script):
             return script.uncalled_failure(root) or Failure(
                 f"line {entry.line}: {_wrong_root(script, root, value)}", entry.line
             )
-        failure = every_rank_failure(script, entry, "broadcast callback")
+        failure = every_rank_failure(script, entry, "broadcast callback") or _sometimes(
+            script, entry)
         if failure:
             return failure
+    return None
+
+
+def _sometimes(script, entry):
+    """A Failure if the broadcast is added only under a condition (the same on every worker,
+    or every_rank_failure would have said so) other than one on the number of workers."""
+    for test, polarity in entry.guards:
+        if script.constant(test) is not None and bool(script.constant(test)) == polarity:
+            continue  # `if True:`
+        if script.mentions_call(test, SIZE):
+            continue  # `if hvd.size() > 1:`: one worker has nobody to copy to
+        shown = script.source(test) if polarity else f"not ({script.source(test)})"
+        return Failure(
+            f"line {entry.line}: the broadcast callback is only added when `{shown}`; every "
+            "run needs it: on a fresh start each worker's random initial weights differ, and on "
+            "a resume only rank 0 loaded the checkpoint",
+            entry.line,
+        )
     return None
 
 

@@ -3,6 +3,7 @@
 from grader.engine import Failure, first_verdict
 from grader.rules.common import (
     BROADCAST,
+    Advice,
     METRIC_AVERAGE,
     SCHEDULE,
     WARMUP,
@@ -85,9 +86,13 @@ def _callback_failure(script):
         )
     for later in entries[position + 1 :]:
         if later.name == BROADCAST:
-            return Failure(
+            # Independent: the broadcast runs after the first batch, the averaging at each
+            # epoch's end (Horovod 0.28.1, _keras/callbacks.py), so either order trains alike.
+            return Advice(
                 f"line {entry.line}: MetricAverageCallback comes before the broadcast callback "
-                f"(line {later.line}): put the broadcast first, as in Horovod's examples",
+                f"(line {later.line}); that works the same (the broadcast acts after the first "
+                "batch, the averaging at the end of each epoch), but Horovod's examples put the "
+                "broadcast first",
                 entry.line,
             )
     return None

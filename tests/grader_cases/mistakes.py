@@ -267,7 +267,7 @@ CASES = [
         "1 if hvd.rank() == 0 else 0",
         "1 if hvd.rank() else 0",
         False,
-        "except rank 0",
+        "on every worker but rank 0",
     ),
     Case(
         3,
@@ -604,13 +604,13 @@ CASES = [
         False,
         "LearningRateScheduler on line",
     ),
-    Case(
+    Case(  # independent: the broadcast acts after the first batch, the averaging at epoch ends
         7,
         "before the broadcast",
         (BROADCAST_ITEM, AVERAGE_ITEM),
         ("", AVERAGE_ITEM + BROADCAST_ITEM),
-        False,
-        "before the broadcast",
+        True,
+        "works the same",
     ),
     Case(
         7,
@@ -1544,12 +1544,24 @@ CASES = [
     ),
     Case(
         6,
-        "steps from a helper the grader can't follow",
+        "steps from a straight-line helper",
         (STEPS, "hvd.init()\n"),
         (
             "steps_per_epoch = per_worker(steps_per_epoch)",
             "hvd.init()\n\n\ndef per_worker(count):\n    share = count // hvd.size()\n"
             "    return max(share, 1)\n\n",
+        ),
+        True,
+        base=12,
+    ),
+    Case(
+        6,
+        "steps from a helper the grader can't follow",
+        (STEPS, "hvd.init()\n"),
+        (
+            "steps_per_epoch = per_worker(steps_per_epoch)",
+            "hvd.init()\n\n\ndef per_worker(count):\n    if count > 0:\n"
+            "        return count // hvd.size()\n    return 1\n\n",
         ),
         True,
         "can't tell how steps_per_epoch (`steps_per_epoch`) changes",
@@ -1585,6 +1597,24 @@ CASES = [
     ),
     Case(
         4,
+        "optimizer made and wrapped in a straight-line helper",
+        (
+            "opt = tf.keras.optimizers.legacy.SGD(learning_rate=scaled_lr, momentum=args.momentum)",
+            WRAP,
+            "hvd.init()\n",
+        ),
+        (
+            "opt = make_optimizer(scaled_lr)",
+            "",
+            "hvd.init()\n\n\ndef make_optimizer(rate):\n"
+            "    opt = tf.keras.optimizers.legacy.SGD(learning_rate=rate, momentum=args.momentum)\n"
+            "    return hvd.DistributedOptimizer(opt)\n\n",
+        ),
+        True,
+        base=11,
+    ),
+    Case(
+        4,
         "optimizer from a helper the grader can't follow",
         (
             "opt = tf.keras.optimizers.legacy.SGD(learning_rate=scaled_lr, momentum=args.momentum)",
@@ -1595,6 +1625,7 @@ CASES = [
             "opt = make_optimizer(scaled_lr)",
             "",
             "hvd.init()\n\n\ndef make_optimizer(rate):\n"
+            "    if rate > 1:\n        rate = 1\n"
             "    opt = tf.keras.optimizers.legacy.SGD(learning_rate=rate, momentum=args.momentum)\n"
             "    return hvd.DistributedOptimizer(opt)\n\n",
         ),
@@ -1652,5 +1683,71 @@ CASES = [
         "tf.keras.optimizers.SGD(",
         False,
         "drop legacy_opts=True",
+    ),
+    # ---- the general classes of issue 21: another route that works, a wrong one that hid --
+    Case(
+        12,
+        "NovoGrad made and wrapped in a helper function",
+        (
+            "    opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, beta_1=0.9, beta_2=0.98)\n"
+            "    # Horovod: wrap the optimizer so that every step averages the gradients of all workers.\n"
+            "    opt = hvd.DistributedOptimizer(opt)\n",
+            "\n\ndef step_decay(",
+        ),
+        (
+            "    opt = make_optimizer(scaled_lr)\n",
+            "\n\ndef make_optimizer(rate):\n"
+            "    novograd = tfa.optimizers.NovoGrad(learning_rate=rate, beta_1=0.9, beta_2=0.98)\n"
+            "    return hvd.DistributedOptimizer(novograd)\n\n\ndef step_decay(",
+        ),
+        True,
+    ),
+    Case(
+        3,
+        "other ranks get verbosity 2",
+        "verbose = 1 if hvd.rank() == 0 else 0",
+        "verbose = 1 if hvd.rank() == 0 else 2",
+        False,
+        "is 2 on every worker but rank 0",
+    ),
+    Case(
+        3,
+        "rank 0 gets verbosity 2, the others 0",
+        "verbose = 1 if hvd.rank() == 0 else 0",
+        "verbose = 2 if hvd.rank() == 0 else 0",
+        True,
+    ),
+    Case(
+        5,
+        "initial weights broadcast only when resuming",
+        (
+            "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n",
+            "if hvd.rank() == 0:\n    callbacks.append(tf.keras.callbacks.ModelCheckpoint",
+        ),
+        (
+            "",
+            "if resume_from_epoch > 0:\n"
+            "    callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))\n"
+            "if hvd.rank() == 0:\n    callbacks.append(tf.keras.callbacks.ModelCheckpoint",
+        ),
+        False,
+        "only added when `resume_from_epoch > 0`",
+        base=12,
+    ),
+    Case(
+        5,
+        "broadcast only with more than one worker",
+        (
+            "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n",
+            "if hvd.rank() == 0:\n    callbacks.append(tf.keras.callbacks.ModelCheckpoint",
+        ),
+        (
+            "",
+            "if hvd.size() > 1:\n"
+            "    callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))\n"
+            "if hvd.rank() == 0:\n    callbacks.append(tf.keras.callbacks.ModelCheckpoint",
+        ),
+        True,
+        base=12,
     ),
 ]
