@@ -697,7 +697,18 @@ def api():
         # Notebook 08: hvd.broadcast returns a tensor; int(...) makes it the number fit expects.
         "broadcast_returns": type(hvd.broadcast(3 if hvd.rank() == 0 else 0, 0, "epoch")).__name__,
         "broadcast_int": gathered(int(hvd.broadcast(3 if hvd.rank() == 0 else 0, 0, "epoch2"))),
+        # Step 8's check: the wrapper is a new optimizer; variables made in the inner one stay there.
+        "wrapper_variables": wrapper_variables(),
     }
+
+
+def wrapper_variables():
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2, name="dense")])
+    inner = tf.keras.optimizers.legacy.SGD(0.01, momentum=0.9)
+    wrapper = hvd.DistributedOptimizer(inner)
+    inner._create_all_weights(model.trainable_variables)
+    return {"same_object": wrapper is inner, "inner": len(inner.variables()),
+            "wrapper": len(wrapper.variables())}  # fmt: skip
 
 
 def before_init():
