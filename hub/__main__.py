@@ -2,8 +2,8 @@
 
     python -m hub up --roster roster.csv [--port 8000] [--ssl-cert F --ssl-key F]
                      [--instructor NAME] [--state-dir DIR]        what `make hub` runs
-    python -m hub status                                          the URL, or that it is stopped
-    python -m hub down [--remove-accounts]                        stop it (and delete the accounts)
+    python -m hub status [--state-dir DIR]                        the URL, or that it is stopped
+    python -m hub down [--remove-accounts] [--state-dir DIR]      stop it (and delete the accounts)
 
 `up` is idempotent: it installs what is missing, makes what is missing (accounts, CPU sets, the
 exchange, the course) and starts JupyterHub unless it runs; the passwords stay the same.
@@ -54,7 +54,7 @@ def banner(s: settings.HubSettings, plan: dict) -> str:
     if cores.oversubscribed(plan):
         lines.append(f"  Oversubscribed: {len(plan)} attendees on {len(cores.machine_cores())} "
                      "cores, so some share a core and take turns (see INSTALL.md for sizing)")
-    lines += [f"  Stop: {sys.executable} -m hub down --state-dir {s.state_dir}",
+    lines += [f"  Stop: cd {s.repo} && {sys.executable} -m hub down --state-dir {s.state_dir}",
               f"  Log: {server.log_path(s)}", "=" * 72]
     return "\n".join(lines)
 
@@ -127,11 +127,13 @@ def status(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hub", description=__doc__.splitlines()[0])
-    parser.add_argument("--state-dir", default=str(settings.DEFAULT_STATE_DIR),
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--state-dir", default=str(settings.DEFAULT_STATE_DIR),
                         help=f"settings, passwords, database, log (default "
                              f"{settings.DEFAULT_STATE_DIR})")
     commands = parser.add_subparsers(dest="command", required=True)
-    start = commands.add_parser("up", help="set up what is missing and start the hub")
+    start = commands.add_parser("up", parents=[common],
+                                help="set up what is missing and start the hub")
     start.add_argument("--roster", help="CSV: id,first_name,last_name,email (one account per id)")
     start.add_argument("--port", type=int, help="the hub's port (default 8000)")
     start.add_argument("--ip", help="address to listen on (default 0.0.0.0)")
@@ -140,10 +142,13 @@ def main(argv=None) -> int:
     start.add_argument("--instructor", help="the instructor's account (default instructor)")
     start.add_argument("--exchange", help="nbgrader's exchange (default /srv/nbgrader/exchange)")
     start.add_argument("--course", help="the course folder (default ~INSTRUCTOR/course)")
-    stop = commands.add_parser("down", help="stop the hub and the attendees' servers")
+    stop = commands.add_parser("down", parents=[common],
+                               help="stop the hub and the attendees' servers")
     stop.add_argument("--remove-accounts", action="store_true",
-                      help="also delete the accounts the hub made, with their homes")
-    commands.add_parser("status", help="print the URL and the log-in, or that it is stopped")
+                      help="also delete the accounts the hub made, with their homes (the "
+                           "instructor's course too: grade and copy grades.csv first)")
+    commands.add_parser("status", parents=[common],
+                        help="print the URL and the log-in, or that it is stopped")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("error: the hub needs root (accounts, CPU sets, the proxy): sudo make hub")

@@ -78,8 +78,9 @@ def port_free(port: int) -> bool:
             return False
 
 
-def hub_command(state: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hub", "--state-dir", str(state), *args],
+def hub_command(state: Path, command: str, *args: str,
+                timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hub", command, "--state-dir", str(state), *args],
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
