@@ -292,14 +292,30 @@ class _KerasStretch:
         return True
 
     def rate(self, epoch, warmup_end) -> float:
-        """The multiple of the scaled rate it sets at `epoch`."""
+        """The multiple of the scaled rate it sets at `epoch`. A rate that doesn't double when
+        the scaled rate does is not a multiple of it: _Unscaled."""
         if epoch not in self._called:
-            self.evaluator.steps = 0
-            value = self.evaluator.call(self.function, [epoch], self.multiplier)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise CantTell(self.multiplier)
-            self._called[epoch] = float(value)
+            once, twice = (self._value(epoch, unit) for unit in (1.0, 2.0))
+            if not math.isclose(twice, 2 * once, rel_tol=1e-9, abs_tol=1e-15):
+                raise _Unscaled(self, epoch, once)
+            self._called[epoch] = once
         return self._called[epoch]
+
+    def _value(self, epoch, unit):
+        self.evaluator.steps = 0
+        self.evaluator.unit_value = unit
+        value = self.evaluator.call(self.function, [epoch], self.multiplier)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CantTell(self.multiplier)
+        return float(value)
+
+
+class _Unscaled(Exception):
+    """A Keras schedule whose rate is no multiple of the scaled rate (e.g. step_decay alone)."""
+
+    def __init__(self, stretch, epoch, value):
+        super().__init__("unscaled")
+        self.stretch, self.epoch, self.value = stretch, epoch, value
 
 
 class _RateEvaluator(Evaluator):
@@ -309,6 +325,7 @@ class _RateEvaluator(Evaluator):
     def __init__(self, script, options, unit):
         super().__init__(script, options)
         self.unit = unit
+        self.unit_value = 1.0  # what the scaled rate counts as (1, or 2 to see that it scales)
 
     def expr(self, node, env: dict):
         if (
@@ -316,7 +333,7 @@ class _RateEvaluator(Evaluator):
             and not (isinstance(node, ast.Name) and node.id in env)
             and self.script.same_value(node, self.unit)
         ):
-            return 1.0
+            return self.unit_value
         return super().expr(node, env)
 
 
@@ -349,6 +366,14 @@ def _rates_failure(script, warmup, warmup_epochs, schedules, kerases=()):
                 return failure
             if kerases:
                 verdicts.append(_keras_verdict(script, stretches[: len(kerases)], run, schedules))
+    except _Unscaled as unscaled:
+        line = unscaled.stretch.line
+        return Failure(
+            f"line {line}: at epoch {unscaled.epoch} the Keras LearningRateScheduler sets "
+            f"{unscaled.value:g}, not a multiple of the scaled rate {script.source(warmup_lr)}: "
+            f"{SCHEDULE_TEXT}, so its rate is {script.source(warmup_lr)} * step_decay(epoch)",
+            line,
+        )
     except CantTell as unclear:
         line = getattr(unclear.node, "lineno", None)
         return Note(

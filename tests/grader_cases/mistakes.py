@@ -1016,6 +1016,14 @@ CASES = [
     ),
     Case(
         11,
+        "Keras scheduler gives the multiplier alone",
+        SCHEDULE_CALL,
+        "    tf.keras.callbacks.LearningRateScheduler(step_decay),\n",
+        False,
+        "the Keras LearningRateScheduler sets 1, not a multiple of the scaled rate scaled_lr",
+    ),
+    Case(
+        11,
         "Keras scheduler on rank 0 only",
         (SCHEDULE_CALL, RANK0_BLOCK),
         (
