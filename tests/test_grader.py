@@ -179,7 +179,7 @@ def test_step_11_looks_for_the_starting_scripts_schedule():
             )
 
 
-def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt():
+def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt(tmp_path):
     """Step 11: a script that keeps Keras's LearningRateScheduler beside the warmup does the
     step by another route that works (tests/test_claims.py shows the rates are the same), so
     its note is advice, which the report shows as a note, not as the grader's doubt."""
@@ -191,6 +191,8 @@ def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt():
     verdict = step_11.check(Script.from_text(text))
     assert isinstance(verdict, Advice) and verdict.sure, verdict
     assert "sets the right rates" in verdict.message
+    result = check_text(tmp_path, text)[10]
+    assert result.passed and result.message.startswith("done (note: line "), result.message
 
 
 def test_step_8_text_hint_and_check_say_the_same(tmp_path):
