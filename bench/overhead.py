@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench import results, settings
 from bench.training import SOLUTION, Launch, epoch_scalars, run_script
+from workbook import speed
 
 
 # A Keras progress bar, "  3/75 [==>...": it first appears once the first step is done.
@@ -79,8 +80,8 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             row = {"repetition": repetition, "config": name,
                    "wall_seconds": round(done.timed.wall_seconds, 2),
                    "first_step_seconds": round(done.timed.first_step_seconds, 2),
-                   "images_per_second": round(per_epoch[-1][2] if per_epoch
-                                              else done.images_per_second, 2)}
+                   "images_per_second": round(speed.images_per_second(
+                       [v for _, _, v in per_epoch]) or done.images_per_second, 2)}
             measurements.append(row)
             echo(f"  overhead {repetition + 1}/{repeats}: {name}: {row['wall_seconds']:.1f} s, "
                  f"first step at {row['first_step_seconds']:.1f} s, "

@@ -18,6 +18,7 @@ from pathlib import Path
 from bench import machine, results, settings
 from bench.processes import busy_note
 from bench.training import Launch, epoch_scalars, run_script, run_separate
+from workbook import speed
 from workbook.facts import usable_cores
 
 
@@ -33,9 +34,10 @@ def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
 
 
 def measured_throughput(run) -> float:
-    """Images/s of the last epoch (the first includes building the graph); else the mean."""
+    """workbook.speed's images/s (the steps of the epochs after the first), from the run's
+    TensorBoard log; else the script's RESULT, which is the same figure."""
     per_epoch = epoch_scalars(run.log_dir, "train", "epoch_images_per_second")
-    return per_epoch[-1][2] if per_epoch else run.images_per_second
+    return speed.images_per_second([v for _, _, v in per_epoch]) or run.images_per_second
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
@@ -89,13 +91,15 @@ def summarize(configs: list, measurements: list) -> dict:
         n = str(launch.workers)
         # Per repetition, N workers against the 1-worker run of the same repetition.
         efficiency[n] = results.summarize(_paired(measurements, launch.label, one.label,
-                                                  launch.workers))
+                                                  speed.scaling_efficiency, launch.workers))
         separate = [c for c in configs if c.separate and c.workers == launch.workers]
         if separate:
             ceiling[n] = results.summarize(_paired(measurements, separate[0].label, one.label,
-                                                   launch.workers))
+                                                   speed.scaling_efficiency, launch.workers))
             horovod_share[n] = results.summarize(_paired(measurements, launch.label,
-                                                         separate[0].label, 1))
+                                                         separate[0].label,
+                                                         lambda a, _, b: speed.ceiling_share(a, b),
+                                                         launch.workers))
     summary = {"configs": by_config, "scaling_efficiency": efficiency, "target_efficiency": 0.9,
                # Figures of a run with a busy neighbour mean little (see bench/processes.py).
                "runs_with_busy_neighbours": sum(bool(m.get("neighbours")) for m in measurements)}
@@ -112,10 +116,10 @@ def summarize(configs: list, measurements: list) -> dict:
     return summary
 
 
-def _paired(measurements: list, label: str, base_label: str, times: int) -> list:
-    """label's rate / (times x base_label's rate), per repetition."""
+def _paired(measurements: list, label: str, base_label: str, ratio, workers: int) -> list:
+    """ratio(label's rate, workers, base_label's rate), per repetition."""
     return [
-        m["images_per_second"] / (times * b["images_per_second"])
+        ratio(m["images_per_second"], workers, b["images_per_second"])
         for m in measurements if m["config"] == label
         for b in measurements
         if b["config"] == base_label and b["repetition"] == m["repetition"]

@@ -217,13 +217,15 @@ def step_decay(epoch):
 
 
 class Throughput(tf.keras.callbacks.Callback):
-    """Measures images/second and seconds per epoch, and adds them to the logs (TensorBoard)."""
+    """Measures images/second and the seconds of each epoch and of its training steps, and adds
+    them to the logs (TensorBoard)."""
 
     def __init__(self, images_per_step, verbose=1):
         super().__init__()
         self.images_per_step = images_per_step
         self.verbose = verbose
         self.epoch_seconds = []
+        self.step_seconds = []
         self.images_per_second = []
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -235,17 +237,23 @@ class Throughput(tf.keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         # Images/second counts training steps only; the epoch time includes validation.
         images = self.params["steps"] * self.images_per_step
-        self.images_per_second.append(images / (self.train_end - self.epoch_start))
+        self.step_seconds.append(self.train_end - self.epoch_start)
+        self.images_per_second.append(images / self.step_seconds[-1])
         self.epoch_seconds.append(time.perf_counter() - self.epoch_start)
         if logs is not None:
             logs["images_per_second"] = self.images_per_second[-1]
             logs["epoch_seconds"] = self.epoch_seconds[-1]
+            logs["step_seconds"] = self.step_seconds[-1]
+
+    def steady_images_per_second(self):
+        """The mean images/s of the epochs after the first, which also builds the graph."""
+        return float(np.mean(self.images_per_second[1:] or self.images_per_second or [0]))
 
     def on_train_end(self, logs=None):
         if self.verbose and self.epoch_seconds:
             print(
-                f"Throughput: {np.mean(self.images_per_second):.0f} images/s, "
-                f"{np.mean(self.epoch_seconds):.1f} s per epoch",
+                f"Throughput: {self.steady_images_per_second():.0f} images/s (steps, epochs "
+                f"after the first), {np.mean(self.epoch_seconds):.1f} s per epoch",
                 flush=True,
             )
 
@@ -375,7 +383,7 @@ if verbose:
         "test_loss": round(test_loss, 4),
         "test_accuracy": round(test_accuracy, 4),
         "train_seconds": round(train_seconds, 1),
-        "images_per_second": round(float(np.mean(throughput.images_per_second or [0])), 1),
+        "images_per_second": round(throughput.steady_images_per_second(), 1),
         "epochs": args.epochs,
         "resumed_from_epoch": resume_from_epoch,
         "per_class_accuracy": per_class_accuracy,

@@ -228,11 +228,23 @@ def test_every_run_leaves_its_record(tmp_path):
 
 
 def test_only_the_busiest_neighbours_are_named(monkeypatch):
-    monitor = ContentionMonitor(mention_after=1.0)
+    monitor = ContentionMonitor(mention_after=1.0, cores=2)
     for pid in range(1, 6):
         monitor.busy[pid] = contention.BusyProcess(pid, f"job{pid}", 10.0, 10.0 * pid / 5)
     monitor.sampled_seconds, monitor.others_core_seconds = 10.0, 30.0
     found = monitor.findings()
-    assert [line.split("`")[1] for line in found[:3]] == ["job5", "job4", "job3"]
-    assert found[3] == "2 other processes too"
-    assert found[4] == "all other processes together used 3.0 cores on average during the run's 10 s"
+    assert found[0] == ("other processes took 150% of the CPU (30 core-seconds in the run's 10 s "
+                        "on 2 cores): up to 100% of its time, as a worker that loses its core "
+                        "stalls them all")
+    assert [line.split("`")[1] for line in found[1:4]] == ["job5", "job4", "job3"]
+    assert found[4] == "2 other processes too"
+
+
+def test_a_short_burst_is_not_contention():
+    # The learner's check cells beside the baseline: 12 s at 73% of a core in a 381 s run.
+    monitor = ContentionMonitor(mention_after=1.0, cores=2)
+    monitor.busy[7] = contention.BusyProcess(7, "python -m ipykernel_launcher", 12.0, 8.8)
+    monitor.sampled_seconds, monitor.others_core_seconds = 381.0, 8.8
+    assert not monitor.matters() and monitor.findings() == []
+    monitor.others_core_seconds = 34.0  # 34 core-seconds of 381 s: up to 9% of the run
+    assert monitor.matters() and "up to 9% of its time" in monitor.findings()[0]

@@ -15,8 +15,13 @@ From these, three times that never overlap:
                     checkpoints; the first step also builds the graph)
     after training  the last epoch's end -> ended (evaluation on the test set, report, exit)
 
-speed_up() is the one ratio: the table, the plot's last points, the verdict and the TensorBoard
-chart written by write_tensorboard_timing() all come from the same RunTimes, so they agree.
+The training time splits further (workbook.speed.TimeParts): the first epoch's extra, the
+training steps, and the time between the steps (validation, checkpoints, TensorBoard), from the
+seconds of each epoch and of its steps that the script logs (epoch_seconds, step_seconds).
+
+speed_up() is the one ratio of training times: the table, the verdict and the TensorBoard chart
+written by write_tensorboard_timing() all come from the same RunTimes, so they agree. images/s,
+the time to an accuracy and the scaling efficiency are workbook.speed's, as everywhere.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from workbook import speed
 from workbook.facts import parse_result
 from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME, plural
+from workbook.runner.contention import SAMPLE_INTERVAL_S
+from workbook.speed import SAME_SPEED, TimeParts, worst_case_slowdown
 
-# Speed ratios this close to 1 are "about the same": two runs of one script differ that much.
-SAME_SPEED = 0.03
+TARGET = 0.90  # the accuracy whose time the table, the plot and the verdict give
 TIMING_FOLDER = "timing"  # the TensorBoard run write_tensorboard_timing() adds to a run's folder
 TIMING_TAG = "training_minutes"
 
@@ -54,12 +61,34 @@ class RunTimes:
     start_up: float | None  # None when the start was not recorded
     training: float
     after_training: float | None  # None while the run goes on, or when its end is unknown
-    images_per_second: float | None  # all workers together, epochs after the first
+    images_per_second: float | None  # workbook.speed's: steps only, epochs after the first
     test_accuracy: float | None = None
     busy_others: list[str] = field(default_factory=list)  # other processes that used the CPU
     finished: bool = True
     run_dir: Path | None = None
     epoch_wall_times: list[float] = field(default_factory=list)  # time.time() of each end
+    parts: TimeParts | None = None  # the run's time in parts (None: not measured)
+    # Core-seconds that other processes used during the training; None: not recorded.
+    others_core_seconds: float | None = None
+    cores: int | None = None  # the machine's usable cores, as the runner saw them
+
+    @property
+    def launch_ends(self) -> list[float] | None:
+        """Each epoch's end in seconds since the launch (None when the start is unknown)."""
+        if self.start_up is None:
+            return None
+        return [self.start_up + end for end in self.epoch_ends]
+
+    def time_to(self, target: float = TARGET) -> float | None:
+        """workbook.speed's time to `target`: from the launch to the end of the first epoch that
+        reached it (None: not reached, or the start is unknown)."""
+        ends = self.launch_ends
+        return None if ends is None else speed.time_to_accuracy(
+            list(zip(ends, self.accuracy)), target)
+
+    @property
+    def images_label(self) -> str:
+        return speed.images_per_second_label(self.epochs_trained, self.epochs[0] + 1)
 
     @property
     def epochs_trained(self) -> int:
@@ -94,18 +123,32 @@ def account(
     return start_up, ends[-1], after, ends
 
 
+def training_for(run: RunTimes, epochs: int) -> float:
+    """The run's training time over `epochs` epochs: its own when it trained as many; else its
+    first epoch plus its later epochs' mean for the others (a run stopped early, projected)."""
+    if epochs == run.epochs_trained:
+        return run.training
+    first, later = epoch_split(run)
+    return first + (later if later is not None else first) * (epochs - 1)
+
+
 def speed_up(reference: RunTimes, run: RunTimes) -> float:
-    """How many times faster `run` trained than `reference`: the ratio of their training times
-    (per epoch, so runs of different lengths still compare; the same when they match)."""
-    return reference.seconds_per_epoch / run.seconds_per_epoch
+    """How many times faster `run` trained than `reference`: the ratio of their training times,
+    over the same number of epochs (the longer run's; the shorter one projected by
+    training_for, so that a run stopped early still compares)."""
+    epochs = max(reference.epochs_trained, run.epochs_trained)
+    return training_for(reference, epochs) / training_for(run, epochs)
 
 
 def scaling_efficiency(reference: RunTimes, run: RunTimes) -> float | None:
-    """speed_up over the ratio of workers, when every worker of both had the same share of the
-    machine (1.0: N workers train N times as fast); None when the shares differ."""
+    """workbook.speed's scaling efficiency: images/s over the ratio of workers, when every
+    worker of both had the same share of the machine; None when the shares differ."""
     if reference.cores_per_worker is None or reference.cores_per_worker != run.cores_per_worker:
         return None
-    return speed_up(reference, run) / (run.workers / reference.workers)
+    if not reference.images_per_second or not run.images_per_second:
+        return None
+    return speed.scaling_efficiency(run.images_per_second, run.workers / reference.workers,
+                                    reference.images_per_second)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,7 +238,9 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
                     if started is None or w >= started)
     speeds = [v for w, _, v in epoch_scalars(run_dir, "train", "epoch_images_per_second")
               if started is None or w >= started]
-    steady = speeds[1:] or speeds  # the first epoch also builds the graph
+    steps = [v for w, _, v in epoch_scalars(run_dir, "train", "epoch_step_seconds")
+             if started is None or w >= started]
+    walls = [wall for wall, _, _ in seconds]
     return RunTimes(
         label=label or run_dir.name,
         hardware=hardware_of(record),
@@ -207,13 +252,26 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
         start_up=start_up,
         training=training,
         after_training=after,
-        images_per_second=sum(steady) / len(steady) if steady else None,
+        images_per_second=speed.images_per_second(speeds),
         test_accuracy=last_result(run_dir).get("test_accuracy"),
         busy_others=list(record.get("busy_others") or []),
         finished=bool(record.get("ok", ended is not None)),
         run_dir=run_dir,
-        epoch_wall_times=[wall for wall, _, _ in seconds],
+        epoch_wall_times=walls,
+        parts=speed.time_parts(start_up, after, [s for _, _, s in seconds], steps),
+        others_core_seconds=others_during(record, walls[0] - seconds[0][2], walls[-1]),
+        cores=(record.get("contention") or {}).get("cores") or record.get("cores"),
     )
+
+
+def others_during(record: dict, begin: float, end: float) -> float | None:
+    """Core-seconds other processes used between two wall times, from the runner's samples
+    (each covers the seconds before it); None when the run has no samples."""
+    samples = (record.get("contention") or {}).get("samples")
+    if not samples:
+        return None
+    # A sample taken just after `end` still covers mostly time before it.
+    return sum(used for wall, used in samples if begin < wall <= end + SAMPLE_INTERVAL_S / 2)
 
 
 def newest_finished(logs_dir: Path, pattern: str) -> Path | None:
@@ -224,51 +282,120 @@ def newest_finished(logs_dir: Path, pattern: str) -> Path | None:
     return None
 
 
+def newest_pair(logs_dir: Path, stem: str = "fashion_mnist") -> tuple[RunTimes, RunTimes] | None:
+    """Notebook 13's newest finished pair of runs of `stem`: (1 worker with one worker's share,
+    N workers with that share each), as notebook 19 sets them beside its own; None if none."""
+    found = {}
+    for folder in Path(logs_dir).glob(f"{stem}-np*"):
+        record = read_record(folder)
+        if not record.get("ok") or not record.get("pinned"):
+            continue
+        one = record.get("workers") == 1
+        if record.get("started", 0) > found.get(one, (0, None))[0]:
+            found[one] = (record["started"], folder)
+    if True not in found or False not in found:
+        return None
+    try:
+        return (read_run(found[True][1], "notebook 13's reference"),
+                read_run(found[False][1], "notebook 13's workers"))
+    except NotTimed:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------
 # What is shown: a table, a plot, TensorBoard, and words
 # ---------------------------------------------------------------------------------------------
 
 
-def table(runs: list[RunTimes], reference: RunTimes):
+def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
     """A pandas DataFrame, one row per run, with its speed against `reference`."""
     import pandas as pd
 
     def rounded(value, digits=1):
         return None if value is None else round(value, digits)
 
-    rows = {
-        run.label: {
+    rows = {}
+    for run in runs:
+        reached = run.time_to(target)
+        rows[run.label] = {
             "hardware": run.hardware,
             "epochs": run.epochs_trained,
             "start-up (s)": rounded(run.start_up),
             "training (s)": rounded(run.training),
             "after training (s)": rounded(run.after_training),
-            "images/s": rounded(run.images_per_second, 0),
+            speed.IMAGES_PER_SECOND_COLUMN: rounded(run.images_per_second, 0),
+            f"to {target:.0%}, from the launch (s)": rounded(reached),
             "validation accuracy": rounded(run.accuracy[-1], 4),
             "test accuracy": run.test_accuracy,
-            f"speed vs {reference.label}": round(speed_up(reference, run), 2),
+            f"training speed vs {reference.label}": round(speed_up(reference, run), 2),
         }
-        for run in runs
-    }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def plot(runs: list[RunTimes], ax=None):
-    """Validation accuracy after each epoch against the training time so far (minutes)."""
+def plot(runs: list[RunTimes], ax=None, target: float = TARGET):
+    """Validation accuracy after each epoch against the minutes since the launch (start-up
+    included: workbook.speed's time to an accuracy), with the target as a line."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
-        minutes = [end / 60 for end in run.epoch_ends]
-        total = run.training / 60
-        digits = 1 if total >= 1 else 2
-        ax.plot(minutes, run.accuracy, "o-", label=f"{run.label}: {total:.{digits}f} min")
-    ax.set_xlabel("training time (minutes, from the first epoch's start)")
+        ends = run.launch_ends or run.epoch_ends
+        reached = run.time_to(target)
+        label = (f"{run.label}: {target:.0%} at {reached / 60:.1f} min" if reached is not None
+                 else f"{run.label}: not {target:.0%} in {plural(run.epochs_trained, 'epoch')}")
+        ax.plot([end / 60 for end in ends], run.accuracy, "o-", label=label)
+    ax.axhline(target, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("minutes since the launch (start-up included)")
     ax.set_ylabel("validation accuracy")
     ax.grid(alpha=0.3)
     ax.legend()
     return ax
+
+
+PART_COLORS = ("#8c959f", "#bf8700", "#1f6feb", "#cf222e", "#8250df")
+
+
+def plot_parts(runs: list[RunTimes], ax=None):
+    """A bar per run: its time from the launch to its end, in workbook.speed's parts (seconds).
+    Runs without the script's step_seconds show their known parts only."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.8 + 0.7 * len(runs)))
+    labels = [run.label for run in runs]
+    left = [0.0] * len(runs)
+    for index, name in enumerate(TimeParts.NAMES.values()):
+        values = [dict(run.parts.items()).get(name) if run.parts else None for run in runs]
+        widths = [value or 0.0 for value in values]
+        bars = ax.barh(labels, widths, left=left, color=PART_COLORS[index], label=name)
+        for bar, value in zip(bars, values):
+            if value and value >= 12:
+                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
+                        f"{value:.0f}", ha="center", va="center", color="white", fontsize=8)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds from the launch to the end of the run")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(runs) < 3 else -0.25),
+              ncol=5, fontsize=8, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def parts_table(runs: list[RunTimes]):
+    """The bars' numbers, a row per run (seconds; per epoch where it says so)."""
+    import pandas as pd
+
+    rows = {}
+    for run in runs:
+        parts = dict(run.parts.items()) if run.parts else {}
+        row = {name: (None if value is None else round(value, 1)) for name, value in parts.items()}
+        n = run.epochs_trained
+        if run.parts and run.parts.steps is not None:
+            row["steps per epoch"] = round(run.parts.steps / n, 1)
+            row["between the steps per epoch"] = round(run.parts.between_steps / n, 1)
+        rows[run.label] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def write_tensorboard_timing(run: RunTimes) -> Path:
@@ -294,27 +421,40 @@ def _seconds(value: float) -> str:
     return f"{value:.1f} s" if abs(value) < 120 else f"{value:.1f} s ({value / 60:.1f} min)"
 
 
-def verdict(reference: RunTimes, run: RunTimes) -> str:
-    """What the comparison says, in words and with its numbers; a slow-down said plainly, with
-    its reason as far as the measurements show it."""
-    ratio = speed_up(reference, run)
-    per_epoch = reference.epochs_trained != run.epochs_trained
-    what = "per epoch" if per_epoch else f"for {plural(run.epochs_trained, 'epoch')}"
-    mine = run.seconds_per_epoch if per_epoch else run.training
-    theirs = reference.seconds_per_epoch if per_epoch else reference.training
-    lines = [
-        f"{run.label} ({run.hardware}): {_seconds(mine)} of training {what}.",
-        f"{reference.label} ({reference.hardware}): {_seconds(theirs)}.",
-    ]
+def kind(ratio: float) -> str:
+    """The verdict a speed ratio gives: speed-up, about the same, or slow-down."""
     if ratio >= 1 + SAME_SPEED:
+        return "speed-up"
+    return "slow-down" if ratio <= 1 - SAME_SPEED else "about the same"
+
+
+def verdict(reference: RunTimes, run: RunTimes, target: float = TARGET) -> str:
+    """What the comparison says, in words and with its numbers: the ratio, the part of the time
+    that made the difference, the time to `target`, and other processes' CPU when it could have
+    changed the verdict."""
+    ratio = speed_up(reference, run)
+    epochs = max(reference.epochs_trained, run.epochs_trained)
+    mine, theirs = training_for(run, epochs), training_for(reference, epochs)
+    lines = []
+    for each, seconds in ((run, mine), (reference, theirs)):
+        text = f"{each.label} ({each.hardware}): {_seconds(seconds)} of training"
+        if each is run:
+            text += f" for {plural(epochs, 'epoch')}"
+        if each.epochs_trained != epochs:
+            text += (f" (it trained {plural(each.epochs_trained, 'epoch')}: its first, then its "
+                     "later epochs' pace for the rest)")
+        lines.append(text + ".")
+    if kind(ratio) == "speed-up":
         lines.append(f"A speed-up: {run.label} trained {ratio:.2f}x as fast.")
         efficiency = scaling_efficiency(reference, run)
         if efficiency is not None and run.workers > reference.workers:
             lines.append(
-                f"Scaling efficiency {efficiency:.2f}: {run.workers} workers with the same share "
+                f"Scaling efficiency {efficiency:.2f} (images/s of the steps, "
+                f"{run.images_per_second:.0f} against {run.workers / reference.workers:.0f} x "
+                f"{reference.images_per_second:.0f}): {run.workers} workers with the same share "
                 f"each would be {run.workers / reference.workers:.0f}x at best."
             )
-    elif ratio > 1 - SAME_SPEED:
+    elif kind(ratio) == "about the same":
         lines.append(f"About the same speed: {ratio:.2f}x (differences under {SAME_SPEED:.0%} "
                      "are noise between two runs).")
     else:
@@ -322,72 +462,143 @@ def verdict(reference: RunTimes, run: RunTimes) -> str:
             f"A slow-down: {run.label} took {1 / ratio:.2f}x as long as {reference.label} "
             f"({_seconds(mine - theirs)} more), so its speed is {ratio:.2f}x."
         )
-    if ratio < 1 + SAME_SPEED:
-        lines.extend(_reasons(reference, run))
+    lines.extend(_where(reference, run, epochs))
+    lines.extend(_to_target(reference, run, target))
+    if kind(ratio) != "speed-up":
+        lines.extend(_why_not_faster(reference, run))
     for each in (reference, run):
-        if each.busy_others:
-            lines.append(
-                f"Not a fair measure: during {each.label}, other processes used the CPU: "
-                + "; ".join(each.busy_others)
-                + ". Run it again when nothing else runs."
-            )
+        lines.extend(_fairness(each, ratio, is_run=each is run))
     if not run.finished or not reference.finished:
         unfinished = [each.label for each in (reference, run) if not each.finished]
         lines.append(f"Not finished: {', '.join(unfinished)}; its times cover its finished epochs.")
     return "\n".join(lines)
 
 
-def _reasons(reference: RunTimes, run: RunTimes) -> list[str]:
-    """Why a run is no faster than its reference, as far as the numbers say."""
-    reasons = []
+def split_training(run: RunTimes, epochs: int) -> dict | None:
+    """The run's training over `epochs` epochs in parts: steps, between the steps, the first
+    epoch's extra (seconds; a run of other length scaled per epoch). None: not measured."""
+    parts = run.parts
+    if parts is None or parts.steps is None:
+        return None
+    scale = epochs / run.epochs_trained
+    return {"steps": parts.steps * scale, "between": parts.between_steps * scale,
+            "extra": parts.first_epoch_extra}
+
+
+def _where(reference: RunTimes, run: RunTimes, epochs: int) -> list[str]:
+    """Which part of the training time made the difference: the steps, or the rest."""
+    mine, theirs = split_training(run, epochs), split_training(reference, epochs)
+    if mine is None or theirs is None:
+        return _by_epoch(reference, run)
+    steps = mine["steps"] - theirs["steps"]
+    outside = (mine["between"] + mine["extra"]) - (theirs["between"] + theirs["extra"])
+    text = (
+        f"Where the time went, over {plural(epochs, 'epoch')}: the training steps took "
+        f"{_seconds(mine['steps'])} on {run.label} against {_seconds(theirs['steps'])} "
+        f"({run.images_per_second:.0f} against {reference.images_per_second:.0f} images/s); "
+        f"between the steps (validation, checkpoints, TensorBoard) {_seconds(mine['between'])} "
+        f"against {_seconds(theirs['between'])}; the first epoch's extra (graph, first "
+        f"broadcast) {_seconds(mine['extra'])} against {_seconds(theirs['extra'])}."
+    )
+    total = steps + outside
+    if abs(total) < 0.5:
+        return [text]
+    # The part that moved the total most in its own direction.
+    in_steps = steps * total > 0 and (abs(steps) >= abs(outside) or outside * total <= 0)
+    part, there, rest = (("the training steps", steps, outside) if in_steps
+                         else ("the time outside the steps", outside, steps))
+    text += (f" What made the difference: {part}, {_seconds(abs(there))} "
+             f"{'less' if there < 0 else 'more'} on {run.label} (the other part: "
+             f"{_seconds(abs(rest))} {'less' if rest < 0 else 'more'}).")
+    return [text]
+
+
+def _to_target(reference: RunTimes, run: RunTimes, target: float) -> list[str]:
+    mine, theirs = run.time_to(target), reference.time_to(target)
+    if mine is None and theirs is None:
+        return []
+    text = f"To {target:.0%} validation accuracy, from the launch (start-up included): "
+    if mine is not None and theirs is not None:
+        ratio = theirs / mine
+        text += (f"{run.label} {_seconds(mine)}, {reference.label} {_seconds(theirs)}: "
+                 + (f"{ratio:.2f}x sooner." if ratio >= 1 else f"{1 / ratio:.2f}x later."))
+    else:
+        reached, missed = (run, reference) if mine is not None else (reference, run)
+        text += (f"{reached.label} {_seconds(reached.time_to(target))}; {missed.label} did not "
+                 f"reach it in its {plural(missed.epochs_trained, 'epoch')}.")
+    return [text]
+
+
+def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
+    """A flag when other processes took enough CPU during the run's training to change the
+    verdict (each core-second can cost synchronized workers a second: speed's worst case);
+    a note when they took some, but too little."""
+    if each.others_core_seconds is None:  # a run of an older runner: its findings as they are
+        if not each.busy_others:
+            return []
+        return [f"Not a fair measure: during {each.label}, other processes used the CPU: "
+                + "; ".join(each.busy_others) + ". Run it again when nothing else runs."]
+    used = each.others_core_seconds
+    if used < 1:
+        return []
+    worst = worst_case_slowdown(used, each.training)
+    changed = kind(ratio / (1 - worst) if is_run else ratio * (1 - worst)) != kind(ratio) \
+        if worst < 1 else True
+    share = used / ((each.cores or 1) * each.training)
+    what = (f"other processes took {share:.0%} of the CPU during the training of {each.label} "
+            f"({used:.0f} core-seconds in {each.training:.0f} s on "
+            f"{plural(each.cores or 1, 'core')})")
+    if changed:
+        names = [b for b in each.busy_others if b.startswith("`")]
+        return [f"Not a fair measure: {what}; without them it could have been up to "
+                f"{worst:.0%} faster, enough to change this verdict"
+                + (f" ({'; '.join(names)})" if names else "")
+                + ". Run it again when nothing else runs."]
+    return [f"Fair enough: {what}, at most {worst:.0%} of its time: too little to change "
+            "this verdict."]
+
+
+def _by_epoch(reference: RunTimes, run: RunTimes) -> list[str]:
+    """For runs whose script logs no step_seconds: the first epoch against the later ones."""
     first, later = epoch_split(run)
     first_ref, later_ref = epoch_split(reference)
-    if later is not None and later_ref is not None:
-        pace = later_ref / later
-        text = (
-            f"Epoch by epoch: the first took {_seconds(first)} on {run.label}, "
-            f"{_seconds(first_ref)} on {reference.label}; each later one {_seconds(later)} "
-            f"against {_seconds(later_ref)} ({pace:.2f}x as fast)."
-        )
-        if pace >= 1 + SAME_SPEED and first > first_ref:
-            text += (
-                " The first epoch also builds the graph, and on several workers Horovod's "
-                "first broadcast and negotiation: in a run this short, that decides."
-            )
-        reasons.append(text)
-    if reference.images_per_second and run.images_per_second:
+    if later is None or later_ref is None:
+        return []
+    return [
+        f"Epoch by epoch: the first took {_seconds(first)} on {run.label}, "
+        f"{_seconds(first_ref)} on {reference.label}; each later one {_seconds(later)} "
+        f"against {_seconds(later_ref)} ({later_ref / later:.2f}x as fast)."
+    ]
+
+
+def _why_not_faster(reference: RunTimes, run: RunTimes) -> list[str]:
+    """Why a run is no faster than its reference, as far as the numbers say."""
+    reasons = []
+    steps_slower = (reference.images_per_second and run.images_per_second
+                    and run.images_per_second < (1 - SAME_SPEED) * reference.images_per_second)
+    if scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         per_worker = run.images_per_second / run.workers
         reference_per_worker = reference.images_per_second / reference.workers
-        text = (
-            f"During the training steps, {run.label} trained {run.images_per_second:.0f} "
-            f"images/s in all, {per_worker:.0f} per worker; {reference.label} "
-            f"{reference.images_per_second:.0f}"
-        )
-        text += f", {reference_per_worker:.0f} per worker." if reference.workers > 1 else "."
         if per_worker < reference_per_worker:
-            text += (
-                f" Each worker went at {per_worker / reference_per_worker:.0%} of the pace of "
-                f"{reference.label}."
-            )
-        if run.images_per_second >= (1 + SAME_SPEED) * reference.images_per_second:
-            text += (
-                " So the steps were faster; the time went to the rest of the epochs "
-                "(validation, checkpoints, the first epoch's set-up)."
-            )
-        reasons.append(text)
+            reasons.append(f"Each worker went at {per_worker / reference_per_worker:.0%} of the "
+                           f"pace of {reference.label} during the steps.")
     if reference.cores_per_worker is None and run.cores_per_worker is not None:
-        reasons.append(
+        text = (
             f"{reference.label} had all the cores in one process; {run.label} split them "
             f"among {run.workers} workers, {plural(run.cores_per_worker, 'core')} each: the same "
-            "cores in total, and every step also waits for its allreduce. Data parallelism "
-            "adds compute only with more devices: GPUs, or more machines."
+            "cores in total. Data parallelism adds compute only with more devices: GPUs, or "
+            "more machines."
         )
+        if steps_slower:
+            text += " Every step also waits for its allreduce (notebook 19 measures it)."
+        reasons.append(text)
     elif scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         reasons.append(
             f"With a worker's share each, {run.workers} workers could approach "
             f"{run.workers / reference.workers:.0f}x; the rest goes to the allreduce of every "
-            "step, to waiting for the slower worker, and to what the workers share besides "
-            "their cores (memory bandwidth, caches). Notebook 19 measures where."
+            "step, to waiting for the slower worker, to what the workers share besides their "
+            "cores (memory bandwidth, caches), and to the time outside the steps. Notebook 19 "
+            "measures the steps' part."
         )
     return reasons
 
@@ -397,3 +608,111 @@ def epoch_split(run: RunTimes) -> tuple[float, float | None]:
     durations = [b - a for a, b in zip([0.0, *run.epoch_ends], run.epoch_ends)]
     later = durations[1:]
     return durations[0], (sum(later) / len(later) if later else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimates from the learner's own runs, and their figures beside the benchmark's
+# ---------------------------------------------------------------------------------------------
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def run_seconds(run: RunTimes) -> float | None:
+    """From the launch to the end of the run (None when the start or end is unknown)."""
+    if run.start_up is None or run.after_training is None:
+        return None
+    return run.start_up + run.training + run.after_training
+
+
+def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
+    """What to expect of the distributed run, from the learner's own baseline."""
+    if baseline is None or run_seconds(baseline) is None:
+        return ("No finished baseline yet, so no estimate from your machine: the run takes "
+                "minutes on a CPU (notebook 00's baseline shows how many).")
+    return (
+        f"Your baseline (notebook 00) took {_minutes(run_seconds(baseline))} from its launch to "
+        f"its end, {_minutes(baseline.training)} of it training. Your {workers} workers share "
+        "the same cores, so expect about as long: what they gain or lose is the subject of "
+        "section 4."
+    )
+
+
+def estimate_reference(run: RunTimes, epochs: int) -> str:
+    """How long one worker with one worker's share takes for `epochs` epochs, from the pace of
+    each of the run's workers: one worker trains all the steps, and validates N times the
+    batches (3 x 10,000 test images over N workers each, step 6)."""
+    seconds = run_seconds(run)
+    split = split_training(run, run.epochs_trained)
+    if seconds is None or split is None:
+        return ""
+    per_epoch = run.workers * (split["steps"] + split["between"]) / run.epochs_trained
+    total = run.start_up + split["extra"] + per_epoch * epochs + run.after_training
+    return (
+        f"Estimate from your {run.workers} workers' own pace: about {_minutes(total)} for "
+        f"{plural(epochs, 'epoch')} ({run.workers} x {per_epoch / run.workers:.0f} s per epoch, "
+        f"as one worker does the work of {run.workers}, plus the start-up and the end)."
+    )
+
+
+def bench_figures(results_dir: Path) -> dict:
+    """The committed benchmark figures (`make bench`) that notebook 13 sets beside the
+    learner's: {name: (median, min, max)} of what bench/results/*.json hold."""
+    figures = {}
+    scaling_path = Path(results_dir) / "scaling.json"
+    accuracy_path = Path(results_dir) / "accuracy.json"
+    if scaling_path.is_file():
+        summary = json.loads(scaling_path.read_text())["summary"]
+        for name, stats in summary.get("configs", {}).items():
+            figures[name] = stats["images_per_second"]
+        for n, stats in summary.get("scaling_efficiency", {}).items():
+            figures[f"scaling efficiency, {n} workers"] = stats
+        for n, stats in summary.get("horovod_share_of_ceiling", {}).items():
+            figures[f"share of the ceiling, {n} workers"] = stats
+    if accuracy_path.is_file():
+        summary = json.loads(accuracy_path.read_text())["summary"]
+        for name in ("reference", "distributed", "baseline"):
+            if name in summary and "seconds_to_90" in summary[name]:
+                figures[f"time to 90%, {name}"] = summary[name]["seconds_to_90"]
+    return {name: (s.get("median"), s.get("min"), s.get("max")) for name, s in figures.items()
+            if s.get("median") is not None}
+
+
+def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
+    """A table: the learner's figures (runs: {"reference", "distributed", "baseline"} ->
+    RunTimes or None) beside the benchmark's on its quiet machine, each figure as
+    workbook.speed defines it."""
+    import pandas as pd
+
+    bench = bench_figures(results_dir)
+
+    def shown(key):
+        if key not in bench:
+            return None
+        median, low, high = bench[key]
+        return f"{median:.2f} [{low:.2f}-{high:.2f}]" if median < 10 else \
+            f"{median:.0f} [{low:.0f}-{high:.0f}]"
+
+    reference, distributed, baseline = (runs.get(k) for k in
+                                        ("reference", "distributed", "baseline"))
+    rows = []
+    for run, key in ((baseline, "python, 1 process"), (reference, "1 worker, 1 core"),
+                     (distributed, "2 workers, 1 core each")):
+        if run is not None:
+            rows.append((f"{run.images_label}: {run.label}",
+                         None if run.images_per_second is None else round(run.images_per_second),
+                         shown(key)))
+    if reference is not None and distributed is not None:
+        efficiency = scaling_efficiency(reference, distributed)
+        rows.append((speed.SCALING_EFFICIENCY,
+                     None if efficiency is None else round(efficiency, 2),
+                     shown(f"scaling efficiency, {distributed.workers} workers")))
+    for run, name in ((distributed, "distributed"), (baseline, "baseline"),
+                      (reference, "reference")):
+        if run is not None:
+            reached = run.time_to(target)
+            rows.append((f"{speed.TIME_TO_ACCURACY.format(target=target)} (s): {run.label}",
+                         None if reached is None else round(reached), shown(f"time to 90%, {name}")))
+    return pd.DataFrame(rows, columns=["figure", "yours", "make bench (median [min-max])"]) \
+        .set_index("figure")

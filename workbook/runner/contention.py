@@ -3,18 +3,25 @@
 A run's times mean what they seem only if its workers had their cores to themselves. Another
 training (the baseline in the background, a step notebook's experiment, a benchmark) makes
 every run it overlaps slower, so the runner samples, every few seconds, what the processes
-outside the run use, and the run's result says it when they used much.
+outside the run use, and the run's result says it when they used enough to matter: a share of
+the run's CPU that can lengthen it by SAME_SPEED or more (workbook.speed), the difference two
+runs of one script show anyway. A short burst, such as a check cell run meanwhile, is not named.
+The samples are kept (run.json's contention.samples), so that a comparison can count what others
+took during the part of the run it compares, and say whether that could change its verdict.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import time
 from dataclasses import asdict, dataclass
 
 import psutil
 
+from workbook.facts import usable_cores
 from workbook.runner.command import plural
+from workbook.speed import SAME_SPEED, worst_case_slowdown
 
 SAMPLE_INTERVAL_S = 2.0
 # A process counts as busy in a sample when it used at least half a core since the last one.
@@ -52,9 +59,13 @@ def short_command(cmdline: list[str], name: str, words: int = 4) -> str:
 class ContentionMonitor:
     """Samples the CPU use of every process but the run's own; `findings()` says who was busy."""
 
-    def __init__(self, interval: float = SAMPLE_INTERVAL_S, mention_after: float = MENTION_AFTER_S):
+    def __init__(self, interval: float = SAMPLE_INTERVAL_S, mention_after: float = MENTION_AFTER_S,
+                 cores: int | None = None):
         self.interval = interval
         self.mention_after = mention_after
+        self.cores = cores or usable_cores()
+        # [time.time(), core-seconds all other processes used since the previous sample]
+        self.samples: list[list[float]] = []
         self.busy: dict[int, BusyProcess] = {}
         self.sampled_seconds = 0.0
         self.others_core_seconds = 0.0  # every other process together, busy or not
@@ -70,13 +81,14 @@ class ContentionMonitor:
         self._last = now
         own = set(own_pids) | {os.getpid()}
         seen = {}
+        others = 0.0
         for process in psutil.process_iter():
             seen[process.pid] = process = self._processes.get(process.pid, process)
             try:
                 share = process.cpu_percent(None) / 100  # since this object's previous call
                 if elapsed is None or process.pid in own or share <= 0:
                     continue
-                self.others_core_seconds += share * elapsed
+                others += share * elapsed
                 if share >= BUSY_CORE_SHARE:
                     entry = self.busy.get(process.pid)
                     if entry is None:
@@ -89,6 +101,8 @@ class ContentionMonitor:
         self._processes = seen
         if elapsed is not None:
             self.sampled_seconds += elapsed
+            self.others_core_seconds += others
+            self.samples.append([round(time.time(), 2), round(others, 3)])
 
     def busy_processes(self) -> list[BusyProcess]:
         """The processes worth a mention, the busiest first."""
@@ -100,19 +114,26 @@ class ContentionMonitor:
         """The cores all other processes used together, on average over the run."""
         return self.others_core_seconds / self.sampled_seconds if self.sampled_seconds else 0.0
 
+    @property
+    def share_of_cpu(self) -> float:
+        """The share of the machine's CPU time that other processes took during the run."""
+        return self.others_core_seconds / (self.cores * self.sampled_seconds) \
+            if self.sampled_seconds else 0.0
+
+    def matters(self) -> bool:
+        """Whether others took enough to lengthen the run by SAME_SPEED (see workbook.speed)."""
+        return worst_case_slowdown(self.others_core_seconds, self.sampled_seconds) >= SAME_SPEED
+
     def findings(self) -> list[str]:
-        """One sentence per busy process, and one for all others together when they used half a
-        core or more on average; [] when the run had the CPU to itself."""
+        """[] when others took too little of the CPU to matter; else how much they took, then
+        one sentence per busy process (the busiest few)."""
+        if not self.matters():
+            return []
+        found = [describe_share(self.others_core_seconds, self.sampled_seconds, self.cores)]
         busy = self.busy_processes()
-        found = [describe_busy(p, self.sampled_seconds) for p in busy[:MENTION_AT_MOST]]
+        found += [describe_busy(p, self.sampled_seconds) for p in busy[:MENTION_AT_MOST]]
         if len(busy) > MENTION_AT_MOST:
             found.append(f"{plural(len(busy) - MENTION_AT_MOST, 'other process')} too")
-        long_enough = self.sampled_seconds >= self.mention_after
-        if long_enough and self.others_mean_share >= BUSY_CORE_SHARE:
-            found.append(
-                f"all other processes together used {self.others_mean_share:.1f} cores on "
-                f"average during the run's {self.sampled_seconds:.0f} s"
-            )
         return found
 
     def record(self) -> dict:
@@ -120,6 +141,8 @@ class ContentionMonitor:
         return {
             "sampled_seconds": round(self.sampled_seconds, 1),
             "others_core_seconds": round(self.others_core_seconds, 1),
+            "cores": self.cores,
+            "samples": self.samples,
             "busy_processes": [asdict(p) for p in self.busy_processes()],
         }
 
@@ -130,4 +153,15 @@ def describe_busy(process: BusyProcess, run_seconds: float) -> str:
     return (
         f"`{process.command}` (pid {process.pid}) used {used} "
         f"for {process.busy_seconds:.0f} s of the run's {run_seconds:.0f} s"
+    )
+
+
+def describe_share(core_seconds: float, seconds: float, cores: int) -> str:
+    """`other processes took 4% of the CPU (34 core-seconds in the run's 487 s on 2 cores)`."""
+    share = core_seconds / (cores * seconds) if seconds else 0.0
+    return (
+        f"other processes took {share:.0%} of the CPU ({core_seconds:.0f} core-seconds in the "
+        f"run's {seconds:.0f} s on {plural(cores, 'core')}): up to "
+        f"{worst_case_slowdown(core_seconds, seconds):.0%} of its time, as a worker that "
+        "loses its core stalls them all"
     )

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbook import speed
 from workbook.runner.command import RunPlan
 from workbook.runner.output import Transcript
 
@@ -52,6 +53,13 @@ class RunResult:
         return self.metrics.get("images_per_second")
 
     @property
+    def images_label(self) -> str:
+        """workbook.speed's label of images/s, for the epochs this run trained."""
+        first = int(self.metrics.get("resumed_from_epoch") or 0) + 1
+        epochs = int(self.metrics.get("epochs") or first) - first + 1
+        return speed.images_per_second_label(max(1, epochs), first)
+
+    @property
     def test_accuracy(self) -> float | None:
         return self.metrics.get("test_accuracy")
 
@@ -86,7 +94,7 @@ class RunResult:
         if self.test_loss is not None:
             rows.append(("test loss", f"{self.test_loss:.4f}"))
         if self.images_per_second is not None:
-            rows.append(("images/second", f"{self.images_per_second:,.0f}"))
+            rows.append((self.images_label, f"{self.images_per_second:,.0f}"))
         if "train_seconds" in self.metrics:
             # The script's own measure; workbook.comparison times runs from their epochs.
             rows.append(("time in model.fit", f"{self.metrics['train_seconds']} s"))
@@ -166,7 +174,7 @@ def _final_text(result: RunResult, transcript: Transcript) -> str:
     if result.test_accuracy is not None:
         parts.append(f"test accuracy {result.test_accuracy:.4f}")
     if result.images_per_second is not None:
-        parts.append(f"{result.images_per_second:,.0f} images/s")
+        parts.append(f"{result.images_label}: {result.images_per_second:,.0f}")
     if parts:
         text += " | " + ", ".join(parts)
     notes = []
