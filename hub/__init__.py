@@ -14,6 +14,9 @@ their own CPU cores, with nbgrader's Assignments list; the instructor gets the f
     jupyterhub_config JupyterHub's configuration, read from the settings file
     server            start, find and stop the hub process; the banner
     __main__          the command line: up, down, status
+    measure           sizing: peak memory and CPU time of a command's process tree
+    setup_proxy.sh    configurable-http-proxy from npm (Node and npm from Debian when missing)
+    k8s/              the same for Zero to JupyterHub on Kubernetes (untested)
 
 Imports: workbook (facts, paths); instructor only as a command (`python -m instructor`).
 """

@@ -105,14 +105,16 @@ def hub():
         print(f"hub up in {time.monotonic() - started:.0f} s")
         yield hub_settings.load(state / hub_settings.SETTINGS_NAME), up.stdout
     finally:
-        down = hub_command(state, "down", "--remove-accounts", timeout=300)
-        print(down.stdout, down.stderr)
-        left = [name for name in [INSTRUCTOR, *ATTENDEES] if accounts.exists(name)]
-        assert not left, f"accounts left behind: {left}"
-        assert not any(p.info["username"] in (INSTRUCTOR, *ATTENDEES)
-                       for p in psutil.process_iter(["username"]))
-        assert port_free(port), f"port {port} still taken after hub down"
-        shutil.rmtree(folder)
+        try:
+            down = hub_command(state, "down", "--remove-accounts", timeout=300)
+            print(down.stdout, down.stderr)
+            left = [name for name in [INSTRUCTOR, *ATTENDEES] if accounts.exists(name)]
+            assert not left, f"accounts left behind: {left}"
+            assert not any(p.info["username"] in (INSTRUCTOR, *ATTENDEES)
+                           for p in psutil.process_iter(["username"]))
+            assert port_free(port), f"port {port} still taken after hub down"
+        finally:
+            shutil.rmtree(folder)
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +261,15 @@ def test_an_attendee_cannot_open_another_attendees_files(hub, browser):
     reply = subprocess.run(["runuser", "-u", alice, "--", "cat", str(bobs)],
                            capture_output=True, text=True, timeout=30)
     assert reply.returncode != 0 and "Permission denied" in reply.stderr, reply
+    # The shared environment and data: read, never written.
+    for shared in (REPO / "data" / "sample", Path(sys.prefix) / "lib"):
+        reply = subprocess.run(["runuser", "-u", alice, "--", "touch", str(shared / "x")],
+                               capture_output=True, text=True, timeout=30)
+        assert reply.returncode != 0 and "Permission denied" in reply.stderr, reply
+    reply = subprocess.run(["runuser", "-u", alice, "--", str(Path(sys.prefix) / "bin" / "python"),
+                            "-c", "import horovod.tensorflow"], capture_output=True, text=True,
+                           timeout=120)
+    assert reply.returncode == 0, reply.stderr[-2000:]
 
 
 PROBE = """\
@@ -337,3 +348,34 @@ def test_two_attendees_2_worker_runs_at_once_get_disjoint_cores(hub, browser):
         expect(output).to_contain_text(f"on cores {sorted(planned[user])}")
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-cores.png", full_page=True)
         page.context.close()
+
+
+def test_tensorboard_is_reached_through_the_attendees_own_server(hub, browser):
+    """Each attendee's TensorBoard listens on a port of their own and the notebooks link to it
+    through their JupyterLab (jupyter-server-proxy), which another attendee cannot open."""
+    s, _ = hub
+    alice, bob = ATTENDEES[:2]
+    page = log_in(browser, s, alice, s.user_password)
+    folder = workbook_copy.copy_dir(home(alice)) / "notebooks"
+    setup = probe_notebook()["cells"][0]
+    start = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": "from workbook.tensorboard import ensure_tensorboard\n\n"
+                       "print('TensorBoard at', ensure_tensorboard().url)"}
+    give(alice, json.dumps({**probe_notebook(), "cells": [setup, start]}), folder / "tb.ipynb")
+    panel = open_notebook(page, s, alice, "notebooks/tb.ipynb")
+    cells = panel.locator(".jp-CodeCell")
+    run_cell(cells.nth(0))
+    run_cell(cells.nth(1))
+    port = 6006 + 1 + [s.instructor, *s.attendees].index(alice)
+    link = f"/user/{alice}/proxy/{port}/"
+    expect(cells.nth(1)).to_contain_text(f"TensorBoard at {link}")
+    page.goto(s.url.rstrip("/") + link)
+    expect(page).to_have_title("TensorBoard")
+    logdir = page.request.get(s.url.rstrip("/") + link + "data/logdir").json()["logdir"]
+    assert Path(logdir) == folder / "logs"
+    page.screenshot(path=ARTIFACTS / "hub-alice-tensorboard.png", full_page=True)
+    page.context.close()
+    other = log_in(browser, s, bob, s.user_password)
+    theirs = other.request.get(s.url.rstrip("/") + link + "data/logdir", max_redirects=0)
+    assert theirs.status in (302, 403), theirs.status
+    other.context.close()
