@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pwd
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -93,13 +94,25 @@ def checked(reply: subprocess.CompletedProcess, what: str) -> str:
     return reply.stdout.strip()
 
 
+def course_exchange(course: Path) -> str | None:
+    """The exchange the course's nbgrader_config.py names (None: no course there yet)."""
+    try:
+        text = (course / "nbgrader_config.py").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^c\.Exchange\.root = (['\"])(.*)\1$", text, re.M)
+    return found.group(2) if found else None
+
+
 def prepare_course(settings: HubSettings) -> list[str]:
     """The course, made and released once; the roster added every time. What was done."""
     course = course_dir(settings)
     done = []
-    if not (course / "nbgrader_config.py").is_file():
+    if course_exchange(course) != settings.exchange:  # no course yet, or another exchange
+        force = ["--force"] if (course / "nbgrader_config.py").is_file() else []
         done.append(checked(as_instructor(settings, "init", str(course), "--exchange",
-                                          settings.exchange), "python -m instructor init"))
+                                          settings.exchange, *force),
+                            "python -m instructor init"))
     done.append(checked(as_instructor(settings, "generate", str(course)),
                         "python -m instructor generate"))
     roster = Path(settings.state_dir) / "roster.csv"  # where the instructor's account reads it

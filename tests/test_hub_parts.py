@@ -95,3 +95,13 @@ def test_attendees_get_the_assignments_list_and_the_instructor_the_formgrader(tm
     assert not (instructor / "labconfig").exists()
     # The servers run as the accounts: they pass through the state folder, not list it.
     assert oct(Path(s.state_dir).stat().st_mode & 0o777) == "0o711"
+
+
+def test_a_course_made_for_another_exchange_is_made_again(tmp_path):
+    """Re-running `make hub --exchange NEW` re-inits the course (init --force) for NEW."""
+    course = tmp_path / "course"
+    assert classroom.course_exchange(course) is None
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.Exchange.root = '/srv/old/exchange'\nc.Exchange.other = 1\n")
+    assert classroom.course_exchange(course) == "/srv/old/exchange"
