@@ -80,6 +80,12 @@ def instructor_command(*args) -> list:
     return [sys.executable, "-m", "instructor", *map(str, args)]
 
 
+def cwd_of(env) -> str | None:
+    """Where an instructor command runs: a baseline's worktree (`python -m` puts the working
+    folder first on sys.path, before PYTHONPATH), else here."""
+    return (env or {}).get("PYTHONPATH")
+
+
 # Seconds a grading command may take: nbgrader's autograde of 200 students took 1,393 s here.
 COMMAND_TIMEOUT_S = 3600
 
@@ -107,7 +113,7 @@ def nbgrader_class(work: Path, scripts: dict, env=None) -> Path:
     roster.write_text("id,first_name,last_name,email\n" + "".join(
         f"{s},{s},Synthetic,{s}@example.org\n" for s in scripts))
     for command in (["init", root], ["generate", root], ["add-students", root, roster]):
-        timed(instructor_command(*command), env=env)
+        timed(instructor_command(*command), env=env, cwd=cwd_of(env))
     release = root / "release" / "horovod_steps"
     for student, script in scripts.items():
         folder = root / "submitted" / student / "horovod_steps"
@@ -120,7 +126,7 @@ def nbgrader_class(work: Path, scripts: dict, env=None) -> Path:
 
 def exported_scores(root: Path, work: Path, env=None) -> dict:
     csv_path = work / "grades.csv"
-    timed(instructor_command("export", root, csv_path), env=env)
+    timed(instructor_command("export", root, csv_path), env=env, cwd=cwd_of(env))
     with open(csv_path, newline="", encoding="utf-8") as grades:
         return {row["student_id"]: float(row["score"] or 0) for row in csv.DictReader(grades)}
 
@@ -132,13 +138,15 @@ def baseline_env(work: Path, ref: str) -> dict:
 
     tree = work / f"baseline-{ref}"
     if not tree.exists():
+        timed(["git", "-C", str(REPO), "worktree", "prune"])  # an earlier run's, deleted
         timed(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), ref])
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
 def autograde_once(root: Path, env=None) -> dict:
     """One `autograde --force` of the whole class: seconds, and what the path recorded."""
-    seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env)
+    seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env,
+                       cwd=cwd_of(env))
     logs = root / "logs" / "autograde"
     measured = {"seconds": round(seconds, 2)}
     phases = logs / "phases.json"
@@ -195,10 +203,10 @@ def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students:
 
 
 def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 10,
-        echo=print, autograde_repeats: int = 3, baseline_students: int = 40) -> Path:
+        echo=print, autograde_repeats: int = 3, baseline_students: int = 30) -> Path:
     students = len(TINY_KINDS) if tiny else students
     repeats = 2 if tiny else repeats
-    work = out_dir / "runs" / "grading"
+    work = Path(out_dir).resolve() / "runs" / "grading"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
 

@@ -32,6 +32,8 @@ _BINARY = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
 }
 _COMPARE = {
     ast.Eq: operator.eq,
@@ -220,6 +222,8 @@ class Evaluator:
 
     def _arithmetic(self, function, left, right, node):
         numbers = (int, float)
+        if function is operator.mul and _repeats(left, right) > MAX_RANGE:
+            raise TooCostly(node, f"it builds a sequence of {_repeats(left, right):,} items")
         if not isinstance(left, numbers) or (right is not None and not isinstance(right, numbers)):
             raise CantTell(node)
         if _result_bits(function, left, right) > MAX_INT_BITS:
@@ -371,7 +375,19 @@ def _result_bits(function, left, right) -> int:
         return abs(left).bit_length() * right
     if function is operator.mul:
         return abs(left).bit_length() + abs(right).bit_length()
+    if function is operator.lshift:
+        return abs(left).bit_length() + max(right, 0)
     return bits + 1
+
+
+def _repeats(left, right) -> int:
+    """How many items `left * right` makes when one side is a sequence (a string, a tuple or
+    a list) and the other a count; 0 otherwise."""
+    for sequence, count in ((left, right), (right, left)):
+        if isinstance(sequence, (str, tuple)) and isinstance(count, int) and not isinstance(
+                count, bool):
+            return len(sequence) * max(count, 0)
+    return 0
 
 
 def _check_range(arguments: list, node) -> None:

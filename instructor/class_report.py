@@ -81,7 +81,9 @@ class StudentRow:
         if self.tampered:
             parts.append("tampered: " + ", ".join(t.removeprefix("check_") for t in self.tampered))
         if self.foreign:
-            parts.append(f"not used: {len(self.foreign)} added cells or files")
+            parts.append(f"tampering: {len(self.foreign)} not used (see the report)")
+        if self.extra_files:
+            parts.append(f"extra files: {_listed(self.extra_files, most=2)}")
         if self.missing_notebooks:
             parts.append("missing: " + ", ".join(self.missing_notebooks))
         return "; ".join(parts)
@@ -112,7 +114,10 @@ def read_class(course: Course) -> tuple:
         steps = sorted(
             step for cell in expected if (step := step_of(cell.grade_id, cell.notebook)) is not None
         )
-        for student in sorted({s.id for s in gradebook.students} | submitted):
+        set_aside = course.root / "set_aside"
+        screened = {p.name for p in set_aside.iterdir()} if set_aside.is_dir() else set()
+        screened = {s for s in screened if intake.recorded(set_aside / s)}
+        for student in sorted({s.id for s in gradebook.students} | submitted | screened):
             row = StudentRow(student, GRADED, {step: None for step in steps})
             try:
                 graded = gradebook.find_submission(course.assignment, student)
@@ -128,6 +133,8 @@ def read_class(course: Course) -> tuple:
                         )
                 else:
                     row.status = NOT_YET if student in submitted else NOT_SUBMITTED
+                    if student in screened and student not in submitted:
+                        row.reason = "the whole submission was set aside (see Tampering)"
             for notebook in graded.notebooks if graded else []:
                 for grade in notebook.grades:
                     step = step_of(grade.name, notebook.name)

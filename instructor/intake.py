@@ -8,7 +8,9 @@ submitted/STUDENT/ into set_aside/STUDENT/ (kept, never deleted):
 
 - a link that leads outside the student's own submitted folder, or nowhere;
 - anything that is neither a regular file nor a folder (FIFO, socket, device);
-- a file over MAX_FILE_BYTES (a notebook with its outputs is a few MB).
+- a file over MAX_FILE_BYTES (a notebook with its outputs is a few MB);
+- a whole submission whose folder is a link, or whose name (the student id) nbgrader would
+  read as a pattern or a list.
 
 What it moved is recorded in set_aside/STUDENT/intake.json and listed in the class report
 as tampering. Links that stay inside the submission are harmless and kept. Hard links are
@@ -19,11 +21,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 MAX_FILE_BYTES = 50 * 1000 * 1000
+UNSAFE_ID = re.compile(r"[,*?\[\]\s]")
 RECORD_NAME = "intake.json"
 
 
@@ -108,15 +112,29 @@ def screen_class(submitted_root: Path, set_aside_root: Path) -> dict:
         return found
     for entry in sorted(Path(submitted_root).iterdir()):
         if entry.is_symlink():
-            item = SetAside(".", f"the submission is a link to {os.path.realpath(entry)}: "
-                                 "not followed")
-            _move(entry, Path(set_aside_root) / entry.name / "submission")
-            _record(Path(set_aside_root) / entry.name, [item])
-            found[entry.name] = [item]
+            found[entry.name] = _set_aside_whole(
+                entry, set_aside_root,
+                f"the submission is a link to {os.path.realpath(entry)}: not followed")
             continue
         if not entry.is_dir():
             continue  # nbgrader looks at folders only
+        if UNSAFE_ID.search(entry.name):
+            # nbgrader reads student ids as glob patterns and comma-separated lists: such a
+            # name would be graded as, or together with, someone else.
+            found[entry.name] = _set_aside_whole(
+                entry, set_aside_root,
+                f"the student id {entry.name!r} has characters nbgrader reads as a pattern or "
+                "a list (, * ? [ ] or spaces): rename it")
+            continue
         moved = screen(entry, Path(set_aside_root) / entry.name)
         if moved:
             found[entry.name] = moved
     return found
+
+
+def _set_aside_whole(entry: Path, set_aside_root: Path, why: str) -> list:
+    """Moves a student's whole submission to set_aside/STUDENT/submission."""
+    item = SetAside(".", why)
+    _move(entry, Path(set_aside_root) / entry.name / "submission")
+    _record(Path(set_aside_root) / entry.name, [item])
+    return [item]

@@ -63,6 +63,12 @@ SQUARES = with_line(script_after(12), "def step_decay",
 @pytest.mark.parametrize("name, text, step, culprit", [
     ("huge power", HUGE_POWER, 11, "big = 9 ** 9 ** 9 ** 2"),
     ("repeated squares", SQUARES, 11, "n = n * n"),
+    ("huge product", with_line(script_after(12), "def step_decay", "cells = [0] * 10 ** 10"), 11,
+     "[0] * 10 ** 10"),
+    ("huge shift", with_line(script_after(12), "def step_decay", "bits = 1 << 10 ** 9"), 11,
+     "1 << 10 ** 9"),
+    ("huge range", with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
+     11, "range(10 ** 12)"),
 ])
 def test_a_script_that_asks_too_much_fails_its_step_naming_the_line(tmp_path, name, text, step,
                                                                     culprit):
@@ -209,6 +215,7 @@ ATTACKS = {  # name: (script, what else the submission holds)
     "special_files": (script_after(6), special_files),
 }
 FIRST, LAST = ["fake_grader", "added_cells", "startup_files"], ["fake_grader", "added_cells"]
+BAD_ID = "ad_evil,honest_bob"  # a student id nbgrader would read as a list of two
 HONEST = {"honest_bob": script_after(6), "honest_carol": script_after(12),
           "honest_dave": script_after(1)}
 
@@ -284,6 +291,7 @@ def attacked_class(tmp_path_factory):
     (sneaky / LEARNER_SCRIPT_NAME).unlink(missing_ok=True)
     (sneaky / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
     (sneaky / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    hand_in(course, BAD_ID, script_after(12))
     add = subprocess.run([sys.executable, "-m", "instructor", "add-students", course.root,
                           "ac_inbound_link"], capture_output=True, text=True, timeout=120)
     assert add.returncode == 0, add.stderr
@@ -362,9 +370,10 @@ def test_grading_writes_only_its_own_folders(attacked_class):
     gone = set(before) - set(now)
     for path in gone:
         student, _, rest = path.partition("/")
-        kept = course.root / "set_aside" / student / rest
+        whole = student == BAD_ID  # set aside whole, under submission/
+        kept = course.root / "set_aside" / student / ("submission" if whole else "") / rest
         assert kept.is_symlink() or kept.exists(), path
-    assert {p.partition("/")[0] for p in gone} == {
+    assert {p.partition("/")[0] for p in gone} == {BAD_ID} | {
         s for s, a in attacked_class["students"].items() if a in ("link_to_solution",
                                                                   "special_files")}
 
@@ -381,8 +390,11 @@ def test_the_report_names_every_attempt(attacked_class):
     for honest in HONEST:
         assert f"  {honest}: " not in text, text
     assert "ac_inbound_link: horovod_steps/fashion_mnist.py: a link to" in text
+    assert f"  {BAD_ID}: .: the student id '{BAD_ID}' has characters" in text
     assert "(grade_id 'bonus_points') ignored" in text
-    assert "Not graded:" not in text, text
+    not_graded = text.split("Not graded:")[1].strip().splitlines()
+    assert not_graded == [f"{BAD_ID}: not submitted: the whole submission was set aside "
+                          "(see Tampering)"], text
 
 
 @class_test
