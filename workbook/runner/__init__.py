@@ -34,9 +34,12 @@ What it adds to a bare `!horovodrun ...`:
   clean-up, so "Run all" stops there too; the partial result is kept in
   `workbook.runner.last_result`.
 
-Nothing here imports TensorFlow or Horovod, so the notebook kernel stays small. One module per
-job, each importing only those above it in this list:
+Nothing here imports TensorFlow, so the notebook kernel stays small; Horovod's launcher module
+(not its frameworks) is imported when the first command line is read. One module per job, each
+importing only those above it in this list:
 
+    horovodrun_cli  horovodrun's options, as horovodrun's own parser knows them; the split of
+                a command line into horovodrun's options and the script
     hosts       which hosts are this machine; ssh to the others: a check before, a clean-up after
     command     the layout, horovodrun's command line, and the plan of a run
     pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
@@ -51,18 +54,16 @@ job, each importing only those above it in this list:
 from workbook.facts import usable_cores
 from workbook.runner import execute as _execute
 from workbook.runner.command import (
-    HOROVODRUN_FLAGS,
-    TWO_VALUE_OPTIONS,
     Layout,
     RunPlan,
     auto_layout,
     explicit_layout,
     plan_run,
-    split_horovodrun_args,
     visible_gpus,
 )
 from workbook.runner.display import RunResult
 from workbook.runner.execute import BackgroundRun, horovodrun, start_in_background
+from workbook.runner.horovodrun_cli import split_horovodrun_args
 from workbook.runner.hosts import HostsUnreachable
 from workbook.runner.magic import (
     MagicArgs,

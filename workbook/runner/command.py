@@ -19,6 +19,21 @@ from pathlib import Path
 
 from workbook.facts import usable_cores, with_safe_env
 from workbook.paths import LOGS_DIR
+from workbook.runner.horovodrun_cli import (
+    CONTROLLER_FLAGS,
+    ELASTIC_OPTIONS,
+    HOSTFILE_OPTIONS,
+    HOSTS_OPTIONS,
+    NP_OPTIONS,
+    SSH_IDENTITY_OPTIONS,
+    SSH_PORT_OPTIONS,
+    START_TIMEOUT_OPTIONS,
+    TIMELINE_OPTIONS,
+    has_option,
+    option_value,
+    split_horovodrun_args,
+    without_option,
+)
 from workbook.runner.hosts import (
     SshSettings,
     hosts_for_workers,
@@ -160,64 +175,10 @@ def pins_cores(layout: Layout) -> bool:
 # horovodrun's command line
 # ---------------------------------------------------------------------------------------------
 
-# horovodrun 0.28.1 options that take no value (tests/test_runner.py checks this list against
-# horovodrun's own parser). Every other option takes one value, --blacklist-cooldown-range two.
-HOROVODRUN_FLAGS = frozenset("""
-    -h --help -v --version -cb --check-build --disable-cache --verbose
-    --hierarchical-allreduce --no-hierarchical-allreduce --hierarchical-allgather
-    --no-hierarchical-allgather --torus-allreduce --no-torus-allreduce --autotune --no-autotune
-    --timeline-mark-cycles --no-timeline-mark-cycles --no-stall-check --stall-check
-    --mpi-threads-disable --no-mpi-threads-disable --tcp --log-with-timestamp
-    --log-without-timestamp -prefix-timestamp --prefix-output-with-timestamp --log-hide-timestamp
-    --no-log-hide-timestamp --gloo --mpi --jsrun
-""".split())
-TWO_VALUE_OPTIONS = frozenset({"--blacklist-cooldown-range"})
-NP_OPTIONS = ("-np", "--num-proc")
-HOSTS_OPTIONS = ("-H", "--hosts")
-HOSTFILE_OPTIONS = ("-hostfile", "--hostfile")
-CONTROLLER_FLAGS = ("--gloo", "--mpi", "--jsrun")
-ELASTIC_OPTIONS = ("--min-np", "--min-num-proc", "--max-np", "--max-num-proc",
-                   "--host-discovery-script")  # fmt: skip
-SSH_PORT_OPTIONS = ("-p", "--ssh-port")
-SSH_IDENTITY_OPTIONS = ("-i", "--ssh-identity-file")
-START_TIMEOUT_OPTIONS = ("--start-timeout",)
-TIMELINE_OPTIONS = ("--timeline-filename",)
 # horovodrun's limit for its start-up checks on the hosts (ssh, the interface search); its
 # default is 30 s, or $HOROVOD_START_TIMEOUT. For remote hosts the runner passes one unless one
 # is given, so the command shows the bound, with room for hosts that start Python slowly.
 REMOTE_START_TIMEOUT_S = 60
-
-
-def split_horovodrun_args(tokens: list[str]) -> tuple[list[str], list[str]]:
-    """Splits `[horovodrun options...] command [args...]` the way horovodrun does."""
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        if not token.startswith("-") or token == "-":
-            break
-        if token == "--":
-            return tokens[:index], tokens[index + 1 :]
-        if "=" in token or token in HOROVODRUN_FLAGS:
-            index += 1
-        elif token in TWO_VALUE_OPTIONS:
-            index += 3
-        else:
-            index += 2
-    return tokens[:index], tokens[index:]
-
-
-def option_value(options: list[str], names: tuple[str, ...]) -> str | None:
-    """The value of the last of `names` in a horovodrun option list (`-np 2` or `-np=2`)."""
-    value = None
-    for index, token in enumerate(options):
-        name, equals, inline = token.partition("=")
-        if name in names:
-            value = inline if equals else (options[index + 1] if index + 1 < len(options) else None)
-    return value
-
-
-def has_option(options: list[str], names: tuple[str, ...]) -> bool:
-    return any(token.partition("=")[0] in names for token in options)
 
 
 def ssh_settings(options: list[str]) -> SshSettings:
@@ -226,21 +187,6 @@ def ssh_settings(options: list[str]) -> SshSettings:
         port=option_value(options, SSH_PORT_OPTIONS),
         identity_file=option_value(options, SSH_IDENTITY_OPTIONS),
     )
-
-
-def without_option(options: list[str], names: tuple[str, ...]) -> list[str]:
-    """The option list without `names` and their values."""
-    kept, skip = [], False
-    for token in options:
-        if skip:
-            skip = False
-            continue
-        name, equals, _ = token.partition("=")
-        if name in names:
-            skip = not equals
-            continue
-        kept.append(token)
-    return kept
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,9 +5,14 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from workbook.runner.command import NP_OPTIONS, option_value, split_horovodrun_args, without_option
 from workbook.runner.display import RunResult
 from workbook.runner.execute import horovodrun
+from workbook.runner.horovodrun_cli import (
+    NP_OPTIONS,
+    option_value,
+    split_horovodrun_args,
+    without_option,
+)
 
 
 @dataclass
