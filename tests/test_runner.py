@@ -415,7 +415,7 @@ def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
     )
     assert plan.np == 8 and plan.run_name.startswith("train-np8-")
 
-    (tmp_path / "hosts.txt").write_text("# two machines\nhost1 slots=2\nhost2 slots=4\n")
+    (tmp_path / "hosts.txt").write_text("host1 slots=2\nhost2 slots=4\n")
     plan = plan_run(
         ["--hostfile", "hosts.txt", "train.py"],
         cwd=tmp_path,
@@ -424,6 +424,11 @@ def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
         gpus=0,
     )
     assert (plan.np, plan.hosts) == (6, "host1:2,host2:4")
+    # horovodrun 0.28.1 reads a hostfile with horovod.runner.common.util.hosts.parse_host_files,
+    # which fails with an IndexError on a comment or an empty line: refused here, with the rule.
+    (tmp_path / "hosts.txt").write_text("# two machines\nhost1 slots=2\nhost2 slots=4\n")
+    with pytest.raises(ValueError, match=r"reads every line as `host slots=N`"):
+        plan_run(["--hostfile", "hosts.txt", "train.py"], cwd=tmp_path, cores=2, gpus=0)
 
 
 @pytest.mark.parametrize(
@@ -536,8 +541,26 @@ def test_ssh_settings_come_from_horovodruns_options():
     assert "BatchMode=yes" in plain and "ConnectTimeout=5" in plain
 
 
+@needs_horovodrun
+def test_host_strings_are_read_as_horovodrun_reads_them():
+    assert hosts.host_entries("a:2,b:2,a:1, c:3") == [("a", 2), ("b", 2), ("a", 1), ("c", 3)]
+    assert hosts.host_names("a:2,b:2,a:1, c:3") == ["a", "b", "c"]
+    assert hosts.slots_of_hosts("a:2,b:2,a:1, c:3") == 8
+    # The first ranks' slots, host by host, as horovodrun's get_host_assignments gives them.
+    assert hosts.hosts_for_workers("a:2,b:4", 5) == "a:2,b:3"
+    assert hosts.hosts_for_workers("a:2,b:2,a:1", 5) == "a:2,b:2,a:1"
+    assert hosts.hosts_for_workers("localhost:4", 1) == "localhost:1"
+    # horovodrun 0.28.1 refuses a host without its slots (parse_hosts_and_slots), and so does
+    # the runner, before anything starts.
+    for value in ["a:2,c", "a", "a:2,,b:1", "a:two"]:
+        with pytest.raises(ValueError, match=r"takes the hosts as name:slots"):
+            hosts.host_entries(value)
+        with pytest.raises(ValueError, match=r"takes the hosts as name:slots"):
+            hosts.slots_of_hosts(value)
+
+
+@needs_horovodrun
 def test_which_hosts_are_remote():
-    assert hosts.host_names("a:2,b:2,a:1, c") == ["a", "b", "c"]
     this_machine = [
         address.address
         for addresses in psutil.net_if_addrs().values()

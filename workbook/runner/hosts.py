@@ -15,6 +15,7 @@ script over ssh stops the processes that carry it.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import socket
 import subprocess
@@ -27,13 +28,29 @@ from workbook.facts import with_safe_env
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1"})
 
 
+def _horovod_hosts():
+    # Horovod's own reader of -H values and hostfiles (imported here: the runner's import stays
+    # small, and only runs with hosts need it).
+    from horovod.runner.common.util import hosts
+
+    return hosts
+
+
 def host_entries(hosts: str) -> list[tuple[str, int]]:
-    """(name, slots) per host of a horovodrun -H value; a host without :N has 1 slot."""
-    entries = []
-    for host in filter(None, (h.strip() for h in hosts.split(","))):
-        name, colon, slots = host.rpartition(":")
-        entries.append((name or host, int(slots) if colon and slots.isdigit() else 1))
-    return entries
+    """(name, slots) per entry of a horovodrun -H value (`host1:2,host2:4`), read by Horovod.
+
+    horovodrun 0.28.1 refuses a value that is not `name:slots,...` (launch.py checks it with
+    parse_hosts_and_slots) and assigns ranks from parse_hosts' entries, in order.
+    """
+    horovod_hosts = _horovod_hosts()
+    try:
+        horovod_hosts.parse_hosts_and_slots(hosts)
+    except ValueError:
+        raise ValueError(
+            f"-H {hosts}: horovodrun 0.28.1 takes the hosts as name:slots, comma-separated, "
+            f"every host with its number of slots (host1:2,host2:4)"
+        ) from None
+    return [(host.hostname, host.slots) for host in horovod_hosts.parse_hosts(hosts)]
 
 
 def slots_of_hosts(hosts: str) -> int:
@@ -42,27 +59,24 @@ def slots_of_hosts(hosts: str) -> int:
 
 
 def hosts_for_workers(hosts: str, workers: int) -> str:
-    """The first `workers` slots of a -H value, filled host by host: `a:2,b:4`, 5 -> `a:2,b:3`."""
-    kept, left = [], workers
-    for name, slots in host_entries(hosts):
-        if left <= 0:
-            break
-        kept.append(f"{name}:{min(slots, left)}")
-        left -= slots
-    return ",".join(kept)
+    """The slots horovodrun gives `workers` ranks, as a -H value: `a:2,b:4`, 5 -> `a:2,b:3`."""
+    host_entries(hosts)  # the value's check, with the runner's message
+    horovod_hosts = _horovod_hosts()
+    assigned = horovod_hosts.get_host_assignments(horovod_hosts.parse_hosts(hosts), 1, workers)
+    # Consecutive ranks on one entry of -H share a host name: one name:count per entry.
+    entries = itertools.groupby(assigned, key=lambda slot: slot.hostname)
+    return ",".join(f"{name}:{len(list(slots))}" for name, slots in entries)
 
 
 def hosts_of_hostfile(path: Path) -> str:
-    """A hostfile (`host slots=4` per line) as a -H value (`host:4,...`)."""
-    hosts = []
-    for line in Path(path).read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        name, *rest = line.split()
-        slots = next((r.split("=")[1] for r in rest if r.startswith("slots=")), "1")
-        hosts.append(f"{name}:{slots}")
-    return ",".join(hosts)
+    """A hostfile as horovodrun 0.28.1 reads it (`host slots=4` per line), as a -H value."""
+    try:
+        return _horovod_hosts().parse_host_files(str(path))
+    except IndexError:  # a line without `slots=`, an empty line or a comment
+        raise ValueError(
+            f"hostfile {path}: horovodrun 0.28.1 reads every line as `host slots=N` and stops "
+            f"at any other line (an empty line or a comment too)"
+        ) from None
 
 
 def host_names(hosts: str) -> list[str]:
