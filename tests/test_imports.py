@@ -33,10 +33,13 @@ def module_name(path: Path) -> str:
 
 
 def project_modules() -> dict[str, Path]:
+    """The packages' modules; not what runs write below them (bench/results/runs holds a
+    synthetic class's scripts, some broken on purpose)."""
     return {
         module_name(path): path
         for package in PACKAGES
         for path in sorted((REPO / package).rglob("*.py"))
+        if "results" not in path.relative_to(REPO / package).parts
     }
 
 

@@ -14,9 +14,7 @@ leaves the warmup's correction a wrong "old rate". That fails only where it hurt
 the warmup, where the warmup multiplies the momentum by its rate over the dropped one (9.4).
 """
 
-import ast
 import math
-from dataclasses import dataclass
 
 from grader.engine import Failure, Note, first_verdict
 from grader.rules.common import (
@@ -28,7 +26,9 @@ from grader.rules.common import (
     missing_callback,
     scaling_failure,
 )
-from grader.schedule import CantTell, Evaluator, Function
+from grader import horovod_schedule, presets
+from grader.horovod_schedule import KerasScheduler, ScheduleCallback, Unscaled
+from grader.schedule import CantTell, Evaluator
 from grader.syntax import argument
 
 STEP = 11
@@ -53,23 +53,6 @@ SCHEDULE_TEXT = (
 def intended_multiplier(epoch, drops=DROPS) -> float:
     """The workbook's multiplier of the scaled rate at `epoch` after the warmup."""
     return DROP_FACTOR ** sum(epoch >= drop for drop in drops)
-
-
-@dataclass(frozen=True)
-class Run:
-    """What the schedule depends on in one preset's run (preset None: the script has none)."""
-
-    preset: str | None
-    warmup_end: float
-    drops: tuple
-
-    def schedule_text(self) -> str:
-        whose = f"the {self.preset} preset's" if self.preset else "the workbook's"
-        if not self.drops:
-            return f"{whose} schedule is x1 from the end of the warmup on (no lr_drops)"
-        epochs = " and ".join(map(str, self.drops)).replace(" and ", ", ", len(self.drops) - 2)
-        drops = f"at each of epochs {epochs}" if len(self.drops) > 1 else f"from epoch {epochs} on"
-        return f"{whose} schedule is x1 from the end of the warmup, then x0.1 {drops} (step_decay)"
 
 
 def check(script):
@@ -113,11 +96,11 @@ def check(script):
                 "multiplier=step_decay",
                 schedule.line,
             )
-    overlap = _overlap_failure(script, warmup_epochs, schedules) if schedules else None
+    overlap = horovod_schedule.overlap_failure(script, warmup_epochs, schedules) if schedules else None
     if isinstance(overlap, Failure):
         return overlap
     return first_verdict(
-        lambda: _option_failure(script),
+        lambda: presets.option_failure(script),
         lambda: overlap or _rates_failure(script, warmup, warmup_epochs, schedules, kerases),
     )
 
@@ -135,213 +118,14 @@ def _callback_failure(script, entry, what):
     return failure
 
 
-def _overlap_failure(script, warmup_epochs, schedules):
-    """The schedules must start where the warmup ends and must not overlap each other: two
-    callbacks that set the rate at one epoch also undo each other's momentum correction."""
-    warmup_end = script.constant(warmup_epochs)
-    spans = []  # (start, end or None, entry); start -1 stands for "where the warmup ends"
-    for entry in schedules:
-        start = argument(entry.call, "start_epoch", 2)
-        end = argument(entry.call, "end_epoch", 3)
-        end_value = None if end is None else script.constant(end)
-        unknown = [
-            bound
-            for bound, value in ((start, script.constant(start)), (end, end_value))
-            if bound is not None
-            and not script.same_value(bound, warmup_epochs)
-            and not isinstance(value, (int, float))
-            and not (isinstance(script.resolve(bound), ast.Constant))  # end_epoch=None
-        ]
-        if unknown:
-            return Note(
-                f"line {entry.line}: it can't tell which epochs this LearningRateScheduleCallback "
-                f"covers (`{script.source(unknown[0])}`); it looked for the first starting where "
-                f"the warmup ends, start_epoch={script.source(warmup_epochs)}, and the others at "
-                "fixed epochs, none overlapping",
-                entry.line,
-            )
-        if start is not None and script.same_value(start, warmup_epochs):
-            spans.append((-1 if warmup_end is None else warmup_end, end_value, entry))
-            continue
-        start_value = 0 if start is None else script.constant(start)
-        if start_value == 0 or (warmup_end is not None and start_value < warmup_end):
-            return Failure(
-                f"line {entry.line}: this LearningRateScheduleCallback starts at epoch "
-                f"{start_value}, during the warmup, so the two fight over the learning rate (it "
-                "sets its own at the first batch of each warmup epoch) and spoil SGD's momentum "
-                "(each restores the other's corrected value after the batch): "
-                f"start_epoch={script.source(warmup_epochs)}",
-                entry.line,
-            )
-        spans.append((start_value, end_value, entry))
-    spans.sort(key=lambda span: span[0])
-    if spans[0][0] != -1 and warmup_end is None:
-        first = spans[0][2]
-        return Note(
-            f"line {first.line}: it can't tell whether this first LearningRateScheduleCallback "
-            f"starts where the warmup ends; it looked for start_epoch="
-            f"{script.source(warmup_epochs)}",
-            first.line,
-        )
-    for (_, end, entry), (next_start, _, next_entry) in zip(spans, spans[1:]):
-        if end is None or (isinstance(end, (int, float)) and end > next_start):
-            return Failure(
-                f"line {next_entry.line}: this schedule starts at epoch {next_start}, before "
-                f"the one on line {entry.line} ends: give each an end_epoch where the next "
-                "starts",
-                next_entry.line,
-            )
-    return None
-
-
 # ---- the learning rate of every epoch ----------------------------------------------------
-
-
-class _Stretch:
-    """One LearningRateScheduleCallback: the epochs it acts on and what it sets there."""
-
-    def __init__(self, script, evaluator, entry, warmup_epochs, warmup_lr):
-        self.entry = entry
-        self.line = entry.line
-        call = entry.call
-        self.multiplier = argument(call, "multiplier", 1)
-        self._start = _epoch_bound(script, argument(call, "start_epoch", 2), warmup_epochs, 0)
-        self._end = _epoch_bound(script, argument(call, "end_epoch", 3), warmup_epochs, math.inf)
-        self.factor = _factor(script, argument(call, "initial_lr", 0), warmup_lr)
-        value = evaluator.expr(self.multiplier, {})
-        self.function = value if isinstance(value, Function) else None
-        self.number = None if self.function else value
-        if self.function is None and (
-            isinstance(value, bool) or not isinstance(value, (int, float))
-        ):
-            raise CantTell(self.multiplier)
-        self.evaluator = evaluator
-        self._called = {}
-
-    def start(self, warmup_end):
-        return warmup_end if self._start is None else self._start
-
-    def end(self, warmup_end):
-        return warmup_end if self._end is None else self._end
-
-    def covers(self, epoch, warmup_end) -> bool:
-        return self.start(warmup_end) <= epoch < self.end(warmup_end)
-
-    def rate(self, epoch, warmup_end) -> float:
-        """The multiple of the warmup's initial_lr it sets at `epoch` (Horovod 0.28.1)."""
-        if self.function is not None:
-            if epoch not in self._called:  # a function of the epoch alone
-                self._called[epoch] = self.evaluator.multiplier(self.multiplier, epoch)
-            return self.factor * self._called[epoch]
-        return self.factor * self.number ** (epoch - self.start(warmup_end))
-
-
-def _epoch_bound(script, node, warmup_epochs, default):
-    """An epoch bound as a number, or None for "where the warmup ends"."""
-    if node is None:
-        return default
-    if script.same_value(node, warmup_epochs):
-        return None
-    resolved = script.resolve(node)
-    if isinstance(resolved, ast.Constant) and resolved.value is None:
-        return default  # end_epoch=None: no end
-    value = script.constant(node)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise CantTell(node)
-    return value
-
-
-def _factor(script, initial_lr, warmup_lr) -> float:
-    """initial_lr as a multiple of the warmup's (1 when they are the same expression)."""
-    if script.same_value(initial_lr, warmup_lr):
-        return 1.0
-    value = script.resolve(initial_lr)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
-        for same, other in ((value.left, value.right), (value.right, value.left)):
-            number = script.constant(other)
-            if script.same_value(same, warmup_lr) and isinstance(number, (int, float)):
-                return float(number)
-    raise CantTell(initial_lr)
-
-
-class _KerasStretch:
-    """A Keras LearningRateScheduler: it sets `schedule(epoch)` at the start of every epoch,
-    before any batch, so the warmup (every batch of its epochs) and Horovod's schedules (the
-    first batch of theirs) set the rate after it."""
-
-    number = None
-    factor = 1.0
-
-    def __init__(self, script, options, entry, warmup_lr):
-        self.entry = entry
-        self.line = entry.line
-        self.multiplier = argument(entry.call, "schedule", 0) if entry.call else None
-        if self.multiplier is None:
-            raise CantTell(entry.expr)
-        self.evaluator = _RateEvaluator(script, options, warmup_lr)
-        self.function = self.evaluator.expr(self.multiplier, {})
-        spec = getattr(self.function, "node", None)
-        if (
-            not isinstance(self.function, Function)
-            or len(spec.args.posonlyargs + spec.args.args) != 1
-        ):
-            raise CantTell(self.multiplier)  # Keras passes (epoch, lr) to a two-argument one
-        self._called = {}
-
-    def covers(self, epoch, warmup_end) -> bool:
-        return True
-
-    def rate(self, epoch, warmup_end) -> float:
-        """The multiple of the scaled rate it sets at `epoch`. A rate that doesn't double when
-        the scaled rate does is not a multiple of it: _Unscaled."""
-        if epoch not in self._called:
-            once, twice = (self._value(epoch, unit) for unit in (1.0, 2.0))
-            if not math.isclose(twice, 2 * once, rel_tol=1e-9, abs_tol=1e-15):
-                raise _Unscaled(self, epoch, once)
-            self._called[epoch] = once
-        return self._called[epoch]
-
-    def _value(self, epoch, unit):
-        self.evaluator.steps = 0
-        self.evaluator.unit_value = unit
-        value = self.evaluator.call(self.function, [epoch], self.multiplier)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise CantTell(self.multiplier)
-        return float(value)
-
-
-class _Unscaled(Exception):
-    """A Keras schedule whose rate is no multiple of the scaled rate (e.g. step_decay alone)."""
-
-    def __init__(self, stretch, epoch, value):
-        super().__init__("unscaled")
-        self.stretch, self.epoch, self.value = stretch, epoch, value
-
-
-class _RateEvaluator(Evaluator):
-    """Evaluates a Keras schedule, which returns a rate, in units of the scaled rate: the
-    warmup's initial_lr (scaled_lr, or the expression it stands for) counts as 1."""
-
-    def __init__(self, script, options, unit):
-        super().__init__(script, options)
-        self.unit = unit
-        self.unit_value = 1.0  # what the scaled rate counts as (1, or 2 to see that it scales)
-
-    def expr(self, node, env: dict):
-        if (
-            isinstance(node, (ast.Name, ast.Attribute, ast.BinOp))
-            and not (isinstance(node, ast.Name) and node.id in env)
-            and self.script.same_value(node, self.unit)
-        ):
-            return self.unit_value
-        return super().expr(node, env)
 
 
 def _rates_failure(script, warmup, warmup_epochs, schedules, kerases=()):
     """A Failure at the first epoch whose learning rate is not the workbook's schedule; with a
     Keras LearningRateScheduler whose rates are right, its note (or failure: _keras_verdict)."""
     warmup_lr = argument(warmup.call, "initial_lr", 0)
-    runs = _runs(script, warmup_epochs)
+    runs = presets.runs(script, warmup_epochs, DROPS)
     if not runs:
         return Note(
             f"it can't work out how many epochs the warmup lasts (`{script.source(warmup_epochs)}`"
@@ -356,17 +140,17 @@ def _rates_failure(script, warmup, warmup_epochs, schedules, kerases=()):
             evaluator = Evaluator(script, {"lr_drops": run.drops})
             # Keras's first: Horovod's, at an epoch's first batch, set the rate after it.
             stretches = [
-                _KerasStretch(script, {"lr_drops": run.drops}, entry, warmup_lr)
+                KerasScheduler(script, {"lr_drops": run.drops}, entry, warmup_lr)
                 for entry in kerases
             ] + [
-                _Stretch(script, evaluator, entry, warmup_epochs, warmup_lr) for entry in schedules
+                ScheduleCallback(script, evaluator, entry, warmup_epochs, warmup_lr) for entry in schedules
             ]
             failure = _first_wrong_epoch(script, stretches, run, warmup_lr)
             if failure:
                 return failure
             if kerases:
                 verdicts.append(_keras_verdict(script, stretches[: len(kerases)], run, schedules))
-    except _Unscaled as unscaled:
+    except Unscaled as unscaled:
         line = unscaled.stretch.line
         return Failure(
             f"line {line}: at epoch {unscaled.epoch} the Keras LearningRateScheduler sets "
@@ -484,116 +268,3 @@ def _wrong_rate(script, stretch, epoch, run, rate, wanted, base):
     )
 
 
-def _runs(script, warmup_epochs) -> list:
-    """One Run per preset (or one, without presets): its warmup length and its lr_drops; []
-    if the grader can't tell one of them."""
-    runs = []
-    for preset, items in list(_presets(script)) or [(None, {})]:
-        warmup_end = _warmup_length(script, warmup_epochs, items)
-        drops = _drops(script, items)
-        if warmup_end is None or drops is None:
-            return []
-        if Run(preset, warmup_end, drops) not in runs:
-            runs.append(Run(preset, warmup_end, drops))
-    return runs
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _warmup_length(script, warmup_epochs, preset_items):
-    """The warmup length of a run with this preset: the constant given, else the preset's default
-    of --warmup-epochs (or the option's constant default); None if the grader can't tell."""
-    value = script.constant(warmup_epochs)
-    if _number(value):
-        return value
-    resolved = script.resolve(warmup_epochs)
-    if not (isinstance(resolved, ast.Attribute) and resolved.attr == "warmup_epochs"):
-        return None
-    options = [
-        call
-        for call in script.calls
-        if getattr(call.func, "attr", "") == "add_argument" and _defines_warmup_epochs(script, call)
-    ]
-    default = argument(options[0], "default") if options else None
-    value = script.constant(default) if default is not None else None
-    if _number(value):
-        return value
-    if isinstance(default, ast.Subscript):
-        item = preset_items.get(script.constant(default.slice))
-        value = script.constant(item) if item is not None else None
-        if _number(value):
-            return value
-    return None
-
-
-def _drops(script, preset_items):
-    """The preset's lr_drops as a tuple of epochs; DROPS for a preset without them (an older
-    starting script); None if the grader can't tell."""
-    node = preset_items.get("lr_drops")
-    if node is None:
-        return DROPS
-    value = script.resolve(node)
-    if not isinstance(value, (ast.Tuple, ast.List)):
-        return None
-    epochs = tuple(script.constant(element) for element in value.elts)
-    return epochs if all(_number(epoch) for epoch in epochs) else None
-
-
-def _option_failure(script):
-    """args.warmup_epochs needs its --warmup-epochs option, and every preset a default."""
-    if "warmup_epochs" not in script.attributes:
-        return None
-    options = [
-        call
-        for call in script.calls
-        if getattr(call.func, "attr", "") == "add_argument" and _defines_warmup_epochs(script, call)
-    ]
-    if not options:
-        return Failure(
-            "args.warmup_epochs is used, but parse_args() has no --warmup-epochs option: add it"
-        )
-    default = argument(options[0], "default")
-    if isinstance(default, ast.Subscript):
-        key = script.constant(default.slice)
-        for preset, keys in _presets(script):
-            if isinstance(key, str) and key not in keys:
-                return Failure(
-                    f"the {preset!r} preset has no {key!r}, so --warmup-epochs' default raises "
-                    f"KeyError: add {key}=... to every preset",
-                    options[0].lineno,
-                )
-    return None
-
-
-def _defines_warmup_epochs(script, add_argument):
-    """True if this option is stored as args.warmup_epochs (--warmup-epochs, or dest=...)."""
-    if script.constant(argument(add_argument, "dest")) == "warmup_epochs":
-        return True
-    for flag in add_argument.args:
-        value = script.constant(flag)
-        if isinstance(value, str) and value.startswith("--"):
-            return value[2:].replace("-", "_") == "warmup_epochs"
-    return False
-
-
-def _presets(script):
-    """(name, {key: value node}) of each preset: a module-level table of dicts with 'epochs'."""
-    for bindings in script.bindings.values():
-        for binding in bindings:
-            table = binding.value
-            if not isinstance(table, ast.Dict):
-                continue
-            for name, value in zip(table.keys, table.values):
-                items = _dict_items(script, value)
-                if items is not None and "epochs" in items:
-                    yield script.constant(name), items
-
-
-def _dict_items(script, value):
-    if isinstance(value, ast.Dict):
-        return {script.constant(k): v for k, v in zip(value.keys, value.values) if k is not None}
-    if isinstance(value, ast.Call) and script.qualified_name(value.func) == "dict":
-        return {keyword.arg: keyword.value for keyword in value.keywords if keyword.arg}
-    return None
