@@ -44,7 +44,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         s = scaling["summary"]
         lines += ["**Scaling** (solution script, full data set, "
                   f"{scaling['settings']['repeats']} repetitions, median [min-max]):", "",
-                  f"| launch | {IPS} (total) | per worker |", "|---|---|---|"]
+                  f"| launch | {IPS}, all workers | per worker |", "|---|---|---|"]
         for label, c in s["configs"].items():
             ips = c["images_per_second"]
             lines.append(f"| {label} | {ips['median']:.0f} [{ips['min']:.0f}-{ips['max']:.0f}] "
@@ -62,7 +62,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                       f"{c['median']:.2f} [{c['min']:.2f}-{c['max']:.2f}] of {n}x one worker, "
                       "the most this machine allows; Horovod's workers keep "
                       f"**{share['median']:.2f}** [{share['min']:.2f}-{share['max']:.2f}] of "
-                      f"that ({speed.CEILING_SHARE})."]
+                      f"that (share of the machine's ceiling: {speed.CEILING_SHARE})."]
         lines += ["", "![scaling](bench/results/scaling.png)", ""]
     if accuracy := docs["accuracy"]:
         s = accuracy["summary"]

@@ -705,7 +705,7 @@ def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
                          shown(key)))
     if reference is not None and distributed is not None:
         efficiency = scaling_efficiency(reference, distributed)
-        rows.append((speed.SCALING_EFFICIENCY,
+        rows.append((f"scaling efficiency ({speed.SCALING_EFFICIENCY})",
                      None if efficiency is None else round(efficiency, 2),
                      shown(f"scaling efficiency, {distributed.workers} workers")))
     for run, name in ((distributed, "distributed"), (baseline, "baseline"),

@@ -37,8 +37,9 @@ IMAGES_PER_SECOND = "images/s"
 # A column of runs of different lengths: each counts the epochs after its first.
 IMAGES_PER_SECOND_COLUMN = "images/s (steps, epochs after the first)"
 TIME_TO_ACCURACY = "time to {target:.0%} (from the launch)"
-SCALING_EFFICIENCY = "scaling efficiency (images/s of N workers / N x 1 worker's, same share)"
-CEILING_SHARE = "share of the machine's ceiling (Horovod / separate processes, images/s)"
+# What the two ratios divide, for their labels: `scaling efficiency (...)`.
+SCALING_EFFICIENCY = "images/s of N workers over N x one worker's, the same share each"
+CEILING_SHARE = "images/s of N Horovod workers over N separate processes' on the same cores"
 
 
 def steady(per_epoch: list) -> list:
