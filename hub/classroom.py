@@ -117,7 +117,8 @@ def prepare_course(settings: HubSettings) -> list[str]:
                         "python -m instructor generate"))
     roster = Path(settings.state_dir) / "roster.csv"  # where the instructor's account reads it
     shutil.copyfile(settings.roster, roster)
-    roster.chmod(0o644)
+    shutil.chown(roster, user=settings.instructor)  # names and e-mails: not for the attendees
+    roster.chmod(0o600)
     done.append(checked(as_instructor(settings, "add-students", str(course), str(roster)),
                         "python -m instructor add-students"))
     if not (Path(settings.exchange) / COURSE_ID / "outbound" / ASSIGNMENT).is_dir():

@@ -2,8 +2,8 @@
 `make test` gets Horovod with MPI and never passes an MPI test as skipped.
 
 The real runs start from a plain shell: `env -i` with PATH=/usr/bin:/bin, nothing exported by
-hand, while conftest's silent listener holds 127.0.0.1:6006 (TensorBoard's port). Each has a
-time limit of 150 s, as the issue's hang check had.
+hand, while conftest's silent listener holds 127.0.0.1:6006 (TensorBoard's port). A hang never
+ends; a run that works takes 35-120 s on 2 busy cores, so each has a limit of 300 s.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
 TINY_RUN = ["--data-dir", str(REPO / "data" / "sample"), "--train-images", "1024",
             "--test-images", "256", "--depth", "10", "--width", "1", "--epochs", "1",
             "--steps-per-epoch", "8"]
-HANG_LIMIT_S = 150
+HANG_LIMIT_S = 300
 
 
 def test_the_hook_sets_what_the_workbook_sets():
