@@ -280,10 +280,29 @@ def optimizer_call(script):
     return value, None
 
 
-def scaling_failure(script, expr, what: str, line: int):
-    """A Failure unless `expr` is proportional to hvd.size() (and nothing else of Horovod's)."""
+@dataclass(frozen=True)
+class Scaling:
+    """How a value must grow with the number of workers: hvd.size() ** power, and the words."""
+
+    power: int  # 1: a multiple of hvd.size(); -1: divided by it
+    plain: str  # what the grader looked for
+    fix: str  # what to do
+    unscaled: str  # what a value that ignores the number of workers is not, and why it matters
+
+
+MULTIPLIED = Scaling(1, "a plain multiple of hvd.size()", "multiply it by hvd.size()",
+                     "is not scaled by the number of workers")
+DIVIDED = Scaling(
+    -1, "a plain division by hvd.size()", "divide it by hvd.size()",
+    "is not divided by the number of workers, so every epoch trains N times the data",
+)
+
+
+def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIPLIED):
+    """A Failure unless `expr` grows as hvd.size() ** wanted.power (and nothing else of
+    Horovod's): a learning rate is multiplied by it, a number of steps divided."""
     scale = script.scale(expr)
-    if scale.powers == (("size", 1),) and not scale.mixed and not scale.unclear:
+    if scale.powers == (("size", wanted.power),) and not scale.mixed and not scale.unclear:
         return None
     failure = script.uncalled_failure(expr)
     if failure:
@@ -291,54 +310,48 @@ def scaling_failure(script, expr, what: str, line: int):
     shown = f"{what} (`{script.source(expr)}`)"
     if scale.opaque:
         return Note(
-            f"line {line}: it can't tell how {shown} grows with the number of workers; it looked "
-            "for a plain multiple of hvd.size()",
+            f"line {line}: it can't tell how {shown} changes with the number of workers; it "
+            f"looked for {wanted.plain}",
             line,
         )
     if scale.unclear:
         return Failure(
             f"line {line}: {shown} adds up terms that change differently with the number of "
-            "workers: make it a plain multiple of hvd.size()",
+            f"workers: make it {wanted.plain}",
             line,
         )
     if scale.mixed:
         return Failure(
-            f"line {line}: {shown} is scaled by hvd.size() on some paths only: scale it on all",
+            f"line {line}: {shown} does not change with hvd.size() the same way on every path "
+            f"(e.g. only when an option is 0): {wanted.fix} once, on all",
             line,
         )
-    if scale.power("local_size"):
-        call = horovod_call_in(script, expr, "local_size")
-        written = getattr(call, "lineno", line)
-        used = f" (used at line {line})" if written != line else ""
-        return Failure(
-            f"line {written}: {shown}{used} uses hvd.local_size(), the workers on this machine "
-            "only: use hvd.size(), all workers",
-            written,
-        )
-    if scale.power("rank") or scale.power("local_rank"):
-        call = horovod_call_in(script, expr, "rank", "local_rank")
-        written = getattr(call, "lineno", line)
-        used = f" (used at line {line})" if written != line else ""
-        return Failure(
-            f"line {written}: {shown}{used} depends on the worker's rank, so each worker gets "
-            "another value: scale by hvd.size()",
-            written,
-        )
+    for functions, why in (
+        (("local_size",), "uses hvd.local_size(), the workers on this machine only"),
+        (("rank", "local_rank"), "depends on the worker's rank, so each worker gets another "
+                                 "value"),
+    ):
+        if any(scale.power(function) for function in functions):
+            call = horovod_call_in(script, expr, *functions)
+            written = getattr(call, "lineno", line)
+            used = f" (used at line {line})" if written != line else ""
+            return Failure(f"line {written}: {shown}{used} {why}: {wanted.fix}", written)
     if scale.power("sqrt_size"):
         return Failure(
-            f"line {line}: {shown} grows with the square root of hvd.size(); this workbook "
-            "scales linearly: multiply by hvd.size()",
+            f"line {line}: {shown} changes with the square root of hvd.size(); this workbook "
+            f"scales linearly: {wanted.fix}",
             line,
         )
     power = scale.power("size")
-    if power == 1:
+    if power == wanted.power:
         return None
     if power == 0:
         return Failure(
-            f"line {line}: {shown} is not scaled by the number of workers: multiply it by "
-            "hvd.size()",
+            f"line {line}: {shown} {wanted.unscaled}: {wanted.fix}",
             line,
         )
-    if power < 0:
-        return Failure(f"line {line}: {shown} is divided by hvd.size(): multiply instead", line)
-    return Failure(f"line {line}: {shown} is multiplied by hvd.size() more than once", line)
+    if (power > 0) != (wanted.power > 0):
+        done = "divided by" if power < 0 else "multiplied by"
+        return Failure(f"line {line}: {shown} is {done} hvd.size(): {wanted.fix} instead", line)
+    done = "multiplied by" if power > 0 else "divided by"
+    return Failure(f"line {line}: {shown} is {done} hvd.size() more than once", line)

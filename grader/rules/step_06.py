@@ -2,8 +2,8 @@
 
 import ast
 
-from grader.engine import Failure, Note, first_verdict
-from grader.rules.common import NO_FIT
+from grader.engine import Failure, first_verdict
+from grader.rules.common import DIVIDED, NO_FIT, scaling_failure
 from grader.syntax import HVD, argument
 
 STEP = 6
@@ -125,55 +125,14 @@ def _no_shard_failure(script, line):
 
 
 def _split_failure(script, given, name, coef, line):
-    scale = script.scale(given)
-    if scale.powers != (("size", -1),) or scale.mixed or scale.unclear:
-        failure = script.uncalled_failure(given)
-        if failure:
-            return failure
-    shown = f"{name} (`{script.source(given)}`)"
-    if scale.opaque:
-        return Note(
-            f"line {line}: it can't tell how {shown} changes with the number of workers; it "
-            "looked for a division by hvd.size()",
-            line,
-        )
-    if scale.unclear:
+    """Steps are divided among the workers; validation samples `coef`/N of the test batches."""
+    failure = scaling_failure(script, given, name, line, DIVIDED)
+    if failure:
+        return failure
+    if coef != 1 and abs(script.scale(given).coef - coef) > 1e-9:
         return Failure(
-            f"line {line}: {shown} adds up terms that change differently with the number of "
-            "workers: make it a plain division by hvd.size()",
-            line,
-        )
-    if scale.mixed:
-        return Failure(
-            f"line {line}: {shown} is not divided by hvd.size() the same way on every path "
-            "(e.g. only when --steps-per-epoch is 0): divide it once on all",
-            line,
-        )
-    if scale.power("local_size"):
-        return Failure(
-            f"line {line}: {shown} uses hvd.local_size(), the workers on this machine only: "
-            "divide by hvd.size()",
-            line,
-        )
-    if scale.power("rank") or scale.power("local_rank"):
-        return Failure(
-            f"line {line}: {shown} depends on the worker's rank: divide by hvd.size()", line
-        )
-    power = scale.power("size")
-    if power == 0:
-        return Failure(
-            f"line {line}: {shown} is not divided by the number of workers, so every epoch "
-            "trains N times the data: divide it by hvd.size()",
-            line,
-        )
-    if power > 0:
-        return Failure(f"line {line}: {shown} is multiplied by hvd.size(): divide it", line)
-    if power < -1:
-        return Failure(f"line {line}: {shown} is divided by hvd.size() more than once", line)
-    if coef != 1 and abs(scale.coef - coef) > 1e-9:
-        return Failure(
-            f"line {line}: {shown}: each worker samples 3/N of the test batches, "
-            "3 * validation_steps // hvd.size(), for a less noisy validation",
+            f"line {line}: {name} (`{script.source(given)}`): each worker samples 3/N of the "
+            "test batches, 3 * validation_steps // hvd.size(), for a less noisy validation",
             line,
         )
     return None
