@@ -1,22 +1,23 @@
 """The solution script's benchmark runs: how it is launched, and what it reports.
 
 A run is described by a Launch: how many workers, threads per worker (None: TensorFlow's
-default, all cores), and whether horovodrun starts it. The script's own measurements are read
-back: its final `RESULT {json}` line and the per-epoch scalars of its TensorBoard log.
+default, all cores), and whether horovodrun starts it. A Launch is planned by the runner's own
+plan_run, with the runner's RunOptions: the benchmarks start the workers with the command line
+and the environment a notebook cell's horovodrun() gives them. The script's own measurements
+are read back: its final `RESULT {json}` line and the per-epoch scalars of its TensorBoard log.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.processes import Timed, run_timed
 from workbook.comparison import epoch_scalars  # noqa: F401 (the benchmarks read it from here)
-from workbook.facts import SOLUTION_FILE_NAME, parse_result, usable_cores
+from workbook.facts import SOLUTION_FILE_NAME, parse_result
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
-from workbook.runner.command import PIN_LAUNCHER, Layout
+from workbook.runner.command import PIN_LAUNCHER, RunOptions, RunPlan, plan_run
 
 SOLUTION = SOLUTIONS_DIR / SOLUTION_FILE_NAME
 STARTER = STARTER_SCRIPT
@@ -46,23 +47,26 @@ class Launch:
             share += " each" if self.workers > 1 else ""
         return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{share}"
 
-    def env(self) -> dict:
-        env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
-        # The runner's own settings for a worker with this share of the cores.
-        env.update(Layout(self.workers, self.threads, cores=usable_cores()).env())
-        if not self.gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU run stays on the CPU
-        return env
-
-    def argv(self, script: Path, args: list) -> list:
-        python = [sys.executable, str(script), *args]
-        if self.pinned and self.threads:
-            python = [sys.executable, str(PINNED), str(self.threads), str(script), *args]
+    def options(self, log_dir: Path, env: dict | None = None) -> RunOptions:
+        """The runner's options for this launch (for one of the processes of a `separate` one):
+        pinned threads are the runner's `share`; threads unpinned, a split of that many cores;
+        no threads, TensorFlow's own defaults."""
+        env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({} if self.gpus else {"CUDA_VISIBLE_DEVICES": ""}),
+               **(env or {})}  # fmt: skip
+        common = dict(run_name=log_dir.name, logs_root=log_dir.parent, log_dir=log_dir,
+                      env=env, gpus=None if self.gpus else 0)  # fmt: skip
         if not self.horovodrun or self.separate:
-            return python
-        horovodrun = str(Path(sys.executable).with_name("horovodrun"))
-        hosts = f"localhost:{self.workers}"
-        return [horovodrun, "--gloo", "-np", str(self.workers), "-H", hosts, *python]
+            return RunOptions(np=1, launcher="python", share=self.threads, **common)
+        if self.threads is None:
+            return RunOptions(np=self.workers, tf_threads=False, **common)
+        if self.pinned:
+            return RunOptions(np=self.workers, share=self.threads, **common)
+        return RunOptions(np=self.workers, cores=self.workers * self.threads, **common)
+
+    def plan(self, script: Path, args: list, log_dir: Path, env: dict | None = None) -> RunPlan:
+        """The runner's plan of this launch: the command line and environment of the run; the
+        script gets `--log-dir log_dir`."""
+        return plan_run([str(script), *args], options=self.options(log_dir, env))
 
 
 @dataclass
@@ -82,8 +86,8 @@ def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTIO
     """Runs the script with a fresh --log-dir (it would resume from old checkpoints); its output
     goes to output.log there."""
     shutil.rmtree(log_dir, ignore_errors=True)
-    argv = launch.argv(script, [*args, "--log-dir", str(log_dir)])
-    timed = run_timed(argv, log_dir / "output.log", env={**launch.env(), **(env or {})},
+    plan = launch.plan(script, args, log_dir, env)
+    timed = run_timed(plan.argv, log_dir / "output.log", env=plan.env, cwd=plan.cwd,
                       timeout=timeout)
     return Run(launch, timed, parse_result(timed.output), log_dir)
 

@@ -5,15 +5,17 @@ speed targets are reported by the benchmarks, not tested here."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.processes import run_timed
 from bench.training import PINNED, Launch
-from workbook.facts import parse_result
+from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
 from grader import check_all
 from workbook.paths import REPO
@@ -33,26 +35,52 @@ def test_cpu_scaling_gives_each_worker_an_equal_share_of_the_cores():
     assert (one.workers, one.threads) == (1, 1) and (two.workers, two.threads) == (2, 1)
     assert one.pinned and two.pinned and two.label == "2 workers, 1 core each"
     assert separate.separate and separate.pinned and (separate.workers, separate.threads) == (2, 1)
-    assert separate.argv(REPO / "x.py", [])[:2] == [sys.executable, str(PINNED)]  # no horovodrun
     assert [launch.threads for launch in scaling.launches(cores=8, gpus=0)[1:]] == [4, 4, 4]
     assert [launch.workers for launch in scaling.launches(cores=8, gpus=4)] == [1, 2, 3, 4]
 
 
-def test_launch_commands_and_thread_settings():
-    two = Launch(2, 1)
-    argv = two.argv(REPO / "x.py", ["--epochs", "1"])
-    assert argv[1:6] == ["--gloo", "-np", "2", "-H", "localhost:2"]
-    assert argv[-3:] == [str(REPO / "x.py"), "--epochs", "1"]
-    assert two.env()["TF_NUM_INTRAOP_THREADS"] == "1"
-    assert "TF_NUM_INTRAOP_THREADS" not in Launch(1, None, horovodrun=False).env()
-    assert Launch(1, None, horovodrun=False).argv(REPO / "x.py", [])[0] == sys.executable
-    pinned = Launch(2, 1, pinned=True).argv(REPO / "x.py", ["--epochs", "1"])
-    assert pinned[-5:] == [str(PINNED), "1", str(REPO / "x.py"), "--epochs", "1"]
+@pytest.mark.skipif(usable_cores() < 2, reason="2 workers of 1 core each need 2 cores")
+def test_launches_are_planned_by_the_runner(tmp_path):
+    """Each benchmark launch starts its workers as the runner's plan_run says, with its options."""
+    from workbook.runner import RunOptions, plan_run
+
+    script = tmp_path / "x.py"
+    script.write_text("import argparse  # --log-dir\n")
+    logs = tmp_path / "logs"
+
+    def plan(launch, args=()):
+        return launch.plan(script, list(args), logs / "run")
+
+    two = plan(Launch(2, 1), ["--epochs", "1"])
+    horovodrun = str(Path(sys.executable).with_name("horovodrun"))
+    assert two.argv == [horovodrun, "--gloo", "-np", "2", sys.executable, str(script),
+                        "--epochs", "1", "--log-dir", str(logs / "run")]  # fmt: skip
+    assert two.env["TF_NUM_INTRAOP_THREADS"] == "1" and two.env["CUDA_VISIBLE_DEVICES"] == ""
+    assert two.env["TF_CPP_MIN_LOG_LEVEL"] == "2" and not two.layout.pinned
+    pinned = plan(Launch(2, 1, pinned=True), ["--epochs", "1"])
+    assert pinned.layout.pinned
+    assert pinned.argv[3:8] == ["2", sys.executable, str(PINNED), "1", str(script)]
+    # The benchmark's 2 pinned workers are what a notebook cell's np=2, share=1 starts.
+    cell = plan_run([str(script), "--epochs", "1"], np=2, share=1, gpus=0, run_name="run",
+                    logs_root=logs, log_dir=logs / "run")  # fmt: skip
+    assert (cell.argv, cell.layout) == (pinned.argv, pinned.layout)
+
+    python = plan(Launch(1, None, horovodrun=False))
+    assert python.argv[:2] == [sys.executable, str(script)] and python.launcher == "python"
+    assert "TF_NUM_INTRAOP_THREADS" not in python.env or "TF_NUM_INTRAOP_THREADS" in os.environ
+    # horovodrun without threads: TensorFlow's own thread defaults, as a plain horovodrun.
+    default = plan(Launch(1, None))
+    assert default.layout.threads is None and default.argv[1:4] == ["--gloo", "-np", "1"]
+    assert Launch(1, None).options(logs / "run") == RunOptions(
+        np=1, tf_threads=False, run_name="run", logs_root=logs, log_dir=logs / "run",
+        env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}, gpus=0,
+    )  # fmt: skip
+    # Each of `separate`'s processes: plain python, pinned to its block of cores.
+    separate = plan(Launch(2, 1, horovodrun=False, pinned=True, separate=True))
+    assert separate.argv[:4] == [sys.executable, str(PINNED), "1", str(script)]
 
 
 def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
-    import os
-
     probe = tmp_path / "probe.py"
     probe.write_text("import os, sys; print(sorted(os.sched_getaffinity(0)), sys.argv[1:])")
     allowed = sorted(os.sched_getaffinity(0))

@@ -471,6 +471,30 @@ def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
 
 
 @needs_horovodrun
+def test_one_options_object_carries_a_run(tmp_path):
+    a_script(tmp_path)
+    options = runner.RunOptions(
+        np=2, run_name="same", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0,
+        share=1, env={"X": "1"},
+    )  # fmt: skip
+    with pytest.raises(AttributeError):
+        options.np = 3  # built once, handed down unchanged
+    plan = plan_run("train.py", options=options)
+    as_keywords = plan_run("train.py", 2, run_name="same", cwd=tmp_path,
+                           logs_root=tmp_path / "logs", cores=2, gpus=0, share=1, env={"X": "1"})
+    assert (plan.argv, plan.layout, plan.run_dir) == (
+        as_keywords.argv, as_keywords.layout, as_keywords.run_dir
+    )
+    assert plan.layout.pinned and plan.env["X"] == "1" and plan.np == 2
+    # Keywords beside the options replace those fields; a -np in the command wins over both.
+    one = plan_run("train.py", options=options, np=1, run_name="one")
+    assert (one.np, one.run_name, one.layout.threads) == (1, "one", 1)
+    assert plan_run("-np 1 train.py", options=options).np == 1
+    with pytest.raises(TypeError, match="workers"):
+        plan_run("train.py", options=options, workers=2)
+
+
+@needs_horovodrun
 def test_plan_refuses_fewer_workers_than_the_slots_of_H_with_gloo(tmp_path):
     a_script(tmp_path)
     common = dict(cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0)

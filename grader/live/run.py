@@ -151,18 +151,12 @@ def _not_runnable(script: Path) -> str:
 def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float,
                  records: Path, runs: int):  # fmt: skip
     """Runs the probe under horovodrun; stops it early on a hang. (RunResult, hang or None)."""
-    from workbook.runner import start_in_background  # only here: the grader stays light
+    from workbook.runner import RunOptions, start_in_background  # here: the grader stays light
 
     command = [str(PROBE), str(script), *RUN_ARGS, "--log-dir", str(log_dir)]
-    run = start_in_background(
-        command,
-        np=np,
-        timeout=timeout,
-        run_name=log_dir.parent.name,
-        env=env,
-        cwd=script.parent,
-        logs_root=log_dir.parent,
-    )
+    options = RunOptions(np=np, timeout=timeout, run_name=log_dir.parent.name, env=env,
+                         cwd=script.parent, logs_root=log_dir.parent)  # fmt: skip
+    run = start_in_background(command, options=options)
     stuck, since = None, None
     try:
         while not run.done:

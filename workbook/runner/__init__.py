@@ -12,6 +12,10 @@ What it adds to a bare `!horovodrun ...`:
   share the cores (threads per worker set with TF_NUM_INTRAOP_THREADS, each worker pinned to
   its own cores by pin_cores.py), printed in one line. `share="auto"` gives any number of
   workers that same share each: `np=1, share="auto"` is the fair 1-worker reference.
+- One options object, `RunOptions` (np, run_name, timeout, env, cwd, log dirs, launcher,
+  share, timeline...), is built once from the keywords of horovodrun(), start_in_background()
+  or plan_run() and handed down; the benchmarks (bench/training.py) and the run-for-real check
+  (grader/live) start their workers with it too, through the same plan_run.
 - `timeline=True` records Horovod's timeline; every run leaves run.json (start, end, layout)
   and names the other processes that kept the CPU busy meanwhile.
   A -np smaller than the slots of -H is refused: horovodrun 0.28.1 with Gloo would start a
@@ -41,7 +45,8 @@ importing only those above it in this list:
     horovodrun_cli  horovodrun's options, as horovodrun's own parser knows them; the split of
                 a command line into horovodrun's options and the script
     hosts       which hosts are this machine; ssh to the others: a check before, a clean-up after
-    command     the layout, horovodrun's command line, and the plan of a run
+    command     the layout, the run's options (RunOptions), horovodrun's command line, and
+                the plan of a run
     pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
     contention  the other processes that used the CPU while a run went on
     output      the byte stream as lines and progress bars, sorted into what to show; failures
@@ -55,6 +60,7 @@ from workbook.facts import usable_cores
 from workbook.runner import execute as _execute
 from workbook.runner.command import (
     Layout,
+    RunOptions,
     RunPlan,
     auto_layout,
     explicit_layout,
@@ -87,6 +93,7 @@ __all__ = [
     "RunResult",
     "HostsUnreachable",
     "Layout",
+    "RunOptions",
     "auto_layout",
     "load_ipython_extension",
 ]

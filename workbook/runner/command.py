@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -206,6 +207,59 @@ PIN_LAUNCHER = Path(__file__).with_name("pin_cores.py")
 RUN_MARKER = "WORKBOOK_RUN_ID"
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How to start one run, apart from its command: built once (from the keywords of
+    horovodrun(), start_in_background() or plan_run()) and handed down as it is.
+
+    np: "auto" (one worker per GPU, else 2 CPU workers sharing the cores) or a number; a `-np`
+        in the command wins.
+    run_name: the folder under logs_root for the script's --log-dir and horovodrun.log;
+        default `<script>-np<N>-<HHMM>`. A script that takes --log-dir and got none gets
+        `--log-dir <logs_root>/<run_name>`, so TensorBoard shows the runs side by side.
+        Reuse a run_name to let the script resume from that run's checkpoints.
+    timeout: seconds, after which every worker is stopped (the result has timed_out=True).
+    env: variables added to the run's environment (they win over the runner's own).
+    cwd: the folder the script runs in (default: the current one).
+    log_dir: False to never add --log-dir, True to always add it, or a folder to use instead
+        of logs_root/run_name.
+    launcher: "horovodrun", or "python": the script as one plain process (np=1), for a
+        baseline without Horovod's launcher.
+    cores, gpus: what this machine has for the run (default: what this process may use).
+    share: "auto" gives each worker exactly what one worker of np="auto" gets, its threads and
+        its cores (pinned), whatever np is: `np=1, share="auto"` is the reference that N
+        workers are compared with, the CPU analogue of 1 GPU against N. A number: that many
+        cores per worker (see share_layout). (np="auto" pins its workers to their cores anyway.)
+    timeline: True records Horovod's timeline in <run dir>/timeline.json (or give a file):
+        every allreduce of every step, with the time each rank asked for it (the runner turns
+        Horovod's response cache off for this, HOROVOD_CACHE_CAPACITY=0, or only the first
+        step would show the ranks). For short runs: it grows by tens of KB per step.
+    tf_threads: False leaves TensorFlow's own thread counts (no TF_NUM_*_THREADS), as a plain
+        `horovodrun` does; the benchmarks measure that too.
+    """
+
+    np: int | str = "auto"
+    run_name: str | None = None
+    timeout: float | None = None
+    env: Mapping[str, str] | None = None
+    cwd: str | Path | None = None
+    log_dir: str | Path | bool | None = None
+    logs_root: str | Path = LOGS_DIR
+    launcher: str = "horovodrun"
+    cores: int | None = None
+    gpus: int | None = None
+    share: int | str | None = None
+    timeline: bool | str | Path = False
+    tf_threads: bool = True
+
+    @classmethod
+    def of(cls, options: RunOptions | None = None, **fields) -> RunOptions:
+        """`options` with `fields` replaced (np=None: not given), or new options of `fields`."""
+        if fields.get("np", "") is None:
+            del fields["np"]
+        return replace(options, **fields) if options is not None else cls(**fields)
+
+
 @dataclass
 class RunPlan:
     argv: list[str]
@@ -290,45 +344,38 @@ def _check_workers_fit(workers: int, hosts: str, options: list[str]) -> None:
 
 def plan_run(
     command: str | list[str],
-    np: int | str = "auto",
+    np: int | str | None = None,
     *,
-    run_name: str | None = None,
-    timeout: float | None = None,
-    env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
-    log_dir: str | Path | bool | None = None,
-    logs_root: str | Path = LOGS_DIR,
-    launcher: str = "horovodrun",
-    cores: int | None = None,
-    gpus: int | None = None,
-    share: int | str | None = None,
-    timeline: bool | str | Path = False,
+    options: RunOptions | None = None,
+    **fields,
 ) -> RunPlan:
     """Decides the command line, environment, layout and log places of one run.
 
-    share: "auto" gives each worker the cores one worker of `-np auto` gets, pinned to them;
-        a number, that many cores each (see share_layout).
-    timeline: True (or a file) makes Horovod record its timeline (see horovodrun()).
+    options: how to run it (RunOptions), or its fields as keywords (np also second); keywords
+        given beside `options` replace its fields.
     """
+    options = RunOptions.of(options, np=np, **fields)
+    env, launcher, share, timeline = options.env, options.launcher, options.share, options.timeline
     tokens = shlex.split(command) if isinstance(command, str) else [str(t) for t in command]
-    options, script_and_args = split_horovodrun_args(tokens)
+    launch_options, script_and_args = split_horovodrun_args(tokens)
     if not script_and_args:
         raise ValueError(f"no script to run in {command!r}")
-    cwd = Path(cwd or os.getcwd()).resolve()
-    logs_root = Path(logs_root).resolve()
-    np = option_value(options, NP_OPTIONS) or np
-    options = without_option(options, NP_OPTIONS)
-    cores = usable_cores() if cores is None else cores
+    cwd = Path(options.cwd or os.getcwd()).resolve()
+    logs_root = Path(options.logs_root).resolve()
+    np = option_value(launch_options, NP_OPTIONS) or options.np
+    launch_options = without_option(launch_options, NP_OPTIONS)
+    cores = usable_cores() if options.cores is None else options.cores
+    gpus, log_dir = options.gpus, options.log_dir
 
-    hosts = option_value(options, HOSTS_OPTIONS)
-    hostfile = option_value(options, HOSTFILE_OPTIONS)
+    hosts = option_value(launch_options, HOSTS_OPTIONS)
+    hostfile = option_value(launch_options, HOSTFILE_OPTIONS)
     if hostfile:
         hosts = hosts_of_hostfile(cwd / hostfile)
     elsewhere = tuple(remote_hosts(hosts)) if hosts is not None else ()
     remote = hosts if elsewhere else None  # the layout of a run that reaches other machines
     if launcher == "python":
-        if options:
-            raise ValueError(f"horovodrun options {options} need launcher='horovodrun'")
+        if launch_options:
+            raise ValueError(f"horovodrun options {launch_options} need launcher='horovodrun'")
         if str(np) not in ("auto", "1"):
             raise ValueError("launcher='python' runs one process: use np=1")
         if share is None:
@@ -352,7 +399,7 @@ def plan_run(
         if workers < 1:
             raise ValueError(f"-np must be at least 1, not {np}")
         if hosts is not None:
-            _check_workers_fit(workers, hosts, options)
+            _check_workers_fit(workers, hosts, launch_options)
         layout = explicit_layout(workers, cores, visible_gpus() if gpus is None else gpus, remote)
 
     # The script: a .py file runs with this kernel's Python (the environment with Horovod).
@@ -364,7 +411,7 @@ def plan_run(
         raise FileNotFoundError(f"no script {script_path}")
     stem = Path(program).stem if script_path is not None else Path(program).name
 
-    run_name = run_name or _default_run_name(stem, layout.workers, logs_root)
+    run_name = options.run_name or _default_run_name(stem, layout.workers, logs_root)
     given_log_dir = option_value(script_args, ("--log-dir",))  # the last one, as argparse
     if given_log_dir is not None:
         tensorboard_dir = (cwd / given_log_dir).resolve()
@@ -382,6 +429,8 @@ def plan_run(
         script_args = [*script_args, "--log-dir", str(tensorboard_dir)]
     run_dir = tensorboard_dir or logs_root / run_name
 
+    if not options.tf_threads:
+        layout = replace(layout, threads=None, pinned=False)
     if layout.pinned and script_path is None:
         layout = replace(layout, pinned=False)  # only a Python script can be pinned from inside
     if layout.pinned:
@@ -403,20 +452,20 @@ def plan_run(
     ]
 
     timeline_path = None
-    if option_value(options, TIMELINE_OPTIONS):
-        timeline_path = (cwd / option_value(options, TIMELINE_OPTIONS)).resolve()
+    if option_value(launch_options, TIMELINE_OPTIONS):
+        timeline_path = (cwd / option_value(launch_options, TIMELINE_OPTIONS)).resolve()
     elif timeline:
         if launcher != "horovodrun":
             raise ValueError("timeline= records Horovod's timeline: it needs launcher='horovodrun'")
         timeline_path = run_dir / TIMELINE_NAME if timeline is True else Path(timeline).resolve()
-        options = [*options, TIMELINE_OPTIONS[0], str(timeline_path)]
+        launch_options = [*launch_options, TIMELINE_OPTIONS[0], str(timeline_path)]
 
     if launcher == "python":
         argv, shown = worker_command, shown_worker
     elif launcher == "horovodrun":
-        controller = [] if has_option(options, CONTROLLER_FLAGS) else ["--gloo"]
-        launch = [*controller, "-np", str(layout.workers), *options]
-        given_timeout = option_value(options, START_TIMEOUT_OPTIONS) or {
+        controller = [] if has_option(launch_options, CONTROLLER_FLAGS) else ["--gloo"]
+        launch = [*controller, "-np", str(layout.workers), *launch_options]
+        given_timeout = option_value(launch_options, START_TIMEOUT_OPTIONS) or {
             **os.environ,
             **(env or {}),
         }.get("HOROVOD_START_TIMEOUT")
@@ -456,9 +505,9 @@ def plan_run(
         run_name=run_name,
         run_dir=run_dir,
         tensorboard_dir=tensorboard_dir,
-        timeout=timeout,
+        timeout=options.timeout,
         launcher=launcher,
-        ssh=ssh_settings(options),
+        ssh=ssh_settings(launch_options),
         remote_hosts=elsewhere if launcher == "horovodrun" else (),
         timeline_path=timeline_path,
     )

@@ -18,10 +18,8 @@ import subprocess
 import threading
 import time
 from datetime import datetime
-from pathlib import Path
 
-from workbook.paths import LOGS_DIR
-from workbook.runner.command import RUN_MARKER, RunPlan, plan_run, plural
+from workbook.runner.command import RUN_MARKER, RunOptions, RunPlan, plan_run, plural
 from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, clock, console_for, status_text
 from workbook.runner.hosts import ensure_reachable, stop_remote
@@ -289,37 +287,22 @@ last_result: RunResult | None = None
 
 def horovodrun(
     command: str | list[str],
-    np: int | str = "auto",
+    np: int | str | None = None,
     *,
-    timeout: float | None = None,
-    run_name: str | None = None,
-    env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
-    log_dir: str | Path | bool | None = None,
-    logs_root: str | Path = LOGS_DIR,
     quiet: bool = False,
-    share: int | str | None = None,
-    timeline: bool | str | Path = False,
+    options: RunOptions | None = None,
+    **fields,
 ) -> RunResult:
     """Runs `horovodrun [options] script [args]` and shows its output live; returns a RunResult.
 
     command: `"fashion_mnist.py --epochs 3"`, optionally with horovodrun options in front
         (`"-H host1:4,host2:4 fashion_mnist.py"`); a `-np` there wins over `np`.
-    np: "auto" (one worker per GPU, else 2 CPU workers sharing the cores) or a number.
-    timeout: seconds, after which every worker is stopped (the result has timed_out=True).
-    run_name: the folder under logs_root for the script's --log-dir and horovodrun.log;
-        default `<script>-np<N>-<HHMM>`. A script that takes --log-dir and got none gets
-        `--log-dir <logs_root>/<run_name>`, so TensorBoard shows the runs side by side.
-        Reuse a run_name to let the script resume from that run's checkpoints.
-    log_dir: False to never add --log-dir, or a folder to use instead of logs_root/run_name.
-    share: "auto" gives each worker exactly what one worker of np="auto" gets, its threads and
-        its cores (pinned), whatever np is: `np=1, share="auto"` is the reference that N
-        workers are compared with, the CPU analogue of 1 GPU against N. A number: that many
-        cores per worker. (np="auto" pins its workers to their cores anyway.)
-    timeline: True records Horovod's timeline in <run dir>/timeline.json (or give a file):
-        every allreduce of every step, with the time each rank asked for it (the runner turns
-        Horovod's response cache off for this, HOROVOD_CACHE_CAPACITY=0, or only the first
-        step would show the ranks). For short runs: it grows by tens of KB per step.
+    np: "auto" (the default: one worker per GPU, else 2 CPU workers sharing the cores) or a
+        number.
+    quiet: show nothing while it runs.
+    options, or as keywords: how to run it (workbook.runner.RunOptions, where each is
+        explained): run_name, timeout, env, cwd, log_dir, logs_root, share, timeline.
+        `horovodrun("train.py", np=1, share="auto", timeout=600)`
 
     The run's record, run.json next to its log, has its start and end times, its layout and
     the other processes that were busy meanwhile (also in the result's busy_others).
@@ -328,18 +311,7 @@ def horovodrun(
     result is in `workbook.runner.last_result`.
     """
     global last_result
-    plan = plan_run(
-        command,
-        np,
-        run_name=run_name,
-        timeout=timeout,
-        env=env,
-        cwd=cwd,
-        log_dir=log_dir,
-        logs_root=logs_root,
-        share=share,
-        timeline=timeline,
-    )
+    plan = plan_run(command, options=RunOptions.of(options, np=np, **fields))
     console = console_for(quiet)
     ensure_hosts_reachable(plan, console.line)  # an unreachable host: a clear error, no hang
     busy = running_in_background()
@@ -432,36 +404,17 @@ def running_in_background() -> list[str]:
 
 def start_in_background(
     command: str | list[str],
-    np: int | str = "auto",
+    np: int | str | None = None,
     *,
-    launcher: str = "horovodrun",
-    timeout: float | None = None,
-    run_name: str | None = None,
-    env: dict[str, str] | None = None,
-    cwd: str | Path | None = None,
-    log_dir: str | Path | bool | None = None,
-    logs_root: str | Path = LOGS_DIR,
-    share: int | str | None = None,
-    timeline: bool | str | Path = False,
+    options: RunOptions | None = None,
+    **fields,
 ) -> BackgroundRun:
-    """Starts a run and returns at once; the same arguments as horovodrun().
+    """Starts a run and returns at once; the same arguments as horovodrun() (but `quiet`).
 
     launcher="python" runs the script as one plain process (np=1), for a baseline without
     Horovod's launcher.
     """
-    plan = plan_run(
-        command,
-        np,
-        run_name=run_name,
-        timeout=timeout,
-        env=env,
-        cwd=cwd,
-        log_dir=log_dir,
-        logs_root=logs_root,
-        launcher=launcher,
-        share=share,
-        timeline=timeline,
-    )
+    plan = plan_run(command, options=RunOptions.of(options, np=np, **fields))
     ensure_hosts_reachable(plan)  # here, so that an unreachable host is said at once
     run = BackgroundRun(plan)
     _background_runs.append(run)

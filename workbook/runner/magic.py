@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from workbook.runner.command import RunOptions
 from workbook.runner.display import RunResult
 from workbook.runner.execute import horovodrun
 from workbook.runner.horovodrun_cli import (
@@ -41,7 +42,8 @@ def parse_magic_line(line: str) -> MagicArgs:
 def horovodrun_magic(line: str) -> RunResult:
     """%horovodrun [-np N|auto] [--timeout S] [--name RUN] [horovodrun options] script args"""
     args = parse_magic_line(line)
-    return horovodrun(args.command, np=args.np, timeout=args.timeout, run_name=args.run_name)
+    options = RunOptions(np=args.np, timeout=args.timeout, run_name=args.run_name)
+    return horovodrun(args.command, options=options)
 
 
 def load_ipython_extension(ipython) -> None:
