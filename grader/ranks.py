@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from grader.syntax import BROADCASTS, COLLECTIVES, HVD, MAX_DEPTH
+from grader.syntax import BROADCASTS, COLLECTIVES, COMPARISONS, HVD, MAX_DEPTH, flipped
 
 _MISSING = object()
 
@@ -41,15 +41,8 @@ STATE_CALLS = {
 STATE_MODULES = ("random.", "numpy.random.", "tensorflow.random.")
 STATE_METHODS = {"exists", "is_file", "is_dir", "glob", "rglob", "iterdir", "stat"}
 _SEVERITY = {"rank": 0, "state": 1, "unknown": 2}
-_FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
-_COMPARISONS = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-}
+# The comparisons a rank test may use (not `in`, `is`: no rank is a container or an object).
+_COMPARISONS = {op: COMPARISONS[op] for op in (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)}
 
 
 @dataclass(frozen=True)
@@ -142,7 +135,7 @@ class RankQuestions:
         value = self.constant(right)
         if not which:
             which, value = self.rank_kind(right), self.constant(left)
-            op = _FLIPPED.get(type(op), type(op))()
+            op = flipped(op)
         if not which or not isinstance(value, int) or isinstance(value, bool):
             return None
         if isinstance(op, (ast.Eq, ast.Is)):
@@ -162,7 +155,7 @@ class RankQuestions:
         choice, bound = self.resolve(left), self.constant(right, _MISSING)
         if not isinstance(choice, ast.IfExp):
             choice, bound = self.resolve(right), self.constant(left, _MISSING)
-            compare = _COMPARISONS.get(type(_FLIPPED.get(type(op), type(op))()))
+            compare = _COMPARISONS.get(type(flipped(op)))
         if compare is None or not isinstance(choice, ast.IfExp) or bound is _MISSING:
             return None
         inner = self.rank_test(choice.test, depth + 1)
@@ -257,22 +250,14 @@ class RankQuestions:
     def _epoch_comparison(self, compare, resuming: bool):
         left, op, right = compare.left, compare.ops[0], compare.comparators[0]
         if not self.is_shared_epoch(left):
-            left, right, op = right, left, _FLIPPED.get(type(op), type(op))()
+            left, right, op = right, left, flipped(op)
         bound = self.constant(right)
         if not self.is_shared_epoch(left) or not isinstance(bound, int) or isinstance(bound, bool):
             return None
-        compare_to = {
-            ast.Gt: lambda n: n > bound,
-            ast.GtE: lambda n: n >= bound,
-            ast.Lt: lambda n: n < bound,
-            ast.LtE: lambda n: n <= bound,
-            ast.Eq: lambda n: n == bound,
-            ast.Is: lambda n: n == bound,
-            ast.NotEq: lambda n: n != bound,
-            ast.IsNot: lambda n: n != bound,
-        }.get(type(op))
-        if compare_to is None:
+        function = COMPARISONS.get(type(op))
+        if function is None or isinstance(op, (ast.In, ast.NotIn)):
             return None
+        compare_to = lambda n: function(n, bound)  # noqa: E731
         if not resuming:
             return compare_to(0)
         # When resuming the epoch is some n >= 1: the answer is known if it is the same for all.

@@ -19,6 +19,7 @@ import math
 import operator
 
 from grader.budget import TooCostly
+from grader.syntax import COMPARISONS
 
 BUDGET = 20_000  # nodes evaluated per multiplier call, so that no loop runs away
 MAX_INT_BITS = 4096  # a learning-rate multiplier never needs a bigger integer
@@ -35,16 +36,7 @@ _BINARY = {
     ast.LShift: operator.lshift,
     ast.RShift: operator.rshift,
 }
-_COMPARE = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
+_COMPARE = {op: COMPARISONS[op] for op in COMPARISONS if op not in (ast.Is, ast.IsNot)}
 _BUILTINS = {
     "abs": abs,
     "all": all,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import operator
 
 # Canonical module names; `Script.qualified_name` maps every alias onto these.
 HVD = "horovod.tensorflow.keras"
@@ -87,3 +88,26 @@ def canonical(name: str) -> str:
     if name == "keras" or name.startswith("keras."):
         return f"{TF}.{name}"
     return name
+
+
+# Python's comparison operators as functions, once for every module that evaluates them
+# (`is` / `is not` between the integers a script compares behave as == / !=).
+COMPARISONS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.eq,
+    ast.IsNot: operator.ne,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+# `a < b` is `b > a`: the operator with its sides swapped.
+FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+def flipped(op: ast.cmpop) -> ast.cmpop:
+    return FLIPPED.get(type(op), type(op))()
+
