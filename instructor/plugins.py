@@ -15,6 +15,7 @@ added is an ordinary cell: not run, not scored, and listed in the class report.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import time
@@ -40,11 +41,18 @@ class SanitizeCellMetadata(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gradebook:
-            expected = cell_metadata.expected_cells(gradebook, info["assignment"], info["notebook"])
+        expected = _expected_cells(info["db_url"], info["assignment"], info["notebook"])
         for change in cell_metadata.restore(nb, expected):
             self.log.warning("%s/%s: %s", info["student"], info["notebook"], change)
         return nb, resources
+
+
+@functools.lru_cache(maxsize=64)
+def _expected_cells(db_url: str, assignment: str, notebook: str) -> dict:
+    """The source cells `generate` saved; the same for every student of a run, so read once
+    (opening the gradebook costs about as much as a check)."""
+    with Gradebook(db_url) as gradebook:
+        return cell_metadata.expected_cells(gradebook, assignment, notebook)
 
 
 # The kernels of this nbgrader process (one per student; see instructor/kernels.py).
