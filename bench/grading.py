@@ -148,7 +148,8 @@ def autograde_once(root: Path, env=None) -> dict:
     seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env,
                        cwd=cwd_of(env))
     logs = root / "logs" / "autograde"
-    measured = {"seconds": round(seconds, 2)}
+    # The machine's 1-minute load average at the end: what else ran beside the grading.
+    measured = {"seconds": round(seconds, 2), "load_average": round(os.getloadavg()[0], 2)}
     phases = logs / "phases.json"
     timings = logs / "timings.jsonl"
     if phases.is_file():  # the current path records these; the baseline did not
@@ -269,6 +270,8 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "batch_ms_per_submission": round(1000 * batch_median / students, 2),
         "nbgrader_seconds": results.summarize(current_seconds),
         "nbgrader_seconds_per_submission": round(autograde_seconds / students, 3),
+        "load_average": results.summarize([r["load_average"] for r in pairs["current"]
+                                           if "load_average" in r]),
         "autograde_seconds_per_student": {k: results.summarize(v) for k, v in per_student.items()},
         "baseline": {"ref": BASELINE_REF, "students": pairs["baseline_students"]},
         "speedup_per_student": (
