@@ -4,10 +4,17 @@ Modules, one job each:
 - course.py      the course folder and nbgrader's Python API on it: init, generate, students,
                  release, collect, zip_collect, feedback, export
 - config.py      the nbgrader_config.py that `init` writes, and why each setting
-- plugins.py     ExecuteChecksOnly: nbgrader's autograder runs the check cells only, in one kernel
-- autograde.py   the class graded in one nbgrader run, failures alone after, no partial grades
+- plugins.py     what nbgrader_config.py plugs into nbgrader: SanitizeCellMetadata,
+                 ExecuteChecksOnly (the check cells only), CollectWithoutFollowingLinks
+- kernels.py     the grading kernel: isolated from the submission, one per student
+- cell_metadata.py  the nbgrader metadata a notebook may carry: the instructor's
+- intake.py      sets aside what must not be graded (links out, FIFOs, devices, huge files)
+- autograde.py   the class graded by parallel nbgrader runs over disjoint students, failures
+                 alone after, no partial grades
+- merge.py       a worker's grades of a student copied into the course's gradebook
 - submission.py  what is wrong with one student's files: unusable notebooks, tampered check
-                 cells, an unusable fashion_mnist.py, and the commands that recover a submission
+                 cells, foreign nbgrader metadata, extra files, an unusable fashion_mnist.py,
+                 and the commands that recover a submission
 - class_report.py  where the class got stuck: per student and step, as CSV, text and
 - heatmap.py     ...a heatmap PNG
 - __main__.py    the command line

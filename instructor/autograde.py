@@ -31,7 +31,7 @@ STATUS_FILE = LOG_DIR / "status.json"  # the last autograde of each student
 TIMINGS_FILE = LOG_DIR / "timings.jsonl"  # per notebook: kernel wait and check seconds
 PHASES_FILE = LOG_DIR / "phases.json"  # seconds of the last autograde's phases
 
-# Time limits of one nbgrader run. A student takes 1-5 s (12 checks, 2 busy cores); the checks
+# Time limits of one nbgrader run. A student takes 1-3 s (12 checks, 2 busy cores); the checks
 # never run the learner's script and are bounded (grader/budget.py), so only a wedged kernel or
 # machine comes near these.
 RUN_START_SECONDS = 120
