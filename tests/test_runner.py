@@ -1259,7 +1259,9 @@ def test_without_the_safe_env_mpi_hangs_and_the_cleanup_still_stops_orted(
     plan = runner.plan_run(
         str(INIT_HOROVOD), np=1, launcher="python", logs_root=tmp_path, timeout=45
     )
-    del plan.env["HWLOC_COMPONENTS"]  # as in a terminal that lacks it
+    # As in a terminal that lacks it. Empty, not unset: the environment's start-up hook
+    # (bootstrap/safe_env.py) sets it when unset, and keeps a value the user gave.
+    plan.env["HWLOC_COMPONENTS"] = ""
     handle = runner.BackgroundRun(plan)
     wait_for(lambda: any(p.name() == "orted" for p in carrying(plan.marker)), 40, "OpenMPI's orted")
     result = handle.result(timeout=120)
