@@ -215,5 +215,5 @@ def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 1, "the timeline's plot"
     shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "Scaling efficiency: " in shown and "- Communication: " in shown
+    assert "Scaling efficiency, this short run (" in shown and "- Communication: " in shown
     assert "--timeline-filename logs/" in shown  # the command shows the runner's option
