@@ -60,6 +60,12 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
               jobs: int | None = None) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE."""
+    if "sanitize_preprocessors" not in course.config.get("Autograde", {}):
+        raise CourseError(
+            f"{course.root / 'nbgrader_config.py'} was written by an older workbook, without the "
+            "sanitizer that keeps a student's cell metadata from changing grades: rewrite it with "
+            f"`python -m instructor init --force {course.root}` (submissions and grades stay)"
+        )
     clock = Phases()
     set_aside = intake.screen_class(course.root / "submitted", course.root / "set_aside")
     clock.lap("intake")
