@@ -149,6 +149,22 @@ def test_commands_on_a_folder_that_is_no_course_fail_cleanly(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_a_course_configured_by_an_older_workbook_is_refused_with_the_fix(tmp_path):
+    """Without SanitizeCellMetadata a student's cell metadata could change grades: autograde
+    stops before grading and names the command that rewrites the configuration."""
+    course = init(tmp_path / "course", steps=[1])
+    config = course.root / "nbgrader_config.py"
+    text = config.read_text()
+    old = text.replace(", sanitize_preprocessors", "").replace(
+        "c.Autograde.sanitize_preprocessors = sanitize_preprocessors()\n", "")
+    assert old != text and "sanitize_preprocessors" not in old
+    config.write_text(old)
+    done = instructor("autograde", course.root, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"python -m instructor init --force {course.root}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_grader_course_points_to_instructor(tmp_path):
     done = run("-m", "grader", "course", "autograde", tmp_path, timeout=60)
     assert done.returncode == 2
