@@ -554,8 +554,8 @@ def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
                 f"{worst:.0%} faster, enough to change this verdict"
                 + (f" ({'; '.join(names)})" if names else "")
                 + ". Run it again when nothing else runs."]
-    return [f"Fair enough: {what}, at most {worst:.0%} of its time: too little to change "
-            "this verdict."]
+    return [f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, which "
+            "would not change this verdict."]
 
 
 def _by_epoch(reference: RunTimes, run: RunTimes) -> list[str]:
