@@ -148,7 +148,8 @@ def autograde_once(root: Path, env=None) -> dict:
     seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env,
                        cwd=cwd_of(env))
     logs = root / "logs" / "autograde"
-    # The machine's 1-minute load average at the end: what else ran beside the grading.
+    # The 1-minute load average at the end, the grading's own processes included: far above
+    # its own (about 4 with 3 runs), other work shared the machine.
     measured = {"seconds": round(seconds, 2), "load_average": round(os.getloadavg()[0], 2)}
     phases = logs / "phases.json"
     timings = logs / "timings.jsonl"

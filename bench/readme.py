@@ -118,10 +118,10 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                   f"{_median_range(s['nbgrader_seconds'], 's', '.0f')} "
                   f"({s['nbgrader_seconds_per_submission']:.2f} s each) | 300 s |", ""]
         if (load := s.get("load_average")) and load.get("n"):
-            lines += [f"The machine's load average at the end of the autograde runs: "
-                      f"{_median_range(load, '', '.1f')} on {grading['machine']['cores']} cores "
-                      "(other work ran beside them; the paired ratio holds, the seconds do not).",
-                      ""]
+            lines += [f"1-minute load average at the end of the autograde runs, the grading's "
+                      f"own processes included: {_median_range(load, '', '.1f')} on "
+                      f"{grading['machine']['cores']} cores (far above that, other work shared "
+                      "the machine: the paired ratio holds, the seconds do not).", ""]
         per_student = s.get("autograde_seconds_per_student", {})
         if "baseline" in per_student:
             lines += [f"Per student, against commit {s['baseline']['ref']}'s path (one shared "
