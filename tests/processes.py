@@ -9,6 +9,7 @@ still carries the marker is shown (pid, parent, session, command) and killed wit
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import uuid
@@ -68,3 +69,23 @@ def stop_marked(variable: str, value: str, why: str, grace: float = 2.0) -> list
             pass
     psutil.wait_procs(left, timeout=5)
     return [process.pid for process in left]
+
+
+def kill_group(process, wait_seconds: float = 30) -> None:
+    """Kills a process started with start_new_session=True: its group and every descendant
+    (horovodrun's workers have sessions of their own), then waits for it."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:  # gone already
+        descendants = []
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for child in descendants:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    process.wait(timeout=wait_seconds)
+

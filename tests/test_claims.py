@@ -16,15 +16,14 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
+from processes import kill_group
 from workbook.facts import with_safe_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,22 +68,9 @@ def start(names: list, log_path: Path) -> subprocess.Popen:
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Kills the run's process group and every descendant (horovodrun's workers have sessions
-    of their own); conftest.py also kills whatever carries the test's marker."""
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for child in descendants:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    process.wait(timeout=30)
+    """Kills the run with everything it started; conftest.py also kills whatever carries the
+    test's marker."""
+    kill_group(process)
 
 
 def run_experiments(names: list, folder: Path) -> dict:

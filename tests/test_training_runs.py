@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from authoring import chain as step_chain
+from processes import kill_group
 from workbook.facts import with_safe_env
 
 pytestmark = pytest.mark.slow
@@ -72,27 +72,6 @@ def worker_env():
     return env
 
 
-def kill_tree(process):
-    """Kills a process started with start_new_session=True, its group and all descendants."""
-    descendants = []
-    try:
-        import psutil
-
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except Exception:  # psutil missing, or the process is gone already
-        pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for child in descendants:
-        try:
-            child.kill()
-        except Exception:
-            pass
-    process.wait()
-
-
 def start(command, cwd, stdout=subprocess.PIPE):
     return subprocess.Popen(
         [str(part) for part in command],
@@ -111,7 +90,7 @@ def run(command, cwd, timeout=RUN_TIMEOUT):
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        kill_tree(process)
+        kill_group(process)
         output, _ = process.communicate()
         pytest.fail(f"timed out after {timeout} s: {command}\n{output[-5000:]}")
     return process.returncode, output
@@ -252,7 +231,7 @@ def test_solution_resumes_on_every_worker_after_a_crash(tmp_path):
         try:
             saved = wait_for_checkpoint(tmp_path / "first", 1, first, RUN_TIMEOUT)
         finally:
-            kill_tree(first)
+            kill_group(first)
     output = (tmp_path / "first.log").read_text()
     assert saved, "no epoch-1 checkpoint before the run ended:\n" + output[-5000:]
     checkpoints = sorted(p.name for p in log_dir.glob("checkpoint-*.h5"))

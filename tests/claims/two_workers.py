@@ -471,10 +471,9 @@ def optimizer_variable_names():
             "created": names(made)}  # fmt: skip
 
 
-@experiment
-def resume_with_created_weights():
-    """Rank 0 loads the checkpoint, rank 1 builds a fresh model and makes its optimizer's
-    variables at once; the broadcast callback then copies rank 0's state (no hang)."""
+def resume(create_weights: bool):
+    """Rank 0 loads a checkpoint, rank 1 builds a fresh model (and, with `create_weights`,
+    makes its optimizer's variables at once); one epoch with the broadcast callback."""
     path = saved_checkpoint(
         lambda: hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, 0.9))
     )
@@ -488,12 +487,21 @@ def resume_with_created_weights():
             )
             optimizer = hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, 0.9))
             model.compile(optimizer, "mse")
-            optimizer._create_all_weights(model.trainable_variables)
+            if create_weights:
+                optimizer._create_all_weights(model.trainable_variables)
+    print(f"rank {hvd.rank()} training", flush=True)
     model.fit(
         np.ones((8, 4)), np.ones((8, 2)), batch_size=8, initial_epoch=1, epochs=2, verbose=0,
         callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)],
     )  # fmt: skip
     return gathered(weight_sum(model))
+
+
+@experiment
+def resume_with_created_weights():
+    """Rank 0 loads the checkpoint, rank 1 builds a fresh model and makes its optimizer's
+    variables at once; the broadcast callback then copies rank 0's state (no hang)."""
+    return resume(create_weights=True)
 
 
 # ---- notebooks 10 and 11: learning rates ---------------------------------------------------
@@ -666,25 +674,7 @@ def novograd_first_step():
 def resume_without_created_weights():
     """As resume_with_created_weights, without _create_all_weights on rank 1: the broadcast
     callback matches variables by name, and the names differ. It does not return."""
-    path = saved_checkpoint(
-        lambda: hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, 0.9))
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if hvd.rank() == 0:
-            model = hvd.load_model(path, legacy_opts=True)
-        else:
-            model = tf.keras.Sequential(
-                [tf.keras.Input((4,)), tf.keras.layers.Dense(2, name="dense")]
-            )
-            optimizer = hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01, 0.9))
-            model.compile(optimizer, "mse")
-    print(f"rank {hvd.rank()} training", flush=True)
-    model.fit(
-        np.ones((8, 4)), np.ones((8, 2)), batch_size=8, initial_epoch=1, epochs=2, verbose=0,
-        callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)],
-    )  # fmt: skip
-    return gathered(weight_sum(model))
+    return resume(create_weights=False)
 
 
 @experiment
