@@ -201,13 +201,12 @@ def _collect(course: Course, group: list, before: dict, worker_db: Path, log: Pa
     """The Outcomes of one run's students, its grades copied into the course's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    remade = [s for s in group
-              if folder_identity(course.folder("autograded", s)) not in (None, before[s])]
-    kept = [s for s in group
-            if before[s] is not None and folder_identity(course.folder("autograded", s)) == before[s]]
+    after = {s: folder_identity(course.folder("autograded", s)) for s in group}
+    remade = [s for s in group if after[s] not in (None, before[s])]
+    kept = [s for s in group if before[s] is not None and after[s] == before[s]]
     if status is None and remade:
         # Stopped: the student it was working on is unsure; nbgrader goes one at a time.
-        last = max(remade, key=lambda s: folder_identity(course.folder("autograded", s))[1])
+        last = max(remade, key=lambda s: after[s][1])
         shutil.rmtree(course.folder("autograded", last), ignore_errors=True)
         remade.remove(last)
     relative = log.relative_to(course.root)

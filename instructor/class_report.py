@@ -114,6 +114,7 @@ def read_class(course: Course) -> tuple:
         steps = sorted(
             step for cell in expected if (step := step_of(cell.grade_id, cell.notebook)) is not None
         )
+        metadata = submission.expected_metadata(gradebook, course.assignment)
         set_aside = course.root / "set_aside"
         screened = {p.name for p in set_aside.iterdir()} if set_aside.is_dir() else set()
         screened = {s for s in screened if intake.recorded(set_aside / s)}
@@ -149,7 +150,7 @@ def read_class(course: Course) -> tuple:
                 folder = course.folder("submitted", student)
                 row.script_problem = submission.script_problem(folder)
                 row.tampered = submission.tampered_cells(folder, expected)
-                row.foreign += submission.metadata_changes(folder, gradebook, course.assignment)
+                row.foreign += submission.metadata_changes(folder, metadata)
                 row.extra_files = submission.extra_files(folder, course.folder("release"))
                 row.missing_notebooks = submission.missing_notebooks(folder, expected)
             rows.append(row)

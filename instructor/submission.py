@@ -54,22 +54,28 @@ def notebook_problems(folder: Path) -> list:
     return problems
 
 
-def metadata_changes(folder: Path, gradebook, assignment: str) -> list:
-    """'<notebook>: added cell 4 with nbgrader metadata (grade_id 'x') ignored', ... for each
-    cell whose nbgrader metadata autograde replaced (instructor/cell_metadata.py)."""
-    from nbgrader.api import MissingEntry
+def expected_metadata(gradebook, assignment: str) -> dict:
+    """{notebook name: {grade_id: Expected}} of the assignment (instructor/cell_metadata.py),
+    read once for a whole class."""
+    from instructor import cell_metadata
 
+    return {
+        notebook.name: cell_metadata.expected_cells(gradebook, assignment, notebook.name)
+        for notebook in gradebook.find_assignment(assignment).notebooks
+    }
+
+
+def metadata_changes(folder: Path, expected: dict) -> list:
+    """'<notebook>: added cell 4 with nbgrader metadata (grade_id 'x') ignored', ... for each
+    cell whose nbgrader metadata autograde replaced; `expected` is expected_metadata()."""
     from instructor import cell_metadata
 
     found = []
     for name, notebook in read_notebooks(folder):
-        if isinstance(notebook, Exception):
-            continue
-        try:
-            expected = cell_metadata.expected_cells(gradebook, assignment, name[: -len(".ipynb")])
-        except MissingEntry:
-            continue  # not a notebook of the assignment: nbgrader skips it
-        found += [f"{name}: {change}" for change in cell_metadata.restore(notebook, expected)]
+        cells = expected.get(name[: -len(".ipynb")])
+        if isinstance(notebook, Exception) or cells is None:
+            continue  # unreadable (a notebook problem), or no notebook of the assignment
+        found += [f"{name}: {change}" for change in cell_metadata.restore(notebook, cells)]
     return found
 
 
