@@ -20,13 +20,8 @@ from pathlib import Path
 import pytest
 
 from workbook.runner import contention, start_in_background
-from workbook.runner.command import (
-    PIN_LAUNCHER,
-    auto_layout,
-    pins_cores,
-    plan_run,
-    share_layout,
-)
+from workbook.runner.command import PIN_LAUNCHER, plan_run
+from workbook.runner.layout import auto_layout, pins_cores, share_layout
 from workbook.runner.contention import ContentionMonitor, short_command
 from workbook.runner.pin_cores import cores_of_worker, local_rank
 

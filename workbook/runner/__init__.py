@@ -45,8 +45,10 @@ importing only those above it in this list:
     horovodrun_cli  horovodrun's options, as horovodrun's own parser knows them; the split of
                 a command line into horovodrun's options and the script
     hosts       which hosts are this machine; ssh to the others: a check before, a clean-up after
-    command     the layout, the run's options (RunOptions), horovodrun's command line, and
-                the plan of a run
+    layout      how many workers, how many threads each, pinned or not
+    command     the run's options (RunOptions), the pieces of its plan (the script, the hosts,
+                the log places, the worker's and horovodrun's command lines, the environment),
+                and plan_run(), which puts them together
     pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
     contention  the other processes that used the CPU while a run went on
     output      the byte stream as lines and progress bars, sorted into what to show; failures
@@ -58,15 +60,8 @@ importing only those above it in this list:
 
 from workbook.facts import usable_cores
 from workbook.runner import execute as _execute
-from workbook.runner.command import (
-    Layout,
-    RunOptions,
-    RunPlan,
-    auto_layout,
-    explicit_layout,
-    plan_run,
-    visible_gpus,
-)
+from workbook.runner.command import RunOptions, RunPlan, plan_run
+from workbook.runner.layout import Layout, auto_layout, explicit_layout, visible_gpus
 from workbook.runner.display import RunResult
 from workbook.runner.execute import BackgroundRun, horovodrun, start_in_background
 from workbook.runner.horovodrun_cli import split_horovodrun_args

@@ -1,8 +1,10 @@
 """Command: everything about a run decided before anything starts.
 
-- the layout: how many workers, and how many threads each;
-- horovodrun's command line: its options, then the script and the script's own arguments;
-- the plan: the command, its environment, the run's name and where its logs go.
+- RunOptions: how to start a run, apart from its command (one object, handed down as it is);
+- the pieces of a plan, one decision each: the script (Script), the hosts and whether -np fits
+  them, the run's name and --log-dir, the worker's command line, Horovod's timeline,
+  horovodrun's command line, the environment (the layout comes from layout.py);
+- plan_run(): those pieces put together as a RunPlan.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import uuid
 from collections.abc import Mapping
@@ -42,135 +43,8 @@ from workbook.runner.hosts import (
     remote_hosts,
     slots_of_hosts,
 )
-
-# ---------------------------------------------------------------------------------------------
-# Layout
-# ---------------------------------------------------------------------------------------------
-
-
-def visible_gpus() -> int:
-    """NVIDIA GPUs the workers would see, counted without importing TensorFlow."""
-    listed = None
-    if shutil.which("nvidia-smi"):
-        try:
-            reply = subprocess.run(
-                ["nvidia-smi", "-L"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                env=with_safe_env(),
-            )
-            if reply.returncode == 0:
-                listed = sum(line.startswith("GPU ") for line in reply.stdout.splitlines())
-            else:
-                listed = 0  # nvidia-smi without a working driver
-        except (OSError, subprocess.TimeoutExpired):
-            listed = 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return listed or 0
-    devices = [d for d in visible.split(",") if d.strip() and d.strip() != "-1"]
-    # `-1` (or nothing) hides all GPUs; otherwise the list limits what nvidia-smi shows.
-    return len(devices) if listed is None else min(len(devices), listed)
-
-
-def plural(count: int, noun: str) -> str:
-    """`2 workers`, `1 thread`, `3 processes`."""
-    if count == 1:
-        return f"1 {noun}"
-    return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Workers and threads for one run; `threads` None means: leave TensorFlow's default."""
-
-    workers: int
-    threads: int | None
-    cores: int
-    gpus: int = 0
-    hosts: str | None = None  # as for horovodrun -H, when the run spans other machines
-    # Each worker pinned to its own block of `threads` cores (pin_cores.py), on this machine.
-    pinned: bool = False
-
-    def env(self) -> dict[str, str]:
-        """Environment variables that give each worker its share of the cores."""
-        if self.threads is None:
-            return {}
-        return {
-            "TF_NUM_INTRAOP_THREADS": str(self.threads),
-            "OMP_NUM_THREADS": str(self.threads),
-            # One inter-op thread: more would only compete with the other workers.
-            "TF_NUM_INTEROP_THREADS": "1",
-        }
-
-    def describe(self) -> str:
-        workers = plural(self.workers, "worker")
-        if self.hosts is not None:
-            return f"{workers} on hosts {self.hosts}"
-        threads = f" x {plural(self.threads, 'thread')}" if self.threads else ""
-        cores = plural(self.cores, "CPU core")
-        if self.pinned and self.workers == 1:
-            text = f"{workers}{threads} pinned to {self.threads} of {cores}"
-        else:
-            text = f"{workers}{threads} on {cores}"
-        if self.pinned and self.workers > 1:
-            own = "a core" if self.threads == 1 else plural(self.threads, "core")
-            text += f", each pinned to {own} of its own"
-        if self.gpus:
-            text += f", one GPU each ({plural(self.gpus, 'GPU')} visible)"
-        if not self.gpus and self.workers > self.cores:
-            text += " (more workers than cores: they take turns)"
-        return text
-
-
-def auto_layout(cores: int, gpus: int) -> Layout:
-    """`-np auto`: one worker per GPU; on CPUs 2 workers sharing the cores (1 on 1 core)."""
-    cores = max(1, cores)
-    if gpus > 0:
-        return Layout(workers=gpus, threads=max(1, cores // gpus), cores=cores, gpus=gpus)
-    # Two workers show data parallelism; more, each with a sliver of a CPU, only add overhead.
-    workers = 2 if cores >= 2 else 1
-    return Layout(workers=workers, threads=cores // workers, cores=cores)
-
-
-def explicit_layout(workers: int, cores: int, gpus: int, hosts: str | None = None) -> Layout:
-    """A given -np: on this machine, split the cores between the workers; elsewhere, don't."""
-    if hosts is not None:
-        return Layout(workers=workers, threads=None, cores=cores, gpus=0, hosts=hosts)
-    cores = max(1, cores)
-    gpus = gpus if gpus >= workers else 0
-    return Layout(workers=workers, threads=max(1, cores // workers), cores=cores, gpus=gpus)
-
-
-def share_layout(workers: int, share: int | str, cores: int, gpus: int) -> Layout:
-    """`share`: each worker gets the cores one worker of `-np auto` gets ("auto"), or that many.
-
-    On CPUs, a worker's share of the cores is its "device": 1 worker with one share against N
-    workers is the CPU analogue of 1 GPU against N GPUs.
-    """
-    per_worker = auto_layout(cores, gpus).threads if share == "auto" else int(share)
-    if per_worker < 1 or workers * per_worker > max(1, cores):
-        raise ValueError(
-            f"{plural(workers, 'worker')} x {plural(per_worker, 'core')} do not fit in the "
-            f"{plural(cores, 'CPU core')} this process may use"
-        )
-    gpus = gpus if gpus >= workers else 0
-    layout = Layout(workers=workers, threads=per_worker, cores=cores, gpus=gpus)
-    return replace(layout, pinned=pins_cores(layout))
-
-
-def pins_cores(layout: Layout) -> bool:
-    """Whether pinning the workers of this layout changes anything: a local CPU layout whose
-    workers fit on the cores, unless one worker would get them all."""
-    return (
-        layout.hosts is None
-        and not layout.gpus
-        and layout.threads is not None
-        and layout.workers * layout.threads <= layout.cores
-        and not (layout.workers == 1 and layout.threads >= layout.cores)
-    )
-
+# plural: also workbook.comparison's, which reads it from here
+from workbook.runner.layout import Layout, choose_layout, plural, without_threads  # noqa: F401
 
 # ---------------------------------------------------------------------------------------------
 # horovodrun's command line
@@ -297,32 +171,61 @@ class RunPlan:
         return None if self.launcher == "horovodrun" else 0
 
 
-def _horovodrun_executable() -> str:
-    beside = Path(sys.executable).with_name("horovodrun")
-    found = str(beside) if beside.exists() else shutil.which("horovodrun")
-    if not found:
-        raise FileNotFoundError(
-            "horovodrun is not installed in this environment "
-            f"({Path(sys.executable).parent}); run `make env`"
-        )
-    return found
+# ---------------------------------------------------------------------------------------------
+# The pieces of a plan, one decision each
+# ---------------------------------------------------------------------------------------------
 
 
-def _default_run_name(stem: str, workers: int, logs_root: Path) -> str:
-    name = f"{stem}-np{workers}-{datetime.now():%H%M}"
-    # A new name per run: reusing one would make the script resume from its checkpoints.
-    candidate, suffix = name, 2
-    while (logs_root / candidate).exists():
-        candidate, suffix = f"{name}-{suffix}", suffix + 1
-    return candidate
+@dataclass(frozen=True)
+class Script:
+    """What the workers run: a .py file (with this kernel's Python) or another program."""
+
+    program: str  # as given: `fashion_mnist.py`, or a program's name
+    path: Path | None  # the .py file; None for another program
+    args: tuple[str, ...]
+
+    @classmethod
+    def read(cls, words: list[str], cwd: Path) -> Script:
+        """`script.py args`, also `python script.py args`; FileNotFoundError for a missing .py."""
+        program, *args = words
+        if program in ("python", "python3") and args and args[0].endswith(".py"):
+            program, *args = args
+        path = (cwd / program).resolve() if program.endswith(".py") else None
+        if path is not None and not path.is_file():
+            raise FileNotFoundError(f"no script {path}")
+        return cls(program, path, tuple(args))
+
+    @property
+    def given_log_dir(self) -> str | None:
+        """The script's own --log-dir argument (the last one, as argparse reads them)."""
+        return option_value(list(self.args), ("--log-dir",))
+
+    @property
+    def stem(self) -> str:
+        return Path(self.program).stem if self.path is not None else Path(self.program).name
+
+    def takes_log_dir(self) -> bool:
+        return self.path is not None and "--log-dir" in self.path.read_text(errors="replace")
 
 
-def _shown_path(path: str | Path, cwd: Path) -> str:
-    relative = os.path.relpath(path, cwd)
-    return str(path) if relative.startswith("..") else relative
+def split_command(command: str | list[str]) -> tuple[list[str], list[str]]:
+    """(horovodrun's options, the script and its arguments); ValueError without a script."""
+    tokens = shlex.split(command) if isinstance(command, str) else [str(t) for t in command]
+    launch_options, script_and_args = split_horovodrun_args(tokens)
+    if not script_and_args:
+        raise ValueError(f"no script to run in {command!r}")
+    return launch_options, script_and_args
 
 
-def _check_workers_fit(workers: int, hosts: str, options: list[str]) -> None:
+def given_hosts(launch_options: list[str], cwd: Path) -> str | None:
+    """The hosts of -H, or of a -hostfile (read as horovodrun reads it); None: this machine."""
+    hostfile = option_value(launch_options, HOSTFILE_OPTIONS)
+    if hostfile:
+        return hosts_of_hostfile(cwd / hostfile)
+    return option_value(launch_options, HOSTS_OPTIONS)
+
+
+def check_workers_fit(workers: int, hosts: str, options: list[str]) -> None:
     """-np against the slots of -H: horovodrun's own errors come late, or not at all."""
     if has_option(options, ELASTIC_OPTIONS):
         return  # elastic runs grow and shrink between --min-np and --max-np
@@ -342,6 +245,124 @@ def _check_workers_fit(workers: int, hosts: str, options: list[str]) -> None:
         )
 
 
+def default_run_name(stem: str, workers: int, logs_root: Path) -> str:
+    name = f"{stem}-np{workers}-{datetime.now():%H%M}"
+    # A new name per run: reusing one would make the script resume from its checkpoints.
+    candidate, suffix = name, 2
+    while (logs_root / candidate).exists():
+        candidate, suffix = f"{name}-{suffix}", suffix + 1
+    return candidate
+
+
+def tensorboard_dir_for(script: Script, log_dir, default: Path, cwd: Path) -> Path | None:
+    """The script's --log-dir: its own, else `log_dir` (a folder, or True for `default`), else
+    `default` when the script takes --log-dir; None when it gets none (log_dir False)."""
+    if script.given_log_dir is not None:
+        return (cwd / script.given_log_dir).resolve()
+    if log_dir is False:
+        return None
+    if log_dir not in (None, True):
+        return Path(log_dir).resolve()
+    return default if log_dir is True or script.takes_log_dir() else None
+
+
+def _shown_path(path: str | Path, cwd: Path) -> str:
+    relative = os.path.relpath(path, cwd)
+    return str(path) if relative.startswith("..") else relative
+
+
+def worker_command(layout: Layout, script: Script, cwd: Path,
+                   tensorboard_dir: Path | None) -> tuple[list[str], list[str]]:
+    """(argv, as shown) of one worker: the script, behind the pinning launcher when pinned."""
+    args = list(script.args)
+    if layout.pinned:
+        pin = [str(PIN_LAUNCHER), str(layout.threads)]
+        argv = [sys.executable, *pin, str(script.path), *args]
+        # From the workbook's folders (notebooks/), the path a learner could type there.
+        inside = cwd.is_relative_to(PIN_LAUNCHER.parents[2])
+        shown_pin = os.path.relpath(PIN_LAUNCHER, cwd) if inside else str(PIN_LAUNCHER)
+        shown = ["python", shown_pin, pin[1], script.program]
+    elif script.path is not None:
+        argv, shown = [sys.executable, str(script.path), *args], ["python", script.program]
+    else:
+        argv, shown = [script.program, *args], [script.program]
+    shown += [_shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a
+              for a in args]  # fmt: skip
+    return argv, shown
+
+
+def timeline_of(launch_options: list[str], options: RunOptions, run_dir: Path,
+                cwd: Path) -> tuple[Path | None, list[str]]:
+    """(where Horovod writes its timeline, horovodrun's options asking for it)."""
+    given = option_value(launch_options, TIMELINE_OPTIONS)
+    if given:
+        return (cwd / given).resolve(), launch_options
+    if not options.timeline:
+        return None, launch_options
+    if options.launcher != "horovodrun":
+        raise ValueError("timeline= records Horovod's timeline: it needs launcher='horovodrun'")
+    timeline = options.timeline
+    path = run_dir / TIMELINE_NAME if timeline is True else Path(timeline).resolve()
+    return path, [*launch_options, TIMELINE_OPTIONS[0], str(path)]
+
+
+def _horovodrun_executable() -> str:
+    beside = Path(sys.executable).with_name("horovodrun")
+    found = str(beside) if beside.exists() else shutil.which("horovodrun")
+    if not found:
+        raise FileNotFoundError(
+            "horovodrun is not installed in this environment "
+            f"({Path(sys.executable).parent}); run `make env`"
+        )
+    return found
+
+
+def launch_command(options: RunOptions, layout: Layout, launch_options: list[str],
+                   worker: tuple[list[str], list[str]], remote: bool, shown_paths: dict,
+                   ) -> tuple[list[str], list[str]]:  # fmt: skip
+    """(argv, as shown) of the run: horovodrun with its options before the worker's command,
+    or the worker's command alone (launcher="python"). `shown_paths`: paths to show short."""
+    worker_argv, shown_worker = worker
+    if options.launcher == "python":
+        return worker_argv, shown_worker
+    if options.launcher != "horovodrun":
+        raise ValueError(
+            f"launcher must be 'horovodrun' or 'python', not {options.launcher!r}"
+        )
+    controller = [] if has_option(launch_options, CONTROLLER_FLAGS) else ["--gloo"]
+    launch = [*controller, "-np", str(layout.workers), *launch_options]
+    given_timeout = option_value(launch_options, START_TIMEOUT_OPTIONS) or {
+        **os.environ, **(options.env or {})}.get("HOROVOD_START_TIMEOUT")  # fmt: skip
+    if remote and not given_timeout:
+        # Other machines: horovodrun's start-up checks get a bound the command shows.
+        launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
+    shown = [shown_paths.get(a, a) for a in launch]
+    return [_horovodrun_executable(), *launch, *worker_argv], ["horovodrun", *shown, *shown_worker]
+
+
+def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool) -> dict[str, str]:
+    """The run's environment: safe for MPI, the layout's threads, unbuffered output, this
+    kernel's Python first on PATH, `env` over all that, and the run's own marker."""
+    result = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
+    for key, value in layout.env().items():
+        result.setdefault(key, value)  # a thread count the user set wins
+    # Output line by line as it happens, not in blocks when a buffer fills.
+    result["PYTHONUNBUFFERED"] = "1"
+    result["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), result.get("PATH", "")])
+    if timeline:
+        # Without Horovod's response cache, the timeline marks when each rank asked for every
+        # allreduce of every step (with it, only the first step's): who waited for whom.
+        result["HOROVOD_CACHE_CAPACITY"] = "0"
+    result.update(env or {})
+    result[RUN_MARKER] = uuid.uuid4().hex  # hex: safe on any command line
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------
+
+
 def plan_run(
     command: str | list[str],
     np: int | str | None = None,
@@ -355,149 +376,41 @@ def plan_run(
         given beside `options` replace its fields.
     """
     options = RunOptions.of(options, np=np, **fields)
-    env, launcher, share, timeline = options.env, options.launcher, options.share, options.timeline
-    tokens = shlex.split(command) if isinstance(command, str) else [str(t) for t in command]
-    launch_options, script_and_args = split_horovodrun_args(tokens)
-    if not script_and_args:
-        raise ValueError(f"no script to run in {command!r}")
+    launch_options, script_and_args = split_command(command)
     cwd = Path(options.cwd or os.getcwd()).resolve()
     logs_root = Path(options.logs_root).resolve()
     np = option_value(launch_options, NP_OPTIONS) or options.np
     launch_options = without_option(launch_options, NP_OPTIONS)
-    cores = usable_cores() if options.cores is None else options.cores
-    gpus, log_dir = options.gpus, options.log_dir
-
-    hosts = option_value(launch_options, HOSTS_OPTIONS)
-    hostfile = option_value(launch_options, HOSTFILE_OPTIONS)
-    if hostfile:
-        hosts = hosts_of_hostfile(cwd / hostfile)
+    hosts = given_hosts(launch_options, cwd)
     elsewhere = tuple(remote_hosts(hosts)) if hosts is not None else ()
-    remote = hosts if elsewhere else None  # the layout of a run that reaches other machines
-    if launcher == "python":
-        if launch_options:
-            raise ValueError(f"horovodrun options {launch_options} need launcher='horovodrun'")
-        if str(np) not in ("auto", "1"):
-            raise ValueError("launcher='python' runs one process: use np=1")
-        if share is None:
-            layout = Layout(workers=1, threads=None, cores=cores)
-        else:
-            layout = share_layout(1, share, cores, visible_gpus() if gpus is None else gpus)
-    elif share is not None:
-        if hosts is not None:
-            raise ValueError("share= splits this machine's cores: it is for runs without -H")
-        gpus = visible_gpus() if gpus is None else gpus
-        workers = auto_layout(cores, gpus).workers if str(np) == "auto" else int(np)
-        layout = share_layout(workers, share, cores, gpus)
-    elif str(np) == "auto":
-        if hosts is not None:
-            layout = explicit_layout(slots_of_hosts(hosts), cores, 0, remote)
-        else:
-            layout = auto_layout(cores, visible_gpus() if gpus is None else gpus)
-            layout = replace(layout, pinned=pins_cores(layout))
-    else:
-        workers = int(np)
-        if workers < 1:
-            raise ValueError(f"-np must be at least 1, not {np}")
-        if hosts is not None:
-            _check_workers_fit(workers, hosts, launch_options)
-        layout = explicit_layout(workers, cores, visible_gpus() if gpus is None else gpus, remote)
+    layout = choose_layout(
+        np, share=options.share, launcher=options.launcher,
+        cores=usable_cores() if options.cores is None else options.cores, gpus=options.gpus,
+        hosts=hosts, remote=hosts if elsewhere else None, launch_options=launch_options,
+    )  # fmt: skip
+    if hosts is not None and str(np) != "auto":
+        check_workers_fit(layout.workers, hosts, launch_options)
 
-    # The script: a .py file runs with this kernel's Python (the environment with Horovod).
-    program, *script_args = script_and_args
-    if program in ("python", "python3") and script_args and script_args[0].endswith(".py"):
-        program, *script_args = script_args
-    script_path = (cwd / program).resolve() if program.endswith(".py") else None
-    if script_path is not None and not script_path.is_file():
-        raise FileNotFoundError(f"no script {script_path}")
-    stem = Path(program).stem if script_path is not None else Path(program).name
-
-    run_name = options.run_name or _default_run_name(stem, layout.workers, logs_root)
-    given_log_dir = option_value(script_args, ("--log-dir",))  # the last one, as argparse
-    if given_log_dir is not None:
-        tensorboard_dir = (cwd / given_log_dir).resolve()
-    elif log_dir is False:
-        tensorboard_dir = None
-    elif log_dir not in (None, True):
-        tensorboard_dir = Path(log_dir).resolve()
-    elif script_path is not None and "--log-dir" in script_path.read_text(errors="replace"):
-        tensorboard_dir = logs_root / run_name  # the script takes --log-dir: give it one
-    elif log_dir is True:
-        tensorboard_dir = logs_root / run_name
-    else:
-        tensorboard_dir = None
-    if tensorboard_dir is not None and given_log_dir is None:
-        script_args = [*script_args, "--log-dir", str(tensorboard_dir)]
+    script = Script.read(script_and_args, cwd)
+    run_name = options.run_name or default_run_name(script.stem, layout.workers, logs_root)
+    tensorboard_dir = tensorboard_dir_for(script, options.log_dir, logs_root / run_name, cwd)
+    if tensorboard_dir is not None and script.given_log_dir is None:
+        script = replace(script, args=(*script.args, "--log-dir", str(tensorboard_dir)))
     run_dir = tensorboard_dir or logs_root / run_name
-
     if not options.tf_threads:
-        layout = replace(layout, threads=None, pinned=False)
-    if layout.pinned and script_path is None:
+        layout = without_threads(layout)
+    if layout.pinned and script.path is None:
         layout = replace(layout, pinned=False)  # only a Python script can be pinned from inside
-    if layout.pinned:
-        pin = [str(PIN_LAUNCHER), str(layout.threads)]
-        worker_command = [sys.executable, *pin, str(script_path), *script_args]
-        # From the workbook's folders (notebooks/), the path a learner could type there.
-        inside = cwd.is_relative_to(PIN_LAUNCHER.parents[2])
-        shown_pin = os.path.relpath(PIN_LAUNCHER, cwd) if inside else str(PIN_LAUNCHER)
-        shown_worker = ["python", shown_pin, pin[1], program]
-    elif script_path is not None:
-        worker_command = [sys.executable, str(script_path), *script_args]
-        shown_worker = ["python", program]
-    else:
-        worker_command = [program, *script_args]
-        shown_worker = [program]
-    shown_worker += [
-        _shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a
-        for a in script_args
-    ]
 
-    timeline_path = None
-    if option_value(launch_options, TIMELINE_OPTIONS):
-        timeline_path = (cwd / option_value(launch_options, TIMELINE_OPTIONS)).resolve()
-    elif timeline:
-        if launcher != "horovodrun":
-            raise ValueError("timeline= records Horovod's timeline: it needs launcher='horovodrun'")
-        timeline_path = run_dir / TIMELINE_NAME if timeline is True else Path(timeline).resolve()
-        launch_options = [*launch_options, TIMELINE_OPTIONS[0], str(timeline_path)]
-
-    if launcher == "python":
-        argv, shown = worker_command, shown_worker
-    elif launcher == "horovodrun":
-        controller = [] if has_option(launch_options, CONTROLLER_FLAGS) else ["--gloo"]
-        launch = [*controller, "-np", str(layout.workers), *launch_options]
-        given_timeout = option_value(launch_options, START_TIMEOUT_OPTIONS) or {
-            **os.environ,
-            **(env or {}),
-        }.get("HOROVOD_START_TIMEOUT")
-        if elsewhere and not given_timeout:
-            # Other machines: horovodrun's start-up checks get a bound the command shows.
-            launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
-        argv = [_horovodrun_executable(), *launch, *worker_command]
-        shown_launch = [
-            _shown_path(a, cwd) if timeline_path and a == str(timeline_path) else a for a in launch
-        ]
-        shown = ["horovodrun", *shown_launch, *shown_worker]
-    else:
-        raise ValueError(f"launcher must be 'horovodrun' or 'python', not {launcher!r}")
-
-    run_env = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
-    for key, value in layout.env().items():
-        run_env.setdefault(key, value)  # a thread count the user set wins
-    # Output line by line as it happens, not in blocks when a buffer fills.
-    run_env["PYTHONUNBUFFERED"] = "1"
-    bin_dir = str(Path(sys.executable).parent)
-    run_env["PATH"] = os.pathsep.join([bin_dir, run_env.get("PATH", "")])
-    if timeline_path is not None:
-        # Without Horovod's response cache, the timeline marks when each rank asked for every
-        # allreduce of every step (with it, only the first step's): who waited for whom.
-        run_env["HOROVOD_CACHE_CAPACITY"] = "0"
-    run_env.update(env or {})
-    run_env[RUN_MARKER] = uuid.uuid4().hex  # hex: safe on any command line
-
+    timeline_path, launch_options = timeline_of(launch_options, options, run_dir, cwd)
+    worker = worker_command(layout, script, cwd, tensorboard_dir)
+    shown_paths = {str(timeline_path): _shown_path(timeline_path, cwd)} if timeline_path else {}
+    argv, shown = launch_command(options, layout, launch_options, worker, bool(elsewhere),
+                                 shown_paths)  # fmt: skip
     return RunPlan(
         argv=argv,
         display_command=shlex.join(shown),
-        env=run_env,
+        env=run_env(layout, options.env, timeline_path is not None),
         cwd=cwd,
         layout=layout,
         np=layout.workers,
@@ -506,8 +419,8 @@ def plan_run(
         run_dir=run_dir,
         tensorboard_dir=tensorboard_dir,
         timeout=options.timeout,
-        launcher=launcher,
+        launcher=options.launcher,
         ssh=ssh_settings(launch_options),
-        remote_hosts=elsewhere if launcher == "horovodrun" else (),
+        remote_hosts=elsewhere if options.launcher == "horovodrun" else (),
         timeline_path=timeline_path,
     )

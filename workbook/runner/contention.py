@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 import psutil
 
 from workbook.facts import usable_cores
-from workbook.runner.command import plural
+from workbook.runner.layout import plural
 from workbook.speed import SAME_SPEED, worst_case_slowdown
 
 SAMPLE_INTERVAL_S = 2.0
