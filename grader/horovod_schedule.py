@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import math
 
-from grader.engine import Failure, Note
+from grader.verdicts import Failure, Note
 from grader.schedule import CantTell, Evaluator, Function
 from grader.syntax import argument
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from grader.engine import Failure
+from grader.verdicts import Failure
 from grader.syntax import argument
 
 

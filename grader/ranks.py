@@ -1,10 +1,16 @@
 """Which workers run a line, and which values differ between workers: the one rank evaluator.
 
-`rank_test` reads one condition on hvd.rank() (`hvd.rank() == 0`, `not hvd.rank()`, a helper
-function that returns one); `holds` and `runs` judge conditions, and the lines under them, on
-rank 0 and on any other worker, when resuming from a checkpoint or on a fresh run; `varies`
-says why a condition may differ between workers (their rank, or what each finds on its own
-disk), which decides whether every worker reaches a collective.
+A question module on the names layer (grader.names): `ranks.of(script)` is the script's
+`Ranks`, whose public questions are
+- `rank_test(expr)`: what one condition says about the rank (`hvd.rank() == 0`, `not
+  hvd.rank()`, a helper function that returns one), a `RankTest`; `rank_kind(expr)`: is it
+  hvd.rank() or hvd.local_rank(); `rank_tests(guards)`, `guard_tests(node)`, `rank0_only(node)`;
+- `holds(expr, rank0, resuming)` and `runs(node, rank0, resuming)`: is a condition true, does a
+  line run, on rank 0 or on another worker, when resuming from a checkpoint or on a fresh run
+  (True, False, or None when the grader can't tell); `is_shared_epoch(expr)`: the epoch rank 0
+  broadcast;
+- `varies(expr)`: why a value may differ between workers (their rank, or what each finds on its
+  own disk), a `Variation`, which decides whether every worker reaches a collective.
 """
 
 from __future__ import annotations
@@ -77,8 +83,16 @@ class Variation:
     cause: ast.AST
 
 
-class RankQuestions:
-    """Script methods about ranks (a mixin of engine.Script; uses its name resolution)."""
+def of(script) -> Ranks:
+    """The rank questions of `script` (grader.names.Script), built once per script."""
+    return script.memo(Ranks)
+
+
+class Ranks:
+    """The rank questions of one script, on its names layer (see the module)."""
+
+    def __init__(self, script):
+        self.script = script
 
     # ---- one condition on the rank ------------------------------------------------------
 
@@ -86,17 +100,17 @@ class RankQuestions:
         """What `expr` says about this worker's rank when it is true, if anything."""
         if expr is None or depth > MAX_DEPTH:
             return None
-        expr = self.resolve(expr)
+        expr = self.script.resolve(expr)
         which = self.rank_kind(expr)
         if which:
             return RankTest(which, "!=", 0)  # `if hvd.rank():` is true on every rank but 0
-        returned = self.returned(expr)
+        returned = self.script.returned(expr)
         if returned is not None:  # def is_root(): return hvd.rank() == 0
             return self.rank_test(returned, depth + 1)
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             inner = self.rank_test(expr.operand, depth + 1)
             return inner.negated() if inner else None
-        if isinstance(expr, ast.Call) and self.qualified_name(expr.func) in ("int", "bool"):
+        if isinstance(expr, ast.Call) and self.script.qualified_name(expr.func) in ("int", "bool"):
             return self.rank_test(expr.args[0], depth + 1) if len(expr.args) == 1 else None
         if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
             left, op, right = expr.left, expr.ops[0], expr.comparators[0]
@@ -105,7 +119,8 @@ class RankQuestions:
             )
         if isinstance(expr, ast.IfExp):
             inner = self.rank_test(expr.test, depth + 1)
-            body, orelse = self.constant(expr.body, _MISSING), self.constant(expr.orelse, _MISSING)
+            constant = self.script.constant
+            body, orelse = constant(expr.body, _MISSING), constant(expr.orelse, _MISSING)
             if inner is None or body is _MISSING or orelse is _MISSING:
                 return None
             if body and not orelse:
@@ -122,19 +137,19 @@ class RankQuestions:
 
     def rank_kind(self, expr, depth: int = 0) -> str:
         """ "rank" or "local_rank" if `expr` is that call (or a helper returning it), else ""."""
-        name = self.call_name(expr)
+        name = self.script.call_name(expr)
         if name in (f"{HVD}.rank", f"{HVD}.local_rank"):
             return name.rsplit(".", 1)[1]
-        returned = self.returned(self.resolve(expr))
+        returned = self.script.returned(self.script.resolve(expr))
         if returned is not None and depth < MAX_DEPTH:
             return self.rank_kind(returned, depth + 1)
         return ""
 
     def _rank_comparison(self, left, op, right) -> RankTest | None:
         which = self.rank_kind(left)
-        value = self.constant(right)
+        value = self.script.constant(right)
         if not which:
-            which, value = self.rank_kind(right), self.constant(left)
+            which, value = self.rank_kind(right), self.script.constant(left)
             op = flipped(op)
         if not which or not isinstance(value, int) or isinstance(value, bool):
             return None
@@ -152,14 +167,15 @@ class RankQuestions:
     def _choice_comparison(self, left, op, right, depth: int) -> RankTest | None:
         """`verbose > 0` where verbose = 1 if hvd.rank() == 0 else 0: a test of the rank."""
         compare = _COMPARISONS.get(type(op))
-        choice, bound = self.resolve(left), self.constant(right, _MISSING)
+        choice, bound = self.script.resolve(left), self.script.constant(right, _MISSING)
         if not isinstance(choice, ast.IfExp):
-            choice, bound = self.resolve(right), self.constant(left, _MISSING)
+            choice, bound = self.script.resolve(right), self.script.constant(left, _MISSING)
             compare = _COMPARISONS.get(type(flipped(op)))
         if compare is None or not isinstance(choice, ast.IfExp) or bound is _MISSING:
             return None
         inner = self.rank_test(choice.test, depth + 1)
-        body, orelse = self.constant(choice.body, _MISSING), self.constant(choice.orelse, _MISSING)
+        constant = self.script.constant
+        body, orelse = constant(choice.body, _MISSING), constant(choice.orelse, _MISSING)
         if inner is None or body is _MISSING or orelse is _MISSING:
             return None
         try:
@@ -174,7 +190,7 @@ class RankQuestions:
 
     def guard_tests(self, node) -> list:
         """The RankTests that must hold for `node` to run (else-branches negated)."""
-        return self.rank_tests(self.guards(node))
+        return self.rank_tests(self.script.guards(node))
 
     def rank_tests(self, guards) -> list:
         """The RankTests among (test, polarity) guards, as conditions that hold."""
@@ -203,7 +219,7 @@ class RankQuestions:
     def runs(self, node, rank0: bool, resuming: bool = True):
         """Does `node` run on rank 0 (`rank0`) or on another worker, when resuming or not?"""
         verdict = True
-        for test, polarity in self.guards(node):
+        for test, polarity in self.script.guards(node):
             value = self.holds(test, rank0, resuming)
             if value is None:
                 verdict = None
@@ -216,10 +232,10 @@ class RankQuestions:
         if depth > MAX_DEPTH:
             return None
         if isinstance(expr, ast.Name):
-            value = self.resolve(expr)
+            value = self.script.resolve(expr)
             if isinstance(value, (ast.BoolOp, ast.UnaryOp, ast.Compare)):  # a condition in a name
                 return self.holds(value, rank0, resuming, depth + 1)
-        returned = self.returned(expr)
+        returned = self.script.returned(expr)
         if returned is not None:
             return self.holds(returned, rank0, resuming, depth + 1)
         if isinstance(expr, ast.BoolOp):
@@ -233,7 +249,7 @@ class RankQuestions:
             return None if inner is None else not inner
         if (
             isinstance(expr, ast.Call)
-            and self.qualified_name(expr.func) in ("int", "bool")
+            and self.script.qualified_name(expr.func) in ("int", "bool")
             and len(expr.args) == 1
             and not expr.keywords
         ):
@@ -251,7 +267,7 @@ class RankQuestions:
         left, op, right = compare.left, compare.ops[0], compare.comparators[0]
         if not self.is_shared_epoch(left):
             left, right, op = right, left, flipped(op)
-        bound = self.constant(right)
+        bound = self.script.constant(right)
         if not self.is_shared_epoch(left) or not isinstance(bound, int) or isinstance(bound, bool):
             return None
         function = COMPARISONS.get(type(op))
@@ -267,7 +283,9 @@ class RankQuestions:
 
     def is_shared_epoch(self, expr) -> bool:
         """True if `expr` is the epoch to resume from, as rank 0 broadcast it."""
-        return isinstance(expr, (ast.Name, ast.Call)) and self.mentions_call(expr, *BROADCASTS)
+        if not isinstance(expr, (ast.Name, ast.Call)):
+            return False
+        return self.script.mentions_call(expr, *BROADCASTS)
 
     # ---- values that differ between workers ---------------------------------------------
 
@@ -290,7 +308,7 @@ class RankQuestions:
         if isinstance(node, ast.Lambda):
             return None  # a function, not a value: its body runs when it is called
         if isinstance(node, ast.Call):
-            name = self.qualified_name(node.func)
+            name = self.script.qualified_name(node.func)
             if name in COLLECTIVES:
                 return None
             if self.rank_kind(node):
@@ -298,11 +316,11 @@ class RankQuestions:
             method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
             if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
                 return Variation("state", node)
-            function = self.function_of(node)
+            function = self.script.function_of(node)
             if function is not None:
                 found.append(self._varies_in_function(function, node, depth, seen))
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            reaching = self.bindings_before(node)
+            reaching = self.script.bindings_before(node)
             for binding in reaching:
                 if binding.value is not None:
                     found.append(self._varies(binding.value, depth + 1, seen))
@@ -310,7 +328,7 @@ class RankQuestions:
                     found.append(self._varies(binding.statement.iter, depth + 1, seen))
                 elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
                     found.append(Variation("unknown", node))
-                for test, _ in self.guards(binding.statement):
+                for test, _ in self.script.guards(binding.statement):
                     found.append(self._varies(test, depth + 1, seen))
             if reaching and isinstance(node, ast.Name):
                 return _worst(found)
@@ -324,15 +342,17 @@ class RankQuestions:
         for node in ast.walk(function):
             if node is function or not isinstance(node, ast.Call):
                 continue
-            name = self.qualified_name(node.func)
+            name = self.script.qualified_name(node.func)
             method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
             if self.rank_kind(node):
                 found.append(Variation("rank", call))
             elif name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
                 found.append(Variation("state", call))
-            elif self.function_of(node) is not None and id(node) not in seen:
+            elif self.script.function_of(node) is not None and id(node) not in seen:
                 seen.add(id(node))
-                inner = self._varies_in_function(self.function_of(node), call, depth + 1, seen)
+                inner = self._varies_in_function(
+                    self.script.function_of(node), call, depth + 1, seen
+                )
                 found.append(inner)
         return _worst(found)
 

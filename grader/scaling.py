@@ -1,10 +1,17 @@
-"""How a value grows with the number of workers: steps / hvd.size(), base_lr * hvd.size()."""
+"""How a value grows with the number of workers: steps / hvd.size(), base_lr * hvd.size().
+
+A question module on the names layer (grader.names) and grader.ranks: `scaling.of(script)` is
+the script's `Scaling`, whose public questions are `scale(expr)`, a `Scale` (the expression as
+coef * hvd.size()**p * hvd.local_size()**q ..., following names and the script's own small
+functions), and `is_rank_slice(node)`, `x[hvd.rank()::hvd.size()]`, this worker's 1/N of x.
+"""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
+from grader import ranks
 from grader.syntax import HVD, MAX_DEPTH
 
 
@@ -40,15 +47,25 @@ class Scale:
         )
 
 
-class ScaleQuestions:
-    """Script methods about scaling (a mixin of engine.Script; uses its name resolution)."""
+def of(script) -> Scaling:
+    """The scaling questions of `script` (grader.names.Script), built once per script."""
+    return script.memo(Scaling)
+
+
+class Scaling:
+    """How the values of one script grow with the number of workers (see the module)."""
+
+    def __init__(self, script):
+        self.script = script
+        self._scales: dict = {}  # {id of a name: its Scale}: names repeat, each is worked out once
+        self._ranks = ranks.of(script)
 
     def scale(self, expr, depth: int = 0) -> Scale:
         """How `expr` scales with hvd.size() (and local_size, rank, local_rank), see Scale."""
         if depth > MAX_DEPTH * 4:
             return Scale()
-        if isinstance(expr, (ast.Name, ast.Attribute)) and self.values_of(expr) != [expr]:
-            if id(expr) not in self._scales:  # names repeat; each is worked out once
+        if isinstance(expr, (ast.Name, ast.Attribute)) and self.script.values_of(expr) != [expr]:
+            if id(expr) not in self._scales:
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
         if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
@@ -84,7 +101,7 @@ class ScaleQuestions:
         return Scale()
 
     def _scale_of_name(self, name: ast.Name, depth: int) -> Scale:
-        values = self.values_of(name)
+        values = self.script.values_of(name)
         if values == [name]:
             return Scale()
         scales = [self.scale(value, depth + 1) for value in values]
@@ -95,16 +112,17 @@ class ScaleQuestions:
         return first
 
     def _scale_of_call(self, call: ast.Call, depth: int) -> Scale:
-        returned = self.returned(call)  # def workers(): return hvd.size()
+        returned = self.script.returned(call)  # def workers(): return hvd.size()
         if returned is not None:
             return self.scale(returned, depth + 1)
-        function = self.function_of(call)
+        function = self.script.function_of(call)
         if function is not None and any(
-            isinstance(node, ast.Attribute) and self.qualified_name(node).startswith(HVD + ".")
+            isinstance(node, ast.Attribute)
+            and self.script.qualified_name(node).startswith(HVD + ".")
             for node in ast.walk(function)
         ):
             return Scale(opaque=True)
-        name = self.qualified_name(call.func)
+        name = self.script.qualified_name(call.func)
         if name.startswith(HVD + ".") and not call.args:
             quantity = name[len(HVD) + 1 :]
             if quantity in ("size", "local_size", "rank", "local_rank"):
@@ -117,11 +135,12 @@ class ScaleQuestions:
             if inner.power("size") == 1:
                 return Scale((("sqrt_size", 1),))
             return inner
-        if name == "len" and len(call.args) == 1 and self.is_rank_slice(self.resolve(call.args[0])):
+        one = call.args[0] if len(call.args) == 1 else None
+        if name == "len" and one is not None and self.is_rank_slice(self.script.resolve(one)):
             return Scale((("size", -1),))  # len(x[hvd.rank()::hvd.size()]) is len(x) / N
         if name in ("max", "min"):
             # max(1, n // size) still scales like n // size.
-            varying = [arg for arg in call.args if self.constant(arg) is None]
+            varying = [arg for arg in call.args if self.script.constant(arg) is None]
             return _same_scale([self.scale(arg, depth + 1) for arg in varying] or [Scale()])
         return Scale()
 
@@ -132,7 +151,7 @@ class ScaleQuestions:
             and isinstance(node.slice, ast.Slice)
             and node.slice.lower is not None
             and node.slice.step is not None
-            and self.rank_kind(node.slice.lower) == "rank"
+            and self._ranks.rank_kind(node.slice.lower) == "rank"
             and self.scale(node.slice.step).powers == (("size", 1),)
         )
 

@@ -6,7 +6,9 @@ import ast
 
 from dataclasses import dataclass
 
-from grader.engine import Failure, Note
+from grader import ranks, scaling, training
+from grader.rules import uncalled
+from grader.verdicts import Advice, Failure, Note  # noqa: F401 (Advice: rules import it here)
 from grader.syntax import HVD, TF, argument
 
 NO_FIT = "no model.fit(...) call found outside a function: keep the script's model.fit(...)"
@@ -22,21 +24,13 @@ KERAS_LOAD_MODEL = (
 )
 
 
-@dataclass
-class Advice(Note):
-    """A Note for a step done by another route that works: the step passes, and the message
-    says what the workbook recommends instead and why (it is no doubt of the grader's)."""
-
-    sure: bool = True
-
-
 def callbacks(script, looked_for: str):
     """Returns (the callbacks that reach model.fit, None), or (None, a Failure when there is
     no model.fit, a Note when the grader can't follow them; it looked for `looked_for`)."""
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     if fit is None:
         return None, Failure(NO_FIT)
-    entries = script.callbacks()
+    entries = training.of(script).callbacks()
     if entries is None:
         return None, Note(
             f"it can't follow the callbacks passed to model.fit on line {fit.lineno}, where it "
@@ -84,17 +78,17 @@ def rank0_guard_failure(script, guards, line: int, what: str, why: str = ""):
 
     `why` ends the message: why `what` belongs on rank 0 only.
     """
-    tests = script.rank_tests(guards)
+    tests = ranks.of(script).rank_tests(guards)
     if any(test.means_rank0 for test in tests):
         return None
-    failure = script.uncalled_failure(*(test for test, _ in guards))
+    failure = uncalled.failure(script, *(test for test, _ in guards))
     if failure:
         return failure
     reason = not_rank0_reason(tests)
     if reason:
         return Failure(f"line {line}: {what} is guarded wrongly: {reason}", line)
     for test, _ in guards:
-        variation = script.varies(test)
+        variation = ranks.of(script).varies(test)
         if variation is not None and variation.kind in ("rank", "unknown"):
             return Note(
                 f"line {line}: it can't tell whether `{script.source(test)}` holds on rank 0 "
@@ -109,11 +103,11 @@ def rank0_guard_failure(script, guards, line: int, what: str, why: str = ""):
 def every_rank_failure(script, entry, what: str):
     """A Failure (or a Note) if a callback every worker must run is added under a condition
     that may differ between workers."""
-    failure = script.uncalled_failure(*(test for test, _ in entry.guards))
+    failure = uncalled.failure(script, *(test for test, _ in entry.guards))
     if failure:
         return failure
     for test, polarity in entry.guards:
-        found = script.rank_tests([(test, polarity)])
+        found = ranks.of(script).rank_tests([(test, polarity)])
         if found:
             shown, meaning = script.source(test), describe(found[0])
             when = f"`{meaning}`" if shown == meaning else f"`{shown}` (that is, {meaning})"
@@ -146,7 +140,7 @@ def differing_guard(script, guards, line: int, what: str, consequence: str):
     or what each finds on its own disk), a Note if the grader can't tell, else None."""
     note = None
     for test, polarity in guards:
-        variation = script.varies(test)
+        variation = ranks.of(script).varies(test)
         if variation is None:
             continue
         when = f"`{script.source(test)}` is {'true' if polarity else 'false'}"
@@ -199,7 +193,7 @@ def _rank0_branches(script, expr):
     value = script.resolve(expr)
     if not isinstance(value, ast.IfExp):
         return None
-    test = script.rank_test(value.test)
+    test = ranks.of(script).rank_test(value.test)
     if test is None or not test.exact or test.which != "rank" or test.value != 0:
         return None
     return (value.body, value.orelse) if test.op == "==" else (value.orelse, value.body)
@@ -207,10 +201,10 @@ def _rank0_branches(script, expr):
 
 def rank0_value_failure(script, expr, what: str, line: int):
     """A Failure unless `expr` is truthy on rank 0 and falsy on every other rank."""
-    test = script.rank_test(expr)
+    test = ranks.of(script).rank_test(expr)
     if test is not None and test.means_rank0:
         return None
-    failure = script.uncalled_failure(expr)
+    failure = uncalled.failure(script, expr)
     if failure:
         return failure
     branches = _rank0_branches(script, expr)
@@ -238,7 +232,7 @@ def rank0_value_failure(script, expr, what: str, line: int):
             "elsewhere (1 if hvd.rank() == 0 else 0)",
             line,
         )
-    variation = script.varies(expr)
+    variation = ranks.of(script).varies(expr)
     if variation is not None and variation.kind in ("rank", "unknown"):
         return Note(
             f"line {line}: it can't tell whether {what} (`{script.source(expr)}`) is 1 on rank 0 "
@@ -258,7 +252,7 @@ def optimizer_call(script):
 
     Looks through hvd.DistributedOptimizer(...) to the optimizer it wraps.
     """
-    compiles = script.compile_calls()
+    compiles = training.of(script).compile_calls()
     if not compiles:
         return None, Failure("no model.compile(...) call found outside a function")
     given = argument(compiles[0], "optimizer", 0)
@@ -301,10 +295,10 @@ DIVIDED = Scaling(
 def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIPLIED):
     """A Failure unless `expr` grows as hvd.size() ** wanted.power (and nothing else of
     Horovod's): a learning rate is multiplied by it, a number of steps divided."""
-    scale = script.scale(expr)
+    scale = scaling.of(script).scale(expr)
     if scale.powers == (("size", wanted.power),) and not scale.mixed and not scale.unclear:
         return None
-    failure = script.uncalled_failure(expr)
+    failure = uncalled.failure(script, expr)
     if failure:
         return failure
     shown = f"{what} (`{script.source(expr)}`)"

@@ -9,7 +9,8 @@ broadcast callback). `failure(script)` says whether the script does, on every wo
 
 import ast
 
-from grader.engine import Failure, Note, first_verdict
+from grader import ranks, training
+from grader.verdicts import Failure, Note, first_verdict
 from grader.rules.common import DISTRIBUTED_OPTIMIZER, optimizer_call
 from grader.syntax import TF, argument, position
 
@@ -36,7 +37,7 @@ MODEL_VARIABLES = ("trainable_variables", "trainable_weights")
 
 # ---- the optimizer's variables on the workers that don't load the checkpoint ---------------
 #
-# Conditions are judged (script.runs, grader/ranks.py) on rank 0 and on any other worker, when
+# Conditions are judged (Ranks.runs, grader/ranks.py) on rank 0 and on any other worker, when
 # resuming (rank 0 loads the checkpoint, the others build a fresh model) and on a fresh run
 # (every worker builds a fresh model). The call must run on every other worker when resuming,
 # and on a fresh run on every worker or on none, so that all name their variables alike.
@@ -77,12 +78,13 @@ def failure(script):
 def _loader_crash(script, call):
     """A Failure if `call` may run on rank 0 after loading, where its optimizer name is unset."""
     receiver = call.func.value
-    if not isinstance(receiver, ast.Name) or script.runs(call, rank0=True) is False:
+    if not isinstance(receiver, ast.Name) or ranks.of(script).runs(call, rank0=True) is False:
         return None
     if _is_model_optimizer(script.resolve(receiver)):
         return None  # the loaded model's optimizer: its variables exist, making them is a no-op
     reaching = script.bindings_before(receiver)
-    if not reaching or any(script.runs(b.statement, rank0=True) is not False for b in reaching):
+    runs = ranks.of(script).runs
+    if not reaching or any(runs(b.statement, rank0=True) is not False for b in reaching):
         return None
     return Failure(
         f"line {call.lineno}: `{script.source(call)}` also runs on rank 0 when it loads the "
@@ -96,7 +98,7 @@ def _loader_crash(script, call):
 def _weights_call_failure(script, call):
     """None if `call` makes the fresh optimizer's variables on every other worker when resuming."""
     line, shown = call.lineno, f"`{script.source(call)}`"
-    runs = script.runs(call, rank0=False)
+    runs = ranks.of(script).runs(call, rank0=False)
     if runs is False:
         return Failure(
             f"line {line}: {shown} never runs on the workers that build a fresh model when "
@@ -119,8 +121,8 @@ def _weights_call_failure(script, call):
 
 def _fresh_run_failure(script, call):
     """A Failure unless, with nothing to resume, `call` runs on every worker or on none."""
-    on_rank0 = script.runs(call, rank0=True, resuming=False)
-    on_others = script.runs(call, rank0=False, resuming=False)
+    on_rank0 = ranks.of(script).runs(call, rank0=True, resuming=False)
+    on_others = ranks.of(script).runs(call, rank0=False, resuming=False)
     if on_rank0 == on_others and on_rank0 is not None:
         return None
     line, shown = call.lineno, f"`{script.source(call)}`"
@@ -156,11 +158,11 @@ def _fresh_optimizer(script, call):
         model = value.value.id
         compiled = [
             c
-            for c in script.compile_calls()
+            for c in training.of(script).compile_calls()
             if isinstance(c.func.value, ast.Name)
             and c.func.value.id == model
             and position(c) < position(call)
-            and script.runs(c, rank0=False) is not False
+            and ranks.of(script).runs(c, rank0=False) is not False
         ]
         if not compiled:
             return None, Failure(
@@ -170,7 +172,7 @@ def _fresh_optimizer(script, call):
                 WEIGHTS_HINT,
             )
         return model, None
-    for compile_call in script.compile_calls():
+    for compile_call in training.of(script).compile_calls():
         given = argument(compile_call, "optimizer", 0)
         if given is not None and script.resolve(given) is value:
             target = compile_call.func.value
@@ -230,8 +232,9 @@ def _is_model_optimizer(value) -> bool:
 
 
 def _fresh_compile_line(script):
-    compiles = script.compile_calls()
+    compiles = training.of(script).compile_calls()
     for call in compiles:
-        if script.runs(call, rank0=False) and script.runs(call, rank0=True) is False:
+        runs = ranks.of(script).runs
+        if runs(call, rank0=False) and runs(call, rank0=True) is False:
             return call.lineno
     return compiles[0].lineno if compiles else None

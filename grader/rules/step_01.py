@@ -1,6 +1,7 @@
 """Step 1: import Horovod's Keras API and call hvd.init() before anything else uses Horovod."""
 
-from grader.engine import Failure
+from grader.rules import uncalled
+from grader.verdicts import Failure
 from grader.syntax import HVD, position
 
 STEP = 1
@@ -17,9 +18,9 @@ def check(script):
         return _wrong_import(modules)
     inits = [call for call in script.calls_to(f"{HVD}.init") if not script.in_function(call)]
     if not inits:
-        named = [node for node in script.uncalled_functions() if _is_init(script, node)]
+        named = [node for node in uncalled.functions(script) if _is_init(script, node)]
         if named:
-            return script.uncalled_failure(named[0])  # `hvd.init` without parentheses
+            return uncalled.failure(script, named[0])  # `hvd.init` without parentheses
         return Failure("hvd.init() is never called at the top level of the script")
     first_init = inits[0]
     for call in script.calls:

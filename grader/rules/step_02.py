@@ -2,7 +2,9 @@
 
 import ast
 
-from grader.engine import Failure, Note
+from grader import ranks
+from grader.rules import uncalled
+from grader.verdicts import Failure, Note
 from grader.syntax import TF, argument, position
 
 STEP = 2
@@ -50,7 +52,8 @@ def _guard_failure(script, call, devices):
     line = call.lineno
     guards = script.guards(call)
     for test, _ in guards:
-        if script.rank_test(test) is not None:  # `hvd.rank() == 0`, `gpus and hvd.rank() == 0`
+        # `hvd.rank() == 0`, `gpus and hvd.rank() == 0`
+        if ranks.of(script).rank_test(test) is not None:
             return Failure(
                 f"line {line}: the GPU is pinned only when `{script.source(test)}`, a test of the "
                 "worker's rank, not of the GPU list: the other workers are never pinned and all "
@@ -109,10 +112,10 @@ def _index_failure(script, devices, line):
             line,
         )
     index = device.slice
-    kind = script.rank_kind(index)
+    kind = ranks.of(script).rank_kind(index)
     if kind == "local_rank":
         return None
-    failure = script.uncalled_failure(index)
+    failure = uncalled.failure(script, index)
     if failure:
         return failure
     if kind == "rank":

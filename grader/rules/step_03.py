@@ -1,6 +1,7 @@
 """Step 3: progress and results are printed by rank 0 only."""
 
-from grader.engine import Failure, first_verdict
+from grader import training
+from grader.verdicts import Failure, first_verdict
 from grader.rules.common import NO_FIT, rank0_guard_failure, rank0_value_failure
 from grader.syntax import argument
 
@@ -13,7 +14,7 @@ PRINTING_METHODS = ("evaluate", "predict")  # Keras shows a progress bar unless 
 
 
 def check(script):
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     if fit is None:
         return Failure(NO_FIT)
     verbose = argument(fit, "verbose", 4)

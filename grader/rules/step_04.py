@@ -2,7 +2,8 @@
 
 import ast
 
-from grader.engine import Failure, Note, first_verdict
+from grader import ranks, training
+from grader.verdicts import Failure, Note, first_verdict
 from grader.rules.common import (
     DISTRIBUTED_OPTIMIZER,
     KERAS_LOAD_MODEL,
@@ -41,7 +42,7 @@ def check(script):
 
 
 def _wrapping_failure(script):
-    compiles = script.compile_calls()
+    compiles = training.of(script).compile_calls()
     if not compiles:
         return Failure("no model.compile(...) call found outside a function")
     wrappers = script.calls_to(DISTRIBUTED_OPTIMIZER)
@@ -115,7 +116,7 @@ def _every_worker_wraps(script):
     loads = [c for c in script.calls_to(LOAD_MODEL) if not script.in_function(c)]
     for wrapper in wrappers:
         tests = [t for t, p in script.guards(wrapper) if not _loads_otherwise(script, t, p)]
-        kinds = {variation.kind for variation in map(script.varies, tests) if variation}
+        kinds = {variation.kind for variation in map(ranks.of(script).varies, tests) if variation}
         if not kinds:
             return None  # every worker wraps its optimizer
         if "state" in kinds:
@@ -126,7 +127,7 @@ def _every_worker_wraps(script):
         return None
     note = None
     for (rank0, resuming), who in CASES.items():
-        reached = [script.runs(call, rank0, resuming) for call in wrappers + loads]
+        reached = [ranks.of(script).runs(call, rank0, resuming) for call in wrappers + loads]
         if True in reached:
             continue
         if None in reached:
@@ -168,7 +169,7 @@ def _wrap_consequence():
 
 
 def _every_worker_trains(script):
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     if fit is None:
         return Failure(NO_FIT)
     return collective_failure(script, fit, "model.fit(...)", FIT_HANG)

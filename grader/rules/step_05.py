@@ -1,6 +1,8 @@
 """Step 5: every worker starts from rank 0's weights (BroadcastGlobalVariablesCallback(0))."""
 
-from grader.engine import Failure
+from grader import ranks
+from grader.rules import uncalled
+from grader.verdicts import Failure
 from grader.rules.common import BROADCAST, callbacks, every_rank_failure, missing_callback
 from grader.syntax import HVD, argument
 
@@ -28,7 +30,7 @@ def check(script):
             return Failure(f"line {entry.line}: give the root rank: 0", entry.line)
         value = script.constant(root)
         if value != 0 or isinstance(value, bool):
-            return script.uncalled_failure(root) or Failure(
+            return uncalled.failure(script, root) or Failure(
                 f"line {entry.line}: {_wrong_root(script, root, value)}", entry.line
             )
         failure = every_rank_failure(script, entry, "broadcast callback") or _sometimes(
@@ -57,7 +59,7 @@ def _sometimes(script, entry):
 
 
 def _wrong_root(script, root, value):
-    if script.rank_kind(root):
+    if ranks.of(script).rank_kind(root):
         return "the root rank must be the same on every worker: 0, not hvd.rank()"
     if isinstance(value, int):
         return f"it broadcasts from rank {value}; all workers must start from rank 0's weights"

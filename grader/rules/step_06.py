@@ -2,7 +2,9 @@
 
 import ast
 
-from grader.engine import Failure, first_verdict
+from grader import ranks, scaling, training
+from grader.rules import uncalled
+from grader.verdicts import Failure, first_verdict
 from grader.rules.common import DIVIDED, NO_FIT, scaling_failure
 from grader.syntax import HVD, argument
 
@@ -15,7 +17,7 @@ HINT = (
 
 
 def check(script):
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     if fit is None:
         return Failure(NO_FIT)
     checks = [lambda: _sharding_failure(script, argument(fit, "x", 0), fit.lineno)]
@@ -33,7 +35,7 @@ def check(script):
 
 
 def _sharding_failure(script, dataset, line):
-    chain = script.method_chain(dataset) if dataset is not None else []
+    chain = training.of(script).method_chain(dataset) if dataset is not None else []
     shards = [(index, call) for index, (name, call) in enumerate(chain) if name == "shard"]
     if not shards:
         if any(_rank_seeded(script, call) for name, call in chain if name == "shuffle"):
@@ -46,16 +48,17 @@ def _sharding_failure(script, dataset, line):
     num_shards, shard_index = argument(shard, "num_shards", 0), argument(shard, "index", 1)
     if num_shards is None or shard_index is None:
         return Failure(f"line {shard_line}: shard(num_shards, index) needs both", shard_line)
-    failure = script.uncalled_failure(num_shards, shard_index)
+    failure = uncalled.failure(script, num_shards, shard_index)
     if failure:
         return failure
-    if script.rank_kind(num_shards) and script.scale(shard_index).power("size") == 1:
+    rank_kind, scale = ranks.of(script).rank_kind, scaling.of(script).scale
+    if rank_kind(num_shards) and scale(shard_index).power("size") == 1:
         return Failure(
             f"line {shard_line}: the arguments are swapped: shard(num_shards, index) takes "
             "hvd.size() first, then hvd.rank()",
             shard_line,
         )
-    scale = script.scale(num_shards)
+    scale = scaling.of(script).scale(num_shards)
     if scale.power("local_size"):
         return Failure(
             f"line {shard_line}: hvd.local_size() counts the workers on this machine only: "
@@ -68,7 +71,7 @@ def _sharding_failure(script, dataset, line):
             f"`{script.source(num_shards)}`",
             shard_line,
         )
-    kind = script.rank_kind(shard_index)
+    kind = ranks.of(script).rank_kind(shard_index)
     if kind == "local_rank":
         return Failure(
             f"line {shard_line}: hvd.local_rank() repeats on every machine, so workers on "
@@ -100,7 +103,8 @@ def _sliced_by_rank(script, source):
     arrays = source.args[0] if source.args else None
     arrays = script.resolve(arrays) if arrays is not None else None
     items = arrays.elts if isinstance(arrays, (ast.Tuple, ast.List)) else [arrays]
-    return all(item is not None and script.mentions(item, script.is_rank_slice) for item in items)
+    sliced = scaling.of(script).is_rank_slice
+    return all(item is not None and script.mentions(item, sliced) for item in items)
 
 
 def _no_shard_failure(script, line):
@@ -129,7 +133,7 @@ def _split_failure(script, given, name, coef, line):
     failure = scaling_failure(script, given, name, line, DIVIDED)
     if failure:
         return failure
-    if coef != 1 and abs(script.scale(given).coef - coef) > 1e-9:
+    if coef != 1 and abs(scaling.of(script).scale(given).coef - coef) > 1e-9:
         return Failure(
             f"line {line}: {name} (`{script.source(given)}`): each worker samples 3/N of the "
             "test batches, 3 * validation_steps // hvd.size(), for a less noisy validation",
@@ -144,8 +148,8 @@ def _throughput_failure(script):
         if script.qualified_name(call.func) != "Throughput" or script.in_function(call):
             continue
         images = argument(call, "images_per_step", 0)
-        if images is not None and script.scale(images).powers != (("size", 1),):
-            return script.uncalled_failure(images) or Failure(
+        if images is not None and scaling.of(script).scale(images).powers != (("size", 1),):
+            return uncalled.failure(script, images) or Failure(
                 f"line {call.lineno}: Throughput gets `{script.source(images)}` images per step, "
                 "but one step now trains a batch on each worker: multiply by hvd.size()",
                 call.lineno,

@@ -1,6 +1,6 @@
 """Step 7: MetricAverageCallback averages the metrics before any callback reads them."""
 
-from grader.engine import Failure, first_verdict
+from grader.verdicts import Failure, first_verdict
 from grader.rules.common import (
     BROADCAST,
     Advice,

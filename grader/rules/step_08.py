@@ -8,7 +8,9 @@ resume hangs in the broadcast callback).
 
 import ast
 
-from grader.engine import Failure, first_verdict
+from grader import ranks, training
+from grader.rules import uncalled
+from grader.verdicts import Failure, first_verdict
 from grader.rules import optimizer_weights
 from grader.rules.optimizer_weights import HOW_WEIGHTS, WEIGHTS_HINT, WHY_WEIGHTS  # noqa: F401
 from grader.rules.common import (
@@ -36,7 +38,7 @@ LOAD_MODEL = f"{HVD}.load_model"
 
 
 def check(script):
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     if fit is None:
         return Failure(NO_FIT)
     return first_verdict(
@@ -99,7 +101,7 @@ def _broadcast_failure(script, fit):
         else:
             root_value = script.constant(root)
         if root_value != 0 or isinstance(root_value, bool):
-            failure = script.uncalled_failure(root)
+            failure = uncalled.failure(script, root)
             if failure:
                 return failure
             shown = script.source(root) if root is not None else "nothing"
@@ -204,12 +206,12 @@ def _legacy_failure(script, load):
 
 
 def _others_need_a_model(script):
-    fit = script.fit_call()
+    fit = training.of(script).fit_call()
     receiver = fit.func.value if isinstance(fit.func, ast.Attribute) else None
     if not isinstance(receiver, ast.Name):
         return None
     reaching = script.bindings_before(receiver)
-    if reaching and all(script.rank0_only(b.statement) for b in reaching):
+    if reaching and all(ranks.of(script).rank0_only(b.statement) for b in reaching):
         return Failure(
             f"line {reaching[0].statement.lineno}: only rank 0 gets a model; build and compile "
             "one for the other workers too (in the `else:` branch)",

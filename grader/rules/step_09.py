@@ -1,6 +1,6 @@
 """Step 9: checkpoints and TensorBoard logs are written by rank 0 only."""
 
-from grader.engine import Failure, first_verdict
+from grader.verdicts import Failure, first_verdict
 from grader.rules.common import callbacks, rank0_guard_failure
 
 STEP = 9

@@ -2,7 +2,7 @@
 
 import ast
 
-from grader.engine import Failure
+from grader.verdicts import Failure
 from grader.rules.common import callbacks, optimizer_call, scaling_failure
 from grader.syntax import argument
 

@@ -16,7 +16,7 @@ the warmup, where the warmup multiplies the momentum by its rate over the droppe
 
 import math
 
-from grader.engine import Failure, Note, first_verdict
+from grader.verdicts import Failure, Note, first_verdict
 from grader.rules.common import (
     SCHEDULE,
     Advice,

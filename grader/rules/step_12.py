@@ -2,7 +2,7 @@
 
 import ast
 
-from grader.engine import Failure
+from grader.verdicts import Failure
 from grader.rules.common import optimizer_call
 from grader.syntax import HVD, TFA, argument
 

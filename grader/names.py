@@ -1,0 +1,662 @@
+"""The names layer: what a name in the learner's script is, and where a value flows.
+
+`Script` is the parsed script and the one place that answers, with plain `ast` (nothing is
+imported or run):
+- what a name is: `qualified_name` (import aliases resolved: `hvd.size` is
+  `horovod.tensorflow.keras.size` whatever `hvd` is called), `imported_modules`, `calls_to`,
+  `calls` and `calls_by_method`, `uncalled` (functions named but not called);
+- what a value is where it is used: `bindings_before`, `values_of`, `resolve`, `constant`,
+  `same_value`, `mentions`/`first_mention`/`mentions_call`; through the script's own small
+  functions: `function_of`, `returned`, `followed`; through loops over written-out lists:
+  `loop_iterations`, `substituted`, `late_bound`;
+- where a line runs: `guards` (the conditions around it), `in_function`, `statement_of`,
+  `parent`/`ancestors`, `is_discarded`; `source` gives an expression as written, for messages.
+
+It knows Python and module spellings (grader.syntax.canonical), nothing of what Horovod does:
+the question modules on top of it (grader.ranks, grader.scaling, grader.training,
+grader.schedule) know that, and the rules (grader/rules/) ask them. A question module keeps its
+own caches in one object per script: `script.memo(Ranks)` builds `Ranks(script)` once.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from grader.source import parse
+from grader.syntax import MAX_DEPTH, canonical, end_position, method_name, position
+
+MAX_REACHING = 8  # how many assignments in other branches may give a name its value
+
+# Statements whose body may run zero times, or once out of several branches.
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Nodes that bind a name.
+_BINDING = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.NamedExpr,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+    *_SCOPES,
+)
+
+
+@dataclass
+class Binding:
+    """One assignment to a module-level name; `value` is None when the grader can't follow it."""
+
+    name: str
+    value: ast.expr | None
+    statement: ast.AST
+    visible_from: tuple  # the binding holds for uses after this position
+
+
+class Script:
+    """The learner's parsed script: its names and where their values flow (see the module)."""
+
+    def __init__(self, text: str, tree: ast.Module):
+        self.text = text
+        self.tree = tree
+        self.lines = text.split("\n")
+        self._parents: dict = {}
+        self._in_scope: set = set()  # ids of the nodes inside a function, lambda or class
+        self._scope_locals: dict = {}
+        self._qualified: dict = {}
+        self._chains: dict = {}
+        self._memo: dict = {}  # {question class: its one object for this script}
+        self.attributes: set = set()  # every `.name` the script uses
+        self.late_bound: dict = {}  # lambdas copied out of loops: {id: names read late}
+        self._returned: dict = {}  # {id of a call: what it stands for, see returned()}
+        calls, imports, assignments = [], [], []
+        self._named: dict = {}  # {last part: every Name or Attribute read that ends so}
+        for parent in ast.walk(tree):  # one pass over the tree collects everything
+            inside = isinstance(parent, _SCOPES) or id(parent) in self._in_scope
+            for child in ast.iter_child_nodes(parent):
+                self._parents[child] = parent
+                if inside:
+                    self._in_scope.add(id(child))
+            if isinstance(parent, ast.Call):
+                calls.append(parent)
+            elif isinstance(parent, ast.Attribute):
+                self.attributes.add(parent.attr)
+                self._named.setdefault(parent.attr, []).append(parent)
+            elif isinstance(parent, ast.Name):
+                self._named.setdefault(parent.id, []).append(parent)
+            elif isinstance(parent, (ast.Import, ast.ImportFrom)):
+                imports.append(parent)
+            elif isinstance(parent, _BINDING) and not self.in_function(parent):
+                assignments.append(parent)
+        self.calls = sorted(calls, key=position)
+        self.calls_by_method: dict = {}  # {"fit": [model.fit(...)], "append": [...], ...}
+        for call in self.calls:
+            self.calls_by_method.setdefault(method_name(call), []).append(call)
+        self.imports, self.imported = self._collect_imports(imports)
+        self.bindings = self._collect_bindings(assignments)
+        self._called = {id(call.func) for call in calls}
+
+    @classmethod
+    def from_text(cls, text: str) -> Script:
+        return cls(text, parse(text))
+
+    def memo(self, kind):
+        """The one `kind(self)` of this script: a question module's object (ranks.Ranks...),
+        built on first use and kept with its caches for the script's life."""
+        found = self._memo.get(kind)
+        if found is None:
+            found = self._memo[kind] = kind(self)
+        return found
+
+    # ---- structure ------------------------------------------------------------------------
+
+    def parent(self, node):
+        return self._parents.get(node)
+
+    def ancestors(self, node):
+        node = self._parents.get(node)
+        while node is not None:
+            yield node
+            node = self._parents.get(node)
+
+    def in_function(self, node) -> bool:
+        """True if `node` runs only when a function, lambda or class body runs."""
+        return id(node) in self._in_scope
+
+    def statement_of(self, node):
+        for candidate in [node, *self.ancestors(node)]:
+            if isinstance(candidate, ast.stmt):
+                return candidate
+        return None
+
+    def is_discarded(self, call: ast.Call) -> bool:
+        """True if the call's value is thrown away: `f(x)` or `int(f(x))` as a statement."""
+        node, parent = call, self.parent(call)
+        while isinstance(parent, ast.Call) and node in parent.args:
+            node, parent = parent, self.parent(parent)
+        return isinstance(parent, ast.Expr)
+
+    def source(self, node) -> str:
+        """The expression as written (on one line), for messages."""
+        try:
+            # Column offsets count UTF-8 bytes.
+            lines = [line.encode() for line in self.lines[node.lineno - 1 : node.end_lineno]]
+            lines[-1] = lines[-1][: node.end_col_offset]
+            lines[0] = lines[0][node.col_offset :]
+            text = b"\n".join(lines).decode()
+        except (AttributeError, IndexError, TypeError, UnicodeDecodeError):
+            text = ""
+        return " ".join((text or ast.unparse(node)).split())
+
+    def guards(self, node) -> list:
+        """The (test, polarity) pairs that must hold for `node` to run, innermost first."""
+        found = []
+        child = node
+        for parent in self.ancestors(node):
+            if isinstance(parent, _SCOPES):
+                break
+            if isinstance(parent, ast.IfExp) and child is not parent.test:
+                found.append((parent.test, child is parent.body))
+            elif isinstance(parent, (ast.If, ast.While)) and child is not parent.test:
+                in_body = _contains(parent.body, child)
+                if in_body or isinstance(parent, ast.If):
+                    found.append((parent.test, in_body))
+            elif isinstance(parent, ast.BoolOp):
+                # In `a and f()`, f runs only if a is true; in `a or f()`, only if a is false.
+                before = parent.values[: parent.values.index(child)]
+                polarity = isinstance(parent.op, ast.And)
+                found.extend((test, polarity) for test in before)
+            child = parent
+        return found
+
+    def _branch_chain(self, node) -> frozenset:
+        """The (statement, field) bodies around `node` that may not run every time."""
+        key = id(node)
+        if key not in self._chains:
+            self._chains[key] = frozenset(self._find_branch_chain(node))
+        return self._chains[key]
+
+    def _find_branch_chain(self, node) -> set:
+        chain = set()
+        child = node
+        for parent in self.ancestors(node):
+            if isinstance(parent, _BRANCHING):
+                for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                    if _contains(getattr(parent, name, []), child):
+                        if not (isinstance(parent, ast.Try) and name in ("body", "finalbody")):
+                            chain.add((id(parent), name))
+            child = parent
+        return chain
+
+    # ---- imports and names ----------------------------------------------------------------
+
+    def _collect_imports(self, nodes) -> tuple:
+        """({name: the dotted module or member it is bound to}, {every module imported})."""
+        imports, imported = {}, set()
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    imported.add(canonical(alias.name))
+                    if alias.asname:
+                        imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        imports[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        full = f"{node.module}.{alias.name}"
+                        imported.add(canonical(full))
+                        imports[alias.asname or alias.name] = full
+        return imports, imported
+
+    def imported_modules(self) -> set:
+        """Every module (or module member) the script imports, with its full dotted name."""
+        return set(self.imported)
+
+    def qualified_name(self, expr, depth: int = 0) -> str:
+        """Returns the dotted name of `expr`, with import aliases resolved and canonical.
+
+        `hvd.callbacks.MetricAverageCallback` -> `horovod.tensorflow.keras.callbacks.Metric...`
+        whatever `hvd` is called; `tf.keras.X`, `keras.X` -> `tensorflow.keras.X`. Names that
+        are not imported stay as written (`model.fit`, `restart_epoch`); "" if not a name.
+        """
+        if depth == 0:
+            key = id(expr)
+            if key not in self._qualified:
+                self._qualified[key] = self._qualified_name(expr, 0)
+            return self._qualified[key]
+        return self._qualified_name(expr, depth)
+
+    def _qualified_name(self, expr, depth: int) -> str:
+        parts = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return ""
+        parts.reverse()
+        head = expr.id
+        if head in self.imports and not self._bound_locally(expr):
+            return canonical(".".join([self.imports[head], *parts]))
+        if depth < MAX_DEPTH:
+            value = self.resolve(expr)
+            if value is not expr and isinstance(value, (ast.Name, ast.Attribute)):
+                base = self.qualified_name(value, depth + 1)
+                if base:
+                    return ".".join([base, *parts])
+        return ".".join([head, *parts])
+
+    def call_name(self, node) -> str:
+        """The qualified name of the function a call (or a name holding one) calls."""
+        node = self.resolve(node)
+        if isinstance(node, ast.Call):
+            return self.qualified_name(node.func)
+        return ""
+
+    def calls_to(self, *names: str) -> list:
+        """Every call in the script (in source order) whose function is one of `names`."""
+        return [call for call in self.calls if self.qualified_name(call.func) in names]
+
+    # ---- assignments ----------------------------------------------------------------------
+
+    def _collect_bindings(self, nodes) -> dict:
+        """{name: [Binding, ...] in source order} for the module-level statements `nodes`."""
+        bindings: dict = {}
+
+        def bind(name, value, statement):
+            binding = Binding(name, value, statement, end_position(statement))
+            bindings.setdefault(name, []).append(binding)
+
+        def bind_target(target, value, statement):
+            if isinstance(target, ast.Name):
+                bind(target.id, value, statement)
+            elif _key(target):  # args.base_lr = ...: later reads of args.base_lr see it
+                bind(_key(target), value, statement)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+                if values is not None and len(values) != len(target.elts):
+                    values = None
+                for index, element in enumerate(target.elts):
+                    bind_target(element, values[index] if values else None, statement)
+            elif isinstance(target, ast.Starred):
+                bind_target(target.value, None, statement)
+
+        for node in nodes:
+            if isinstance(node, _SCOPES):
+                if not isinstance(node, ast.Lambda):
+                    bind(node.name, None, node)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind_target(target, node.value, node)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                bind_target(node.target, node.value, node)
+            elif isinstance(node, ast.AugAssign) and _key(node.target):
+                # x //= n is x = x // n, where the inner x is the value before this statement.
+                previous = _load_copy(node.target)
+                value = ast.copy_location(ast.BinOp(previous, node.op, node.value), node)
+                for child in ast.walk(previous):
+                    for grandchild in ast.iter_child_nodes(child):
+                        self._parents[grandchild] = child
+                self._parents[previous] = value
+                self._parents[value] = node
+                bind(_key(node.target), value, node)
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target.id, node.value, self.statement_of(node) or node)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                targets = (
+                    [node.target]
+                    if isinstance(node, (ast.For, ast.AsyncFor))
+                    else [item.optional_vars for item in node.items if item.optional_vars]
+                )
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            bind(name.id, None, node)
+        for found in bindings.values():
+            found.sort(key=lambda binding: binding.visible_from)
+        self._binding_positions = {
+            name: [binding.visible_from for binding in found] for name, found in bindings.items()
+        }
+        return bindings
+
+    def _bound_locally(self, name) -> bool:
+        """True if `name` is a parameter or local variable of an enclosing function."""
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        if not isinstance(name, ast.Name) or not self.in_function(name):
+            return False
+        for scope in self.ancestors(name):
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if name.id in self._locals_of(scope):
+                    return True
+        return False
+
+    def _locals_of(self, scope) -> set:
+        """The parameters of a function or lambda, and the names its body assigns."""
+        key = id(scope)
+        if key not in self._scope_locals:
+            arguments = scope.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+            names = {arg.arg for arg in every}
+            if not isinstance(scope, ast.Lambda):
+                names.update(
+                    node.id
+                    for node in ast.walk(scope)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+                )
+            self._scope_locals[key] = names
+        return self._scope_locals[key]
+
+    def bindings_before(self, name) -> list:
+        """The assignments that may give `name` its value where it is used, latest first.
+
+        `name` is a name or an attribute of one (`args.base_lr`). Usually one; more when the
+        latest sits in a branch that the use is not in (an `if` and its `else` both assign),
+        up to the nearest assignment that always runs (or MAX_REACHING of them).
+        """
+        key = _key(name)
+        if not key or self._bound_locally(name):
+            return []
+        found = self.bindings.get(key)
+        if not found:
+            return []
+        visible = bisect_right(self._binding_positions[key], position(name))
+        use_chain = self._branch_chain(name)
+        reaching = []
+        for binding in reversed(found[max(0, visible - MAX_REACHING) : visible]):
+            reaching.append(binding)
+            if self._branch_chain(binding.statement) <= use_chain:
+                break
+        return reaching
+
+    def values_of(self, expr, depth: int = 0) -> list:
+        """The expressions `expr` may stand for: itself, or the values the name may hold."""
+        if not _key(expr) or depth >= MAX_DEPTH:
+            return [expr]
+        reaching = self.bindings_before(expr)
+        if not reaching or any(b.value is None for b in reaching):
+            return [expr]
+        values = []
+        for binding in reaching:
+            values.extend(self.values_of(binding.value, depth + 1))
+        return values
+
+    def resolve(self, expr):
+        """Follows a name to the value of its latest assignment (through names, a few deep)."""
+        for _ in range(MAX_DEPTH):
+            if not _key(expr):
+                return expr
+            reaching = self.bindings_before(expr)
+            if not reaching or reaching[0].value is None:
+                return expr
+            expr = reaching[0].value
+        return expr
+
+    def mentions(self, expr, predicate) -> bool:
+        """True if `predicate` holds for `expr` or anything inside it, following names."""
+        pending, seen = [expr], set()
+        while pending:
+            current = pending.pop()
+            if current is None or id(current) in seen:
+                continue
+            seen.add(id(current))
+            for node in ast.walk(current):
+                if predicate(node):
+                    return True
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                    pending.extend(value for value in self.values_of(node) if value is not node)
+        return False
+
+    def first_mention(self, expr, predicate):
+        """The first node inside `expr` (following names) for which `predicate` holds, or None."""
+        found = []
+        self.mentions(expr, lambda node: predicate(node) and not found.append(node))
+        return found[0] if found else None
+
+    def uncalled(self, *names: str) -> list:
+        """Every name or attribute with one of the qualified `names` that the script reads
+        without calling it (`args.base_lr * hvd.size`), in source order."""
+        found = []
+        for name in names:
+            last = name.rsplit(".", 1)[-1]
+            found.extend(
+                node
+                for node in self._named.get(last, [])
+                if id(node) not in self._called
+                and isinstance(node.ctx, ast.Load)
+                and self.qualified_name(node) == name
+            )
+        return sorted(found, key=position)
+
+    # ---- the script's own functions -------------------------------------------------------
+
+    def function_of(self, call):
+        """The module-level `def` that `call` calls, or None."""
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return None
+        reaching = self.bindings_before(call.func)
+        if len(reaching) == 1 and isinstance(reaching[0].statement, ast.FunctionDef):
+            return reaching[0].statement
+        return None
+
+    def returned(self, call):
+        """What a call of one of the script's straight-line functions (plain assignments, then
+        a return) stands for: `def is_root(): return hvd.rank() == 0` makes `is_root()` mean
+        `hvd.rank() == 0`, `def per_worker(n): return n // hvd.size()` makes `per_worker(steps)`
+        mean `steps // hvd.size()`, and `def make(lr): opt = SGD(lr); return
+        hvd.DistributedOptimizer(opt)` makes `make(0.1)` mean the wrapped SGD(0.1). None for
+        other calls."""
+        key = id(call)
+        if key not in self._returned:
+            self._returned[key] = self._find_returned(call)
+        return self._returned[key]
+
+    def followed(self, expr):
+        """`resolve`, and through the script's one-line functions: with
+        `def make(rate): return SGD(rate)`, `opt = make(0.1)` stands for `SGD(0.1)`."""
+        value = self.resolve(expr)
+        for _ in range(MAX_DEPTH):
+            returned = self.returned(value)
+            if returned is None:
+                return value
+            value = self.resolve(returned)
+        return value
+
+    def _find_returned(self, call):
+        function = self.function_of(call)
+        if function is None or call.keywords:
+            return None
+        arguments = function.args
+        parameters = [arg.arg for arg in arguments.posonlyargs + arguments.args]
+        if arguments.kwonlyargs or arguments.vararg or arguments.kwarg or arguments.defaults:
+            return None
+        if len(call.args) != len(parameters) or any(
+            isinstance(arg, ast.Starred) for arg in call.args
+        ):
+            return None
+        body = function.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+            return None
+        *steps, last = body
+        # Straight-line helpers: `opt = SGD(rate)` then `return hvd.DistributedOptimizer(opt)`
+        # stands for `hvd.DistributedOptimizer(SGD(rate))`.
+        if not all(_simple_assignment(step) for step in steps):
+            return None
+        given = dict(zip(parameters, call.args))
+        if not given and not steps:
+            return last.value
+        for step in steps:
+            value = self.substituted(step.value, given, given)
+            given = {**given, step.targets[0].id: value}
+        return self.substituted(last.value, given, given)
+
+    def mentions_call(self, expr, *names: str) -> bool:
+        return self.mentions(
+            expr, lambda n: isinstance(n, ast.Call) and self.qualified_name(n.func) in names
+        )
+
+    def constant(self, expr, default=None):
+        """The constant value `expr` holds (following names), or `default`."""
+        value = self.resolve(expr)
+        if isinstance(value, ast.Constant):
+            return value.value
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            inner = self.constant(value.operand)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return -inner
+        return default
+
+    def same_value(self, a, b) -> bool:
+        """True if `a` and `b` are the same expression once names are followed."""
+        first, second = self.resolve(a), self.resolve(b)
+        if ast.dump(first) == ast.dump(second):
+            return True
+        x, y = self.constant(a), self.constant(b)
+        return x is not None and x == y
+
+    # ---- loops the grader can unroll ------------------------------------------------------
+
+    def loop_iterations(self, target, iterable) -> list | None:
+        """[{name: value expression}, ...] for each item of `for target in iterable`, or None
+        if the items are not written out (a list or tuple, zip or enumerate of them, range)."""
+        items = self._loop_items(self.resolve(iterable))
+        if items is None:
+            return None
+        iterations = []
+        for item in items:
+            names = {}
+            if not self._unpack(target, item, names):
+                return None
+            iterations.append(names)
+        return iterations or None
+
+    def _loop_items(self, iterable) -> list | None:
+        if isinstance(iterable, (ast.List, ast.Tuple)):
+            if any(isinstance(item, ast.Starred) for item in iterable.elts):
+                return None
+            return list(iterable.elts)
+        if not isinstance(iterable, ast.Call) or iterable.keywords:
+            return None
+        name = self.qualified_name(iterable.func)
+        columns = [self._loop_items(self.resolve(arg)) for arg in iterable.args]
+
+        def made(node):  # a node of the grader's, placed where the loop reads its items
+            for part in ast.walk(node):
+                if not hasattr(part, "lineno"):
+                    ast.copy_location(part, iterable)
+            return node
+
+        if name == "zip" and columns and None not in columns:
+            return [made(ast.Tuple(list(row), ast.Load())) for row in zip(*columns)]
+        if name == "enumerate" and len(columns) == 1 and columns[0] is not None:
+            return [
+                made(ast.Tuple([ast.Constant(index), item], ast.Load()))
+                for index, item in enumerate(columns[0])
+            ]
+        if name == "range" and 1 <= len(iterable.args) <= 3:
+            bounds = [self.constant(arg) for arg in iterable.args]
+            if all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+                numbers = range(*bounds)
+                if len(numbers) <= 1000:
+                    return [made(ast.Constant(number)) for number in numbers]
+        return None
+
+    def _unpack(self, target, item, names: dict) -> bool:
+        if isinstance(target, ast.Name):
+            names[target.id] = item
+            return True
+        item = self.resolve(item)
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(item, (ast.Tuple, ast.List)):
+            if len(target.elts) != len(item.elts):
+                return False
+            return all(self._unpack(t, i, names) for t, i in zip(target.elts, item.elts))
+        return False
+
+    def substituted(self, node, now: dict, last: dict):
+        """A copy of `node` with the loop variables replaced by this item's values (`now`).
+
+        A lambda's defaults take this item's values too, but its body reads the loop variables
+        only when it is called, after the loop: there they take the last item's values
+        (`last`), as in Python. `late_bound` records which names a lambda reads that way.
+        """
+        copied = _Substitution(now, last, self.late_bound).visit(copy.deepcopy(node))
+        parent = self.parent(node)
+        inside = self.in_function(node)
+        for child in ast.walk(copied):
+            for grandchild in ast.iter_child_nodes(child):
+                self._parents[grandchild] = child
+                if inside or isinstance(child, ast.Lambda) or self.in_function(child):
+                    self._in_scope.add(id(grandchild))
+        if parent is not None:
+            self._parents[copied] = parent
+        return copied
+
+
+class _Substitution(ast.NodeTransformer):
+    """Replaces loop variables by their values, late-binding inside lambdas (see substituted)."""
+
+    def __init__(self, now: dict, last: dict, late_bound: dict, parameters=frozenset()):
+        self.now, self.last, self.late_bound, self.parameters = now, last, late_bound, parameters
+
+    def visit_Name(self, node):
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id in self.now
+            and node.id not in self.parameters
+        ):
+            return copy.deepcopy(self.now[node.id])  # where it was written: names resolve there
+        return node
+
+    def visit_Lambda(self, node):
+        node.args = self.visit(node.args)  # defaults: evaluated when the lambda is made
+        arguments = node.args
+        every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+        parameters = self.parameters | {arg.arg for arg in every}
+        read_late = sorted(
+            name.id
+            for name in ast.walk(node.body)
+            if isinstance(name, ast.Name) and name.id in self.last and name.id not in parameters
+        )
+        node.body = _Substitution(self.last, self.last, self.late_bound, parameters).visit(
+            node.body
+        )
+        if read_late:
+            self.late_bound[id(node)] = read_late
+        return node
+
+
+def _simple_assignment(statement) -> bool:
+    """`name = value`: one plain name, no unpacking, no attribute."""
+    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name))
+
+
+def _contains(statements, node) -> bool:
+    return any(item is node for item in statements)
+
+
+def _key(node) -> str:
+    """The name an assignment binds: "x" for x, "args.base_lr" for args.base_lr; else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
+def _load_copy(target):
+    """A reading copy of an assignment target (x, or args.base_lr) at the same position."""
+    if isinstance(target, ast.Name):
+        copy = ast.Name(target.id, ast.Load())
+    else:
+        copy = ast.Attribute(_load_copy(target.value), target.attr, ast.Load())
+    return ast.copy_location(copy, target)
