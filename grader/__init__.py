@@ -12,6 +12,12 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
 
 In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--json]
 [--strict [REFERENCE]], and python -m grader run FILE --step N (grader/live/)
+
+Every check returns a grader.report.Result, the one result vocabulary of the static check, the
+run-for-real check, the batch grader and the class report: status PASSED, FAILED or CANT_TELL
+("can't tell" counts as done), a message, the line it points at, a hint, and for a real run
+its details (one Result per invariant) and its run's evidence. A rule's answer (engine.Failure,
+Note, or None) becomes a Result here, in _from_rule.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
 from grader.engine import Failure, FileProblem, Note, Script, parse, read_source
 from grader.live import run_step
-from grader.report import Results, StepResult
+from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
 from grader.rules import RULES
 
 DEFAULT_PATH = "fashion_mnist.py"
@@ -37,12 +43,15 @@ __all__ = [
     "check_bonus",
     "train_bonus",
     "run_step",
-    "StepResult",
+    "Result",
     "Results",
+    "PASSED",
+    "FAILED",
+    "CANT_TELL",
 ]
 
 
-def check_step(step: int, path=DEFAULT_PATH) -> StepResult:
+def check_step(step: int, path=DEFAULT_PATH) -> Result:
     """Checks one step (1-12) of the script at `path`."""
     if step not in RULES:
         raise ValueError(f"step must be one of {STEPS[0]}..{STEPS[-1]}, not {step!r}")
@@ -59,7 +68,7 @@ def check_files(paths, steps=STEPS) -> dict:
     return {path: _check(path, list(steps)) for path in paths}
 
 
-def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) -> StepResult:
+def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) -> Result:
     """Does the whole file match the reference, ignoring only comments and formatting?
 
     The reference is `reference_path`, else the reference script after `reference_step`,
@@ -75,7 +84,7 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
         return _spent_result(None, path, spent, title)
 
 
-def _check_strict_here(path, reference_path) -> StepResult:
+def _check_strict_here(path, reference_path) -> Result:
     name = Path(reference_path).name
     title = f"Matches {name}"
     try:
@@ -91,7 +100,7 @@ def _check_strict_here(path, reference_path) -> StepResult:
         with budget.cpu_limit(budget.STEP_CPU_SECONDS, "comparing the file took too long"):
             tree = parse(text)
             if strict.matches(tree, reference_tree):
-                return StepResult(None, title, True, f"your file matches {name}", path=str(path))
+                return Result(PASSED, title, f"your file matches {name}", path=str(path))
             found = strict.first_difference(tree, reference_tree, text, reference_text) or (1, 1)
     except budget.Spent as spent:
         return _spent_result(None, path, spent, title)
@@ -100,10 +109,9 @@ def _check_strict_here(path, reference_path) -> StepResult:
     except RecursionError as error:
         return _problem_result(None, title, path, FileProblem(_too_deep(error).message))
     message, diff = strict.describe_difference(text, reference_text, found, name)
-    return StepResult(
-        None,
+    return Result(
+        FAILED,
         title,
-        False,
         f"your file does not match {name}: {message}",
         hint="Only comments, blank lines and formatting may differ; docstrings count as code.",
         expected_diff=diff,
@@ -112,7 +120,7 @@ def _check_strict_here(path, reference_path) -> StepResult:
     )
 
 
-def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
+def check_bonus(name: str, path=DEFAULT_PATH) -> Result:
     """Checks a bonus exercise (see grader/bonus/) in the script at `path`; no points."""
     if name not in BONUSES:
         raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
@@ -123,7 +131,7 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> StepResult:
         return _spent_result(None, path, spent, BONUSES[name].TITLE)
 
 
-def _check_bonus_here(name: str, path) -> StepResult:
+def _check_bonus_here(name: str, path) -> Result:
     bonus = BONUSES[name]
     try:
         script = Script.from_text(read_source(path))
@@ -138,21 +146,13 @@ def _check_bonus_here(name: str, path) -> StepResult:
         failure = _too_deep(error)
     except Exception as error:  # a grader bug must read as one, not as the learner's mistake
         failure = Failure(f"the grader could not check this ({type(error).__name__}: {error})")
-    if failure is None or isinstance(failure, Note):
-        return StepResult(None, bonus.TITLE, True, _done(failure), path=str(path))
-    return StepResult(
-        None,
-        bonus.TITLE,
-        False,
-        failure.message,
-        hint=failure.hint or bonus.HINT,
-        expected_diff=reference.bonus_diff(name),
-        line=failure.line,
-        path=str(path),
-    )
+    result = _from_rule(failure, None, bonus.TITLE, path, bonus.HINT)
+    if not result.passed:
+        result.expected_diff = reference.bonus_diff(name)
+    return result
 
 
-def train_bonus(name: str, path=DEFAULT_PATH, **options) -> StepResult:
+def train_bonus(name: str, path=DEFAULT_PATH, **options) -> Result:
     """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/run.py)."""
     return bonus_run.train_bonus(name, path, check_bonus(name, path), **options)
 
@@ -179,7 +179,7 @@ def _check_here(path, steps: list) -> Results:
     return Results(_run_rule(script, step, path) for step in steps)
 
 
-def _run_rule(script: Script, step: int, path) -> StepResult:
+def _run_rule(script: Script, step: int, path) -> Result:
     rule = RULES[step]
     title = reference.title(step)
     try:
@@ -193,18 +193,10 @@ def _run_rule(script: Script, step: int, path) -> StepResult:
         return _spent_result(step, path, budget.Spent("it needed too much memory"))
     except Exception as error:  # a grader bug must not hide the other steps' results
         failure = Failure(f"the grader could not check this step ({type(error).__name__}: {error})")
-    if failure is None or isinstance(failure, Note):
-        return StepResult(step, title, True, _done(failure), path=str(path))
-    return StepResult(
-        step,
-        title,
-        False,
-        failure.message,
-        hint=failure.hint or rule.HINT,
-        expected_diff=reference.expected_diff(step),
-        line=failure.line,
-        path=str(path),
-    )
+    result = _from_rule(failure, step, title, path, rule.HINT)
+    if not result.passed:
+        result.expected_diff = reference.expected_diff(step)
+    return result
 
 
 def _too_deep(error: RecursionError) -> Failure:
@@ -213,37 +205,54 @@ def _too_deep(error: RecursionError) -> Failure:
     return Failure(f"the file is too deeply nested to check{where}", line)
 
 
-def _spent_result(step, path, spent: budget.Spent, title: str = "") -> StepResult:
+def _spent_result(step, path, spent: budget.Spent, title: str = "") -> Result:
     """A check that ran out of budget: failed, saying where, never a pass."""
     subject = f"step {step}" if step is not None else "the file"
-    return StepResult(
-        step,
+    return Result(
+        FAILED,
         reference.title(step) if step is not None else title,
-        False,
         spent.message(subject[0].upper() + subject[1:]),
         hint=(f"Look at line {spent.line}: " if spent.line else "")
         + "simplify what it computes (no huge numbers, ranges or nesting), then check again.",
+        step=step,
         line=spent.line,
         path=str(path),
     )
 
 
-def _done(note) -> str:
-    """A passed step's message; a Note says what the grader couldn't tell."""
-    if getattr(note, "sure", False):  # rules.common.Advice: done, by another route that works
-        return f"done (note: {note.message})"
-    return "done" if note is None else f"done (the grader can't tell for sure: {note.message})"
+def _from_rule(failure, step, title: str, path, hint: str) -> Result:
+    """A rule's answer (engine.Failure, Note, or None) as a Result: None is PASSED, a Note
+    CANT_TELL (the message says what the grader couldn't tell), a Note that is sure
+    (rules.common.Advice: done, by another route that works) PASSED with its note, and a
+    Failure FAILED, with `hint` unless it has its own."""
+    if failure is None:
+        return Result(PASSED, title, "done", step=step, path=str(path))
+    if isinstance(failure, Note):
+        if getattr(failure, "sure", False):
+            status, message = PASSED, f"done (note: {failure.message})"
+        else:
+            status, message = CANT_TELL, f"done (the grader can't tell for sure: {failure.message})"
+        return Result(status, title, message, step=step, path=str(path))
+    return Result(
+        FAILED,
+        title,
+        failure.message,
+        step=step,
+        hint=failure.hint or hint,
+        line=failure.line,
+        path=str(path),
+    )
 
 
-def _problem_result(step, title: str, path, problem: FileProblem) -> StepResult:
+def _problem_result(step, title: str, path, problem: FileProblem) -> Result:
     hint = "Fix this first; then every step can be checked."
     if problem.line:
         hint = f"Look at line {problem.line} and the line before it. " + hint
-    return StepResult(
-        step,
+    return Result(
+        FAILED,
         title,
-        False,
         problem.message,
+        step=step,
         hint=hint,
         line=problem.line,
         path=str(path),

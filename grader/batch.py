@@ -10,6 +10,8 @@ submitted/<student>/<assignment>/ layout works as it is). A file is one student,
 file. The score is the number of steps whose check passes, the same number nbgrader gives the
 step notebooks' check cells, because those cells call the same checker on the same file.
 A missing, unreadable or broken script scores 0 with its reason and changes nobody else's grade.
+A step scores when its grader.report.Result is not FAILED (PASSED, or CANT_TELL: the checker saw
+nothing wrong but could not confirm it, listed in the JSON as cant_tell_steps).
 Only the student's own files count: a script that is a link to a file outside the student's
 folder (or the class folder, for a single file) is not followed; it scores 0 and says so.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import STEPS, check_all
+from grader.report import CANT_TELL, FAILED
 from workbook.facts import LEARNER_SCRIPT_NAME
 
 SCRIPT_NAME = LEARNER_SCRIPT_NAME
@@ -42,9 +45,10 @@ class Grade:
     script: str
     score: int
     max_score: int
-    failed_steps: list = field(default_factory=list)
+    failed_steps: list = field(default_factory=list)  # the steps whose Result is FAILED
     problem: str = ""  # why the file could not be checked at all (missing, syntax error, ...)
     first_failure: str = ""  # the first failing step's message
+    cant_tell_steps: list = field(default_factory=list)  # CANT_TELL: scored, not confirmed
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -105,7 +109,7 @@ def grade(submission: Submission, steps=STEPS) -> Grade:
         return Grade(submission.student, str(submission.script), 0, len(steps), list(steps),
                      problem)
     results = check_all(submission.script, steps)
-    failed = [result for result in results if not result.passed]
+    failed = [result for result in results if result.status == FAILED]
     problems = [result for result in results if result.file_problem or result.unreadable]
     return Grade(
         student=submission.student,
@@ -113,6 +117,7 @@ def grade(submission: Submission, steps=STEPS) -> Grade:
         score=len(results) - len(failed),
         max_score=len(results),
         failed_steps=[result.step for result in failed],
+        cant_tell_steps=[result.step for result in results if result.status == CANT_TELL],
         problem=problems[0].message if problems else "",
         first_failure=failed[0].message if failed and not problems else "",
     )

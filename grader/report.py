@@ -1,33 +1,110 @@
-"""What a check returns, and how it looks: plain text, HTML in JupyterLab, and JSON."""
+"""The one result vocabulary of the checker, and how a result looks: text, HTML in JupyterLab, JSON.
+
+Every check returns a `Result`: the static check of a step (grader/__init__.py), strict mode,
+a bonus, the run-for-real check (grader/live/) and each invariant it judges. Its status is one of
+
+    PASSED      done, as far as the check can see
+    FAILED      not done yet (or the file can't be checked): the message says why, at `line`
+    CANT_TELL   the check saw nothing wrong but could not confirm it either: counts as done,
+                and the message says what it looked for
+
+`passed` (status is not FAILED) is the verdict nbgrader's check cells, the exit status and the
+batch grader use. A result made of parts has them as `details` (the run-for-real check: one
+Result per step's invariant), and a real run's own evidence (how it ended, how long it took, its
+log and the failing rank's error) as `run`. `Results` is the list of one file's results.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
-PASS_COLOR, FAIL_COLOR = "#1a7f37", "#cf222e"
+PASSED, FAILED, CANT_TELL = "passed", "failed", "can't tell"
+STATUSES = (PASSED, FAILED, CANT_TELL)
+PASS_COLOR, FAIL_COLOR, CANT_TELL_COLOR = "#1a7f37", "#cf222e", "#9a6700"
+# How a detail's status is marked: (text, HTML symbol, colour).
+MARKS = {
+    PASSED: ("ok", "&#10004;", PASS_COLOR),
+    FAILED: ("NO", "&#10008;", FAIL_COLOR),
+    CANT_TELL: ("??", "?", CANT_TELL_COLOR),
+}
+FINISHED = "finished"  # Run.outcome of a run that went to its end (grader/live/outcome.py)
 
 
 @dataclass
-class StepResult:
-    """The verdict on one step (or, with step None, on the whole file in strict mode)."""
+class Run:
+    """The evidence of a real run behind a result (grader/live/)."""
 
-    step: int | None
+    outcome: str  # FINISHED, or how it ended early: grader/live/outcome.py's kinds, or "not run"
+    seconds: float = 0.0
+    workers: int = 2
+    log_path: str = ""  # the run's whole output, kept when something went wrong
+    error: str = ""  # the failing rank's error output
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome == FINISHED
+
+
+@dataclass
+class Result:
+    """The verdict of one check: a step, the whole file (step None), or one part of a run."""
+
+    status: str  # PASSED, FAILED or CANT_TELL
     title: str
-    passed: bool
     message: str
+    step: int | None = None
     hint: str = ""
     expected_diff: str = ""
     line: int | None = None
     path: str = ""
     file_problem: bool = False  # the file itself can't be checked (syntax error, empty, ...)
     unreadable: bool = False  # ... or isn't readable text at all (missing, binary, ...)
+    details: list = field(default_factory=list)  # Result of each part (a run's invariants)
+    run: Run | None = None  # the real run this result comes from, if any
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
+
+    @property
+    def passed(self) -> bool:
+        """Done as far as the check can see: nothing failed ("can't tell" counts as done)."""
+        return self.status != FAILED
 
     @property
     def label(self) -> str:
-        return f"Step {self.step}: {self.title}" if self.step is not None else self.title
+        if self.step is None or self.run is not None:  # a run's title names its step
+            return self.title
+        return f"Step {self.step}: {self.title}"
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["passed"] = self.passed
+        return data
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
+    def shown_details(self) -> list:
+        """(status, what, message, hint) of each detail to show; after a run that stopped
+        early, the parts it could not tell are one line."""
+        shown, unseen = [], []
+        for detail in self.details:
+            if self.run is not None and not self.run.finished and detail.status == CANT_TELL:
+                unseen.append(detail.step)
+                continue
+            shown.append((detail.status, f"step {detail.step}", detail.message, detail.hint))
+        if unseen:
+            steps = ", ".join(map(str, unseen))
+            shown.append((CANT_TELL, f"step{'s' if len(unseen) > 1 else ''} {steps}",
+                          "can't tell: the run stopped before it showed", ""))  # fmt: skip
+        return shown
+
+    def _error_tail(self) -> str:
+        error = self.run.error if self.run is not None and not self.passed else ""
+        return "\n".join(error.strip().splitlines()[-12:])
 
     def __str__(self) -> str:
         lines = [f"[{'PASS' if self.passed else 'FAIL'}] {self.label}", f"  {self.message}"]
@@ -37,6 +114,15 @@ class StepResult:
             if self.expected_diff:
                 lines.append("  Expected change:")
                 lines.extend("    " + line for line in self.expected_diff.rstrip("\n").split("\n"))
+        for status, what, message, hint in self.shown_details():
+            lines.append(f"  [{MARKS[status][0]}] {what}: {message}")
+            if status == FAILED and hint:
+                lines.append(f"         Hint: {hint}")
+        if self.run is not None and self.run.log_path and not self.passed:
+            lines.append(f"  The whole output is in {self.run.log_path}")
+        if self._error_tail():
+            lines.append("  The failing rank's error:")
+            lines.extend("    " + line for line in self._error_tail().splitlines())
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -47,20 +133,44 @@ class StepResult:
         heading = (f'<strong style="color:{color}">{mark}</strong> &mdash; '
                    f"<strong>{html.escape(self.label)}</strong>")
         box = f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">'
-        if self.passed:  # one line: nothing to fix, nothing to read
+        if self.passed and not self.details:  # one line: nothing to fix, nothing to read
             return f"{box}{heading}: {html.escape(self.message)}</div>"
         parts = [box, heading, f'<div style="margin-top:4px">{html.escape(self.message)}</div>']
-        if self.hint:
+        if self.hint and not self.passed:
             parts.append(
                 f'<div style="margin-top:4px"><em>Hint:</em> {html.escape(self.hint)}</div>'
             )
-        if self.expected_diff:
+        if self.expected_diff and not self.passed:
             parts.append(
                 '<details style="margin-top:4px"><summary>Expected change</summary>'
                 f'<pre style="font-size:90%">{_diff_html(self.expected_diff)}</pre></details>'
             )
+        if self.details:
+            parts.append('<ul style="margin:4px 0">')
+            for status, what, message, hint in self.shown_details():
+                _, symbol, shade = MARKS[status]
+                shown = status == FAILED and hint
+                hint = f"<br><em>Hint:</em> {html.escape(hint)}" if shown else ""
+                parts.append(
+                    f'<li style="list-style:none"><span style="color:{shade}">{symbol}</span> '
+                    f"{what}: {html.escape(message)}{hint}</li>"
+                )
+            parts.append("</ul>")
+        if self._error_tail():
+            parts.append(f"<pre>{html.escape(self._error_tail())}</pre>")
+        if self.run is not None and self.run.log_path and not self.passed:
+            parts.append(
+                f"<div>The whole output: <code>{html.escape(self.run.log_path)}</code></div>"
+            )
         parts.append("</div>")
         return "".join(parts)
+
+
+def worst(statuses) -> str:
+    """The status of a whole made of parts: FAILED if one failed, else CANT_TELL if one can't
+    tell, else PASSED."""
+    statuses = set(statuses)
+    return next((status for status in (FAILED, CANT_TELL) if status in statuses), PASSED)
 
 
 class StepNotDone(Exception):
@@ -71,7 +181,7 @@ class StepNotDone(Exception):
     traceback, since the result displayed above it already says what is wrong.
     """
 
-    def __init__(self, result: StepResult):
+    def __init__(self, result: Result):
         what = f"Step {result.step}" if result.step is not None else result.title
         super().__init__(f"{what} is not done yet; see the message above.")
 

@@ -6,6 +6,9 @@ and the problems), class_report.txt (the summary below) and class_report.png (th
 instructor/heatmap.py). The summary gives per step how many passed and how many are stuck
 there, then per student: script problems (kept apart from failed steps), tampered check cells,
 missing notebooks, and each student not graded, with the commands that recover the submission.
+A step's verdict is said in the checker's vocabulary (grader.report): PASSED when nbgrader gave
+its check cell full marks, FAILED when not (nbgrader's score has no "can't tell": the check
+cell counts it as passed).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.report import FAILED as STEP_FAILED
+from grader.report import PASSED as STEP_PASSED
 from instructor import intake, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
@@ -33,7 +38,7 @@ NOT_YET = "not autograded yet"
 class StudentRow:
     student: str
     status: str  # GRADED, FAILED, NOT_SUBMITTED or NOT_YET
-    steps: dict = field(default_factory=dict)  # {step: True (passed) | False | None (no grade)}
+    steps: dict = field(default_factory=dict)  # {step: True (full marks) | False | None (no grade)}
     script_problem: str = ""  # fashion_mnist.py missing, unreadable, oversized, not Python
     tampered: list = field(default_factory=list)  # "check_step_09 edited", ...
     foreign: list = field(default_factory=list)  # nbgrader metadata and files that were not used
@@ -43,9 +48,14 @@ class StudentRow:
     bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
     recovery: list = field(default_factory=list)  # shell commands that recover it
 
+    def verdict(self, step: int) -> str | None:
+        """The step's verdict: STEP_PASSED, STEP_FAILED, or None when nbgrader gave no grade."""
+        ok = self.steps[step]
+        return None if ok is None else STEP_PASSED if ok else STEP_FAILED
+
     @property
     def passed(self) -> int:
-        return sum(1 for ok in self.steps.values() if ok)
+        return sum(self.verdict(step) == STEP_PASSED for step in self.steps)
 
     @property
     def first_not_passed(self) -> int | None:
@@ -53,17 +63,17 @@ class StudentRow:
         script could be checked."""
         if self.status != GRADED or self.script_problem:
             return None
-        return next((step for step in sorted(self.steps) if not self.steps[step]), None)
+        return next((s for s in sorted(self.steps) if self.verdict(s) != STEP_PASSED), None)
 
     def cell(self, step: int) -> str:
         """What the map shows at this step: one of heatmap.COLORS."""
         if self.status == FAILED:
             return "not graded"
-        if self.status != GRADED or self.steps[step] is None:
+        if self.status != GRADED or self.verdict(step) is None:
             return "no grade"
         if self.script_problem:
             return "script problem"
-        return "passed" if self.steps[step] else "failed"
+        return self.verdict(step)
 
     @property
     def tampered_steps(self) -> list:
@@ -183,7 +193,7 @@ class ClassReport:
         width = max(6, 2 * len(str(len(graded))) + 1)
         lines = [self.headline(), "", f"step  {'passed':>{width}}  stuck here  title"]
         for step in self.steps:
-            passed = sum(bool(row.steps[step]) for row in graded)
+            passed = sum(row.verdict(step) == STEP_PASSED for row in graded)
             stuck = sum(row.first_not_passed == step for row in graded)
             fraction = f"{passed}/{len(graded)}"
             lines.append(f"{step:>4}  {fraction:>{width}}  {stuck:>10}  {STEP_TITLES[step]}")
@@ -236,7 +246,8 @@ class ClassReport:
                  "script_problem", "tampered", "not_used", "missing_notebooks", "note"]
             )
             for row in self.rows:
-                cells = ["" if row.steps[s] is None else int(row.steps[s]) for s in self.steps]
+                verdicts = [row.verdict(s) for s in self.steps]
+                cells = ["" if v is None else int(v == STEP_PASSED) for v in verdicts]
                 passed = row.passed if row.status == GRADED else ""
                 writer.writerow(
                     [row.student, row.status, passed, *cells, row.script_problem,

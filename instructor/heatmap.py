@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.report import FAIL_COLOR, PASS_COLOR
+from grader.report import FAIL_COLOR, FAILED, PASS_COLOR, PASSED
 
-# What a cell can show (StudentRow.cell), in the legend's order.
+# What a cell can show (StudentRow.cell), in the legend's order: a step's verdict in the
+# checker's vocabulary (grader.report), or why there is none.
 COLORS = {
-    "passed": PASS_COLOR,
-    "failed": FAIL_COLOR,
+    PASSED: PASS_COLOR,
+    FAILED: FAIL_COLOR,
     "script problem": "#bf8700",  # amber: fashion_mnist.py missing or unusable
     "not graded": "#57606a",  # dark grey: nbgrader could not grade the submission
     "no grade": "#d0d7de",  # light grey: nothing graded (not submitted, not yet)
@@ -99,7 +100,7 @@ def write_heatmap(report, path: Path) -> Path:
         heat.text(len(steps) - 0.3, y, note, va="center", fontsize=label_size, clip_on=False)
 
     graded = report.graded
-    passed = [sum(bool(row.steps[s]) for row in graded) for s in steps]
+    passed = [sum(row.verdict(s) == PASSED for row in graded) for s in steps]
     bars.bar(range(len(steps)), passed, color=PASS_COLOR, width=0.8)
     for x, count in enumerate(passed):
         bars.text(x, count, str(count), ha="center", va="bottom", fontsize=7)

@@ -23,19 +23,22 @@ import pytest
 
 from grader.live import run_step
 from grader.live.evidence import Evidence, event_file_writers
-from grader.live.invariants import FAILS, HOLDS, UNKNOWN, Setting, findings
+from grader.live.invariants import Setting, finding, findings
 from grader.live.outcome import (
     CRASHED,
     FINISHED,
     HUNG,
+    NOT_RUN,
     UNFINISHED,
     from_the_script_on,
+    Outcome,
     judge,
     mismatched_training,
     stuck_collective,
 )
 from grader.live.probe import PROBE_DIR_VARIABLE, Record, private_log_dir
-from grader.live.report import NOT_RUN, LiveResult
+from grader.live.report import run_result
+from grader.report import CANT_TELL, FAILED, PASSED, Result
 from grader.live.run import TIMEOUT_S
 from workbook.paths import REPO
 
@@ -111,12 +114,12 @@ def test_the_right_run_holds_every_invariant_it_can_see(tmp_path):
     found = judged(tmp_path, 12)
     assert list(found) == list(range(4, 13))
     for step in (4, 5, 6, 7, 9):
-        assert found[step].status == HOLDS, found[step]
-    assert found[10].status == HOLDS and "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
-    assert found[11].status == HOLDS and "rose from 0.01562 towards 0.025" in found[11].message
+        assert found[step].status == PASSED, found[step]
+    assert found[10].status == PASSED and "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
+    assert found[11].status == PASSED and "rose from 0.01562 towards 0.025" in found[11].message
     # No second run: the resume is not claimed either way; SGD is no NovoGrad.
-    assert found[8].status == UNKNOWN and found[8].message.startswith("can't tell")
-    assert found[12].status == FAILS and "rank 0 trains with SGD, not NovoGrad" in found[12].message
+    assert found[8].status == CANT_TELL and found[8].message.startswith("can't tell")
+    assert found[12].status == FAILED and "rank 0 trains with SGD, not NovoGrad" in found[12].message
 
 
 def test_only_the_steps_done_so_far_are_judged(tmp_path):
@@ -129,7 +132,7 @@ def test_updates_that_differ_beyond_rounding_fail(tmp_path):
     first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
     found = judged(tmp_path, 4)[4]
     assert (
-        found.status == FAILS
+        found.status == FAILED
         and "rank 0 and rank 1 changed their weights differently" in found.message
     )
     assert "hvd.DistributedOptimizer" in found.hint
@@ -142,34 +145,34 @@ def test_different_weights_after_the_first_step_fail(tmp_path):
     records = good_ranks(tmp_path)
     records[1].save_vector("after-first-step", weights(8))
     found = judged(tmp_path, 5)[5]
-    assert found.status == FAILS and "the weights of rank 1 differ from rank 0's" in found.message
+    assert found.status == FAILED and "the weights of rank 1 differ from rank 0's" in found.message
     assert "BroadcastGlobalVariablesCallback(0)" in found.hint
 
 
 def test_same_batches_on_every_rank_fail(tmp_path):
     good_ranks(tmp_path, labels=([[1, 2], [3, 4]], [[1, 2], [3, 4]]))
     found = judged(tmp_path, 6)[6]
-    assert found.status == FAILS and "trained on the same images" in found.message
+    assert found.status == FAILED and "trained on the same images" in found.message
     assert ".shard(hvd.size(), hvd.rank())" in found.hint
 
 
 def test_undivided_steps_fail(tmp_path):
     good_ranks(tmp_path, fit=({**FIT, "steps_per_epoch": 8}, {**FIT, "steps_per_epoch": 8}))
     found = judged(tmp_path, 6)[6]
-    assert found.status == FAILS and "each trains 8 steps per epoch" in found.message
+    assert found.status == FAILED and "each trains 8 steps per epoch" in found.message
 
 
 def test_batches_of_no_dataset_cant_be_told(tmp_path):
     good_ranks(
         tmp_path, fit=({**FIT, "dataset": False}, {**FIT, "dataset": False}), labels=([], [])
     )
-    assert judged(tmp_path, 6)[6].status == UNKNOWN
+    assert judged(tmp_path, 6)[6].status == CANT_TELL
 
 
 def test_metrics_that_differ_fail(tmp_path):
     good_ranks(tmp_path, epoch_logs=({"0": {"loss": 2.31}}, {"0": {"loss": 2.45}}))
     found = judged(tmp_path, 7)[7]
-    assert found.status == FAILS and "rank 0 2.3100, rank 1 2.4500" in found.message
+    assert found.status == FAILED and "rank 0 2.3100, rank 1 2.4500" in found.message
 
 
 def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
@@ -178,7 +181,7 @@ def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
         path.unlink()
     write_rank(tmp_path, 1, stages=[[0.0, "started"]])
     found = judged(tmp_path, 7)
-    assert {f.status for f in found.values()} == {UNKNOWN}
+    assert {f.status for f in found.values()} == {CANT_TELL}
     assert found[4].message == "can't tell: rank 1 never finished a training step"
     assert found[7].message == "can't tell: rank 1 never finished an epoch"
 
@@ -189,18 +192,18 @@ def test_resume_epochs_that_differ_fail_and_agreeing_ones_hold(tmp_path):
     write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
     found = judged(tmp_path, 8, resumed=True)[8]
     assert (
-        found.status == FAILS
+        found.status == FAILED
         and "rank 0 resumed after epoch 1, rank 1 started from scratch" in found.message
     )
     assert "hvd.broadcast(resume_from_epoch" in found.hint
     write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 1})
     found = judged(tmp_path, 8, resumed=True)[8]
-    assert found.status == HOLDS and "every rank resumed after epoch 1" in found.message
+    assert found.status == PASSED and "every rank resumed after epoch 1" in found.message
     write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 0})
     write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
     found = judged(tmp_path, 8, resumed=True)[8]
     assert (
-        found.status == UNKNOWN and "although rank 0 had written checkpoint-1.h5" in found.message
+        found.status == CANT_TELL and "although rank 0 had written checkpoint-1.h5" in found.message
     )
 
 
@@ -208,18 +211,18 @@ def test_a_second_writer_fails(tmp_path):
     logs = tmp_path / "logs"
     (logs / "train").mkdir(parents=True)
     records = good_ranks(tmp_path / "records")
-    assert judged(tmp_path / "records", 9, log_dir=str(logs))[9].status == HOLDS
+    assert judged(tmp_path / "records", 9, log_dir=str(logs))[9].status == PASSED
     pid = records[1].data["pid"] + 1  # the two ranks of a real run have two pids
     records[1].data["pid"] = pid
     records[1].save()
     (logs / "train" / f"events.out.tfevents.1795400483.vm.{pid}.0.v2").write_bytes(b"")
     found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
-    assert found.status == FAILS and "rank 1 also wrote TensorBoard logs" in found.message
+    assert found.status == FAILED and "rank 1 also wrote TensorBoard logs" in found.message
     records[1].data["saved"] = [str(logs / "checkpoint-1.h5")]
     records[1].save()
     found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
     assert "rank 1 also wrote checkpoints (checkpoint-1.h5) and TensorBoard logs" in found.message
-    assert judged(tmp_path / "records", 9, shared_log_dir=False)[9].status == UNKNOWN
+    assert judged(tmp_path / "records", 9, shared_log_dir=False)[9].status == CANT_TELL
 
 
 def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
@@ -234,9 +237,9 @@ def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
 @pytest.mark.parametrize(
     "rates, status, words",
     [
-        ([0.0125] * 4, FAILS, "stays at --base-lr 0.0125"),
-        ([0.005, 0.01, 0.015, 0.02], UNKNOWN, "still rising at the end of the run"),
-        ([0.03] * 4, FAILS, "peaked at 0.03, not 0.025"),
+        ([0.0125] * 4, FAILED, "stays at --base-lr 0.0125"),
+        ([0.005, 0.01, 0.015, 0.02], CANT_TELL, "still rising at the end of the run"),
+        ([0.03] * 4, FAILED, "peaked at 0.03, not 0.025"),
     ],
 )
 def test_learning_rates_that_are_not_scaled(tmp_path, rates, status, words):
@@ -248,18 +251,18 @@ def test_learning_rates_that_are_not_scaled(tmp_path, rates, status, words):
 def test_no_warmup_and_ranks_that_disagree_fail(tmp_path):
     good_ranks(tmp_path, lr=({"0": [0.025] * 4}, {"0": [0.025] * 4}))
     found = judged(tmp_path, 11)[11]
-    assert found.status == FAILS and "already used the full rate 0.025 (" in found.message
+    assert found.status == FAILED and "already used the full rate 0.025 (" in found.message
     assert "LearningRateWarmupCallback" in found.hint
     rising = [0.015625, 0.01875, 0.021875, 0.025]
     good_ranks(tmp_path, lr=({"0": rising}, {"0": [0.0125, 0.0125, 0.0125, 0.0125]}))
     found = judged(tmp_path, 11)[11]
-    assert found.status == FAILS and "rank 1 used other learning rates than rank 0" in found.message
+    assert found.status == FAILED and "rank 1 used other learning rates than rank 0" in found.message
 
 
 def test_novograd_holds_on_every_rank(tmp_path):
     novo = {**FIT, "optimizer": "NovoGrad"}
     good_ranks(tmp_path, fit=(novo, novo))
-    assert judged(tmp_path, 12)[12].status == HOLDS
+    assert judged(tmp_path, 12)[12].status == PASSED
 
 
 # --- how a run ended --------------------------------------------------------------------------
@@ -373,20 +376,28 @@ def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
 
 
 def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
-    from grader.live.invariants import Finding
-
-    result = LiveResult(8, "f.py", HUNG, "the run hung: ...", [
-        Finding(4, UNKNOWN, "can't tell: x"), Finding(5, FAILS, "weights differ", "Broadcast."),
-        Finding(6, UNKNOWN, "can't tell: y")], seconds=20)  # fmt: skip
+    hung = Outcome(HUNG, "the run hung: ...", "A collective...")
+    result = run_result(8, "f.py", hung, [
+        finding(4, CANT_TELL, "can't tell: x"), finding(5, FAILED, "weights differ", "Broadcast."),
+        finding(6, CANT_TELL, "can't tell: y")], seconds=20, workers=2)  # fmt: skip
     text = str(result)
-    assert not result.passed
+    assert not result.passed and result.status == FAILED
+    assert text.startswith("[FAIL] Step 8, run for real on 2 workers\n  the run hung: ... (20 s)")
     assert "[??] steps 4, 6: can't tell: the run stopped before it showed" in text
     assert "[NO] step 5: weights differ" in text and "Hint: Broadcast." in text
     assert "steps 4, 6" in result._repr_html_()
-    finished = LiveResult(5, "f.py", FINISHED, "", [Finding(4, HOLDS, "same"),
-                                                  Finding(5, UNKNOWN, "can't tell: z")])  # fmt: skip
-    assert finished.passed and "[??] step 5: can't tell: z" in str(finished)
-    assert json.loads(finished.to_json())["passed"] is True
+    finished = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
+                          finding(5, CANT_TELL, "can't tell: z")], seconds=9, workers=2)  # fmt: skip
+    assert finished.passed and finished.status == CANT_TELL  # nothing wrong seen: it passes
+    assert "[??] step 5: can't tell: z" in str(finished)
+    assert finished.message == "the script ran on every worker; 1 of 2 hold, 1 can't tell (9 s)"
+    data = json.loads(finished.to_json())
+    assert data["passed"] is True and data["status"] == CANT_TELL
+    assert data["run"]["outcome"] == FINISHED and data["details"][1]["status"] == CANT_TELL
+    assert data["details"][0]["title"] == "identical updates"
+    failing = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
+                         finding(5, FAILED, "differ")], seconds=9, workers=2)  # fmt: skip
+    assert failing.status == FAILED and "1 of 2 hold, 1 fail (9 s)" in failing.message
 
 
 def test_private_log_dirs_for_the_other_ranks():
@@ -406,7 +417,7 @@ def grader(*args, timeout=60):
 
 def test_a_script_without_horovod_is_not_run(tmp_path):
     result = run_step(4, SOLUTIONS / "fashion_mnist.py", work_dir=tmp_path, quiet=True)
-    assert result.outcome == NOT_RUN and not result.passed
+    assert result.run.outcome == NOT_RUN and not result.passed and result.status == FAILED
     assert "does not initialize Horovod yet (step 1)" in result.message
     assert not list(tmp_path.iterdir())
 
@@ -414,6 +425,7 @@ def test_a_script_without_horovod_is_not_run(tmp_path):
 def test_command_line_refuses_what_it_cannot_run(tmp_path):
     done = grader("run", tmp_path / "missing.py", "--step", "5")
     assert done.returncode == 2 and "missing.py: no such file" in done.stderr
+    assert "not run" not in done.stderr  # the same one line as the static check's
     done = grader("run", reference(5), "--step", "3")
     assert done.returncode == 2 and "--step must be 4..12" in done.stderr
     (tmp_path / "broken.py").write_text("import horovod.tensorflow.keras as hvd\nhvd.init(\n")
@@ -451,7 +463,7 @@ def probe_processes(folder: Path) -> list:
     return found
 
 
-def checked(path: Path, step: int, tmp_path: Path, **options) -> LiveResult:
+def checked(path: Path, step: int, tmp_path: Path, **options) -> Result:
     started = time.monotonic()
     result = run_step(step, path, work_dir=tmp_path, quiet=True, **options)
     took = time.monotonic() - started
@@ -461,8 +473,8 @@ def checked(path: Path, step: int, tmp_path: Path, **options) -> LiveResult:
     return result
 
 
-def statuses(result: LiveResult) -> dict:
-    return {finding.step: finding.status for finding in result.findings}
+def statuses(result: Result) -> dict:
+    return {finding.step: finding.status for finding in result.details}
 
 
 @pytest.mark.slow
@@ -470,8 +482,8 @@ def statuses(result: LiveResult) -> dict:
 @pytest.mark.parametrize("step", [4, 12])
 def test_the_reference_passes(tmp_path, step):
     result = checked(reference(step), step, tmp_path)
-    assert result.passed and result.outcome == FINISHED, str(result)
-    assert set(statuses(result).values()) == {HOLDS}, str(result)
+    assert result.passed and result.run.outcome == FINISHED, str(result)
+    assert set(statuses(result).values()) == {PASSED}, str(result)
     assert not list(tmp_path.iterdir())  # a passed check leaves no files
 
 
@@ -480,8 +492,8 @@ def test_the_reference_passes(tmp_path, step):
 def test_an_unwrapped_optimizer_gives_different_updates(tmp_path):
     path = variant(tmp_path, 4, "    opt = hvd.DistributedOptimizer(opt)\n", "")
     result = checked(path, 4, tmp_path / "runs")
-    assert result.outcome == FINISHED and statuses(result) == {4: FAILS}
-    message = result.findings[0].message
+    assert result.run.outcome == FINISHED and statuses(result) == {4: FAILED}
+    message = result.details[0].message
     assert "rank 0 and rank 1 changed their weights differently" in message
     assert "a plain SGD, not wrapped" in message
 
@@ -491,9 +503,9 @@ def test_an_unwrapped_optimizer_gives_different_updates(tmp_path):
 def test_a_missing_broadcast_gives_different_weights(tmp_path):
     path = variant(tmp_path, 5, "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n", "")
     result = checked(path, 5, tmp_path / "runs")
-    assert statuses(result) == {4: HOLDS, 5: FAILS}, str(result)
-    assert "the weights of rank 1 differ from rank 0's" in result.findings[1].message
-    assert Path(result.log_path).is_file()  # kept, to look into
+    assert statuses(result) == {4: PASSED, 5: FAILED}, str(result)
+    assert "the weights of rank 1 differ from rank 0's" in result.details[1].message
+    assert Path(result.run.log_path).is_file()  # kept, to look into
 
 
 @pytest.mark.slow
@@ -501,8 +513,8 @@ def test_a_missing_broadcast_gives_different_weights(tmp_path):
 def test_an_unsharded_dataset_gives_the_same_batches(tmp_path):
     shard = "train_dataset = train_dataset.shard(hvd.size(), hvd.rank())\n"
     result = checked(variant(tmp_path, 6, shard, ""), 6, tmp_path / "runs")
-    assert statuses(result) == {4: HOLDS, 5: HOLDS, 6: FAILS}, str(result)
-    assert "rank 0 and rank 1 trained on the same images" in result.findings[2].message
+    assert statuses(result) == {4: PASSED, 5: PASSED, 6: FAILED}, str(result)
+    assert "rank 0 and rank 1 trained on the same images" in result.details[2].message
 
 
 @pytest.mark.slow
@@ -513,13 +525,13 @@ def test_a_collective_under_a_rank_branch_is_a_hang(tmp_path):
     path = variant(tmp_path, 8, broadcast, f"if hvd.rank() == 0:\n    {broadcast}")
     line = 1 + path.read_text().splitlines().index(f"    {broadcast}")
     result = checked(path, 8, tmp_path / "runs")
-    assert result.outcome == HUNG and not result.passed
+    assert result.run.outcome == HUNG and not result.passed
     assert result.message.startswith(f"the run hung: rank 0 waits in hvd.broadcast at line {line}")
     assert "which rank 1 went past without calling it: rank 1 was training in model.fit" in (
         result.message
     )
     assert "Every rank must reach it" in result.hint
-    assert result.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
+    assert result.run.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
 
 
 @pytest.mark.slow
@@ -527,12 +539,12 @@ def test_a_collective_under_a_rank_branch_is_a_hang(tmp_path):
 def test_a_resume_epoch_found_on_every_rank_apart_is_caught(tmp_path):
     """Step 7's script resumes where each rank's own --log-dir says: rank 1's has nothing."""
     result = checked(reference(7), 8, tmp_path)
-    assert statuses(result)[8] == FAILS, str(result)
+    assert statuses(result)[8] == FAILED, str(result)
     assert (
-        "rank 0 resumed after epoch 1, rank 1 started from scratch" in result.findings[-1].message
+        "rank 0 resumed after epoch 1, rank 1 started from scratch" in result.details[-1].message
     )
-    assert result.outcome == HUNG and "train different numbers of steps" in result.message
-    assert result.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
+    assert result.run.outcome == HUNG and "train different numbers of steps" in result.message
+    assert result.run.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
 
 
 @pytest.mark.slow
@@ -543,11 +555,13 @@ def test_a_crash_names_the_failing_rank(tmp_path):
     path = variant(tmp_path, 4, fit, crash + fit)
     line = 1 + path.read_text().splitlines().index('    raise RuntimeError("rank 1 gives up")')
     result = checked(path, 4, tmp_path / "runs")
-    assert result.outcome == CRASHED
-    assert result.message == (f'rank 1 stopped with an error at line {line} (`raise '
-                              f'RuntimeError("rank 1 gives up")`): RuntimeError: rank 1 gives up')  # fmt: skip
-    assert "RuntimeError: rank 1 gives up" in result.error
-    assert "probe.py" not in result.error and "runpy" not in result.error  # the learner's frames
+    assert result.run.outcome == CRASHED
+    assert result.message.startswith(f'rank 1 stopped with an error at line {line} (`raise '
+                                     f'RuntimeError("rank 1 gives up")`): RuntimeError: rank 1 '
+                                     'gives up (')  # fmt: skip
+    error = result.run.error
+    assert "RuntimeError: rank 1 gives up" in error
+    assert "probe.py" not in error and "runpy" not in error  # the learner's frames
 
 
 def test_the_traceback_starts_at_the_learners_script():
@@ -568,7 +582,7 @@ def test_the_time_limit_stops_everything_and_claims_no_hang(tmp_path):
     # 3 s: horovodrun and TensorFlow start more slowly than that (a quiet machine trains this
     # in 10 s).
     result = checked(reference(7), 7, tmp_path, timeout=3)
-    assert result.outcome == UNFINISHED and "did not finish within 3 s" in result.message
+    assert result.run.outcome == UNFINISHED and "did not finish within 3 s" in result.message
     assert "hung" not in result.message
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from grader.bonus import BONUSES
-from grader.report import StepResult
+from grader.report import FAILED, PASSED, Result
 from workbook.paths import REPO
 
 SAMPLE_DATA = REPO / "data" / "sample"
@@ -22,13 +22,13 @@ TIMEOUT_S = 900  # TensorFlow starts slowly on a busy machine; a quiet one needs
 def train_bonus(
     name: str,
     path,
-    static: StepResult,
+    static: Result,
     *,
     np: int = WORKERS,
     logs_root=None,
     timeout: float = TIMEOUT_S,
     quiet: bool = False,
-) -> StepResult:
+) -> Result:
     """Runs `path --model NAME` on `np` workers for a few steps; passes if it trained NAME.
 
     `static` is the static check's result for the same file: a failed one is reported instead
@@ -39,10 +39,9 @@ def train_bonus(
     bonus = BONUSES[name]
     title = f"{bonus.TITLE}: it trains on {np} workers"
     if not static.passed:
-        return StepResult(
-            None,
+        return Result(
+            FAILED,
             title,
-            False,
             f"not run yet, the check fails: {static.message}",
             hint=static.hint,
             line=static.line,
@@ -60,7 +59,7 @@ def train_bonus(
     )
     message, passed = verdict(name, run, timeout)
     hint = "" if passed else f"The whole output is in {run.log_path}."
-    return StepResult(None, title, passed, message, hint=hint, path=str(path))
+    return Result(PASSED if passed else FAILED, title, message, hint=hint, path=str(path))
 
 
 def verdict(name: str, run, timeout: float) -> tuple:

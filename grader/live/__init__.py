@@ -9,13 +9,17 @@ One module per job, each importing only those above it:
 
     probe       runs in each worker: the script, unchanged, with hooks that record what it does
     evidence    the records of every rank, read back
-    invariants  what must hold once step N is done (identical updates, same weights...)
+    invariants  what must hold once step N is done (identical updates, same weights...): one
+                finding per step, a grader.report.Result (PASSED, FAILED or CANT_TELL)
     outcome     how the run ended: finished, crashed (whose error), hung (who waits where)
-    report      LiveResult: the verdict as text, HTML and JSON
+    report      the verdict as the checker's one grader.report.Result: the findings as its
+                details, the run's end, time, log and error as its `run` (grader.report.Run)
     run         run_step(): the run under the runner's horovodrun, watched for hangs
+
+The static check, this check, the batch grader and the class report share one vocabulary,
+grader.report's Result: no result type of the run's own.
 """
 
-from grader.live.report import LiveResult
 from grader.live.run import run_step
 
-__all__ = ["run_step", "LiveResult"]
+__all__ = ["run_step"]

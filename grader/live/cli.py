@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from grader.live.invariants import FIRST_STEP
+from grader.live.report import NOT_RUN_SAYS
 from grader.live.run import TIMEOUT_S, WORKERS, run_step
 from workbook.facts import LAST_STEP
 
@@ -44,7 +45,7 @@ def run(args, parser) -> int:
         print("grader: interrupted; every worker of the run was stopped", file=sys.stderr)
         return 130
     if result.unreadable:
-        print(f"grader: error: {result.message}", file=sys.stderr)
+        print(f"grader: error: {result.message.removeprefix(NOT_RUN_SAYS)}", file=sys.stderr)
         return 2
     print(result.to_json() if args.json else result)
     return 0 if result.passed else 1

@@ -11,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.live.evidence import Evidence, RankRecord, line_and_code
+from grader.report import FINISHED
 
-FINISHED, CRASHED, HUNG, UNFINISHED = "finished", "crashed", "hung", "unfinished"
+# How a run ended (grader.report.Run.outcome); FINISHED is grader.report's, which renders it.
+CRASHED, HUNG, UNFINISHED = "crashed", "hung", "unfinished"
+NOT_RUN = "not run"  # refused or failed to start: unreadable, no Horovod yet, no horovodrun
 
 
 @dataclass
 class Outcome:
-    kind: str  # FINISHED, CRASHED, HUNG or UNFINISHED
+    kind: str  # FINISHED, CRASHED, HUNG or UNFINISHED (grader.report.Run.outcome)
     message: str
     hint: str = ""
     error: str = ""  # the failing rank's error output

@@ -25,7 +25,8 @@ from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
 from grader.live.outcome import doomed, judge
 from grader.live.probe import PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, SECOND_RUN_VARIABLE
-from grader.live.report import NOT_RUN, LiveResult
+from grader.live.report import not_run, run_result
+from grader.report import Result
 from grader.rules import RULES
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
@@ -58,7 +59,7 @@ def run_step(
     np: int = WORKERS,
     work_dir=None,
     quiet: bool = False,
-) -> LiveResult:
+) -> Result:
     """Runs the script at `path` on `np` workers and checks the invariants of steps 4..`step`.
 
     The run's files go to a new folder under `work_dir` (default: the system's temporary
@@ -70,10 +71,9 @@ def run_step(
     try:
         refusal = _not_runnable(Path(path))
     except FileProblem as problem:
-        return LiveResult(step, str(path), NOT_RUN, problem.message, workers=np,
-                          unreadable=problem.unreadable)  # fmt: skip
+        return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable)
     if refusal:
-        return LiveResult(step, str(path), NOT_RUN, refusal, workers=np)
+        return not_run(step, path, refusal, workers=np)
 
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
@@ -97,7 +97,7 @@ def run_step(
         run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs)
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         shutil.rmtree(folder, ignore_errors=True)
-        return LiveResult(step, str(path), NOT_RUN, f"the run could not start: {error}", workers=np)
+        return not_run(step, path, f"the run could not start: {error}", workers=np)
     evidence = Evidence.read(records, np)
     outcome = judge(run, evidence, np, timeout, stuck, runs)
     setting = Setting(
@@ -108,21 +108,12 @@ def run_step(
         shared_log_dir=step >= ONE_WRITER_STEP,
         resumed=resume and bool(evidence.ranks(2)),
     )
-    result = LiveResult(
-        step,
-        str(path),
-        outcome.kind,
-        outcome.message,
-        findings(evidence, setting, step),
-        hint=outcome.hint,
-        seconds=run.wall_seconds,
-        workers=np,
-        error=outcome.error,
-    )
+    result = run_result(step, path, outcome, findings(evidence, setting, step),
+                        seconds=run.wall_seconds, workers=np)  # fmt: skip
     if result.passed:
         shutil.rmtree(folder, ignore_errors=True)
     else:
-        result.log_path = str(run.log_path)
+        result.run.log_path = str(run.log_path)
     return result
 
 
