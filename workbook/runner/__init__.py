@@ -54,16 +54,19 @@ importing only those above it in this list:
     output      the byte stream as lines and progress bars, sorted into what to show; failures
     processes   finding and stopping every process a run started on this machine
     display     RunResult; the run shown in Jupyter, a terminal, or nowhere
-    execute     one run from start to the last process stopped: horovodrun(), in the background
+    record      run.json, the run's facts next to its log
+    execute     one run from start to the last process stopped, in small parts (start, output,
+                supervision, clean-up, result); the benchmarks call it too
+    cell        horovodrun() in a notebook cell, start_in_background() and BackgroundRun
     magic       %horovodrun
 """
 
 from workbook.facts import usable_cores
-from workbook.runner import execute as _execute
+from workbook.runner import cell as _cell
 from workbook.runner.command import RunOptions, RunPlan, plan_run
 from workbook.runner.layout import Layout, auto_layout, explicit_layout, visible_gpus
 from workbook.runner.display import RunResult
-from workbook.runner.execute import BackgroundRun, horovodrun, start_in_background
+from workbook.runner.cell import BackgroundRun, horovodrun, start_in_background
 from workbook.runner.horovodrun_cli import split_horovodrun_args
 from workbook.runner.hosts import HostsUnreachable
 from workbook.runner.magic import (
@@ -95,9 +98,9 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # Each run replaces execute.last_result; a copy made here at import would stay None for good.
+    # Each run replaces cell.last_result; a copy made here at import would stay None for good.
     if name == "last_result":
-        return _execute.last_result
+        return _cell.last_result
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -79,6 +79,9 @@ PIN_LAUNCHER = Path(__file__).with_name("pin_cores.py")
 # finds them all, also those that left the process tree (OpenMPI's orted daemonizes) and those
 # on other hosts (horovodrun exports the environment on its ssh command line).
 RUN_MARKER = "WORKBOOK_RUN_ID"
+# ...and the processes of runs started together on purpose (RunOptions.group) carry this one,
+# with the group's name, so that each run's contention leaves the others out.
+GROUP_MARKER = "WORKBOOK_RUN_GROUP"
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,8 @@ class RunOptions:
         step would show the ranks). For short runs: it grows by tens of KB per step.
     tf_threads: False leaves TensorFlow's own thread counts (no TF_NUM_*_THREADS), as a plain
         `horovodrun` does; the benchmarks measure that too.
+    group: a name for runs started together on purpose (the benchmarks' side-by-side
+        processes): their processes are not counted as each other's contention.
     """
 
     np: int | str = "auto"
@@ -125,6 +130,7 @@ class RunOptions:
     share: int | str | None = None
     timeline: bool | str | Path = False
     tf_threads: bool = True
+    group: str | None = None
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **fields) -> RunOptions:
@@ -164,6 +170,17 @@ class RunPlan:
     def marker(self) -> tuple[str, str]:
         """(name, value) of the environment variable every process of this run carries."""
         return RUN_MARKER, self.env[RUN_MARKER]
+
+    @property
+    def group_marker(self) -> tuple[str, str] | None:
+        """(name, value) that the processes of this run's group carry, if it has one."""
+        return (GROUP_MARKER, self.env[GROUP_MARKER]) if GROUP_MARKER in self.env else None
+
+    @property
+    def ssh_env(self) -> dict[str, str]:
+        """The run's environment for the runner's own ssh calls, without the run's marker: the
+        clean-up must not count them among the run's processes."""
+        return {key: value for key, value in self.env.items() if key != RUN_MARKER}
 
     @property
     def unprefixed_rank(self) -> int | None:
@@ -340,9 +357,10 @@ def launch_command(options: RunOptions, layout: Layout, launch_options: list[str
     return [_horovodrun_executable(), *launch, *worker_argv], ["horovodrun", *shown, *shown_worker]
 
 
-def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool) -> dict[str, str]:
+def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool,
+            group: str | None = None) -> dict[str, str]:
     """The run's environment: safe for MPI, the layout's threads, unbuffered output, this
-    kernel's Python first on PATH, `env` over all that, and the run's own marker."""
+    kernel's Python first on PATH, `env` over all that, and the run's (and its group's) marker."""
     result = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
     for key, value in layout.env().items():
         result.setdefault(key, value)  # a thread count the user set wins
@@ -355,6 +373,8 @@ def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool) -> di
         result["HOROVOD_CACHE_CAPACITY"] = "0"
     result.update(env or {})
     result[RUN_MARKER] = uuid.uuid4().hex  # hex: safe on any command line
+    if group is not None:
+        result[GROUP_MARKER] = group
     return result
 
 
@@ -410,7 +430,7 @@ def plan_run(
     return RunPlan(
         argv=argv,
         display_command=shlex.join(shown),
-        env=run_env(layout, options.env, timeline_path is not None),
+        env=run_env(layout, options.env, timeline_path is not None, options.group),
         cwd=cwd,
         layout=layout,
         np=layout.workers,

@@ -42,6 +42,7 @@ class RunResult:
     ended_at: float | None = None  # ... and when its last process was gone
     # Other processes that used the CPU during the run (see contention.py), one sentence each.
     busy_others: list[str] = field(default_factory=list)
+    others_mean_cores: float = 0.0  # the cores all other processes used, on average
     timeline_path: Path | None = None  # Horovod's timeline, when the run recorded one
 
     @property

@@ -1,32 +1,47 @@
-"""Execute: one run from its start to its last process stopped, in the foreground or not.
+"""Execute: one run from its start to its last process stopped.
 
-- execute(): starts the plan's command, shows its output live, and stops every process it
-  started, here and on the other hosts, whatever happens (the end, a failure, the timeout, an
-  interrupt, an exception);
-- horovodrun(): a run in a notebook cell, and `last_result`, what it left behind;
-- start_in_background() and BackgroundRun: a run that goes on while the notebook does other things.
+execute() starts the plan's command, shows its output live, and stops every process it started,
+here and on the other hosts, whatever happens (the end, a failure, the timeout, an interrupt,
+an exception). Its parts, one job each:
+
+- _start: the launcher's process, in a session of its own;
+- RunOutput: the child's pipes, copied to the raw log by pumps and shown from their queue;
+- _supervise: the loop while the run goes on (the process tree, the other processes' CPU use,
+  the status line, the timeout, a stop request);
+- _stop_everything: what is left of the run, here and on the other hosts;
+- _result: the RunResult, and the warnings about processes that would not stop.
+
+The notebook's entry points (horovodrun(), start_in_background()) are in cell.py; the
+benchmarks call execute() with a console of their own.
 """
 
 from __future__ import annotations
 
-import atexit
-import html
-import json
 import os
 import queue
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from workbook.runner.command import RUN_MARKER, RunOptions, RunPlan, plan_run, plural
+from workbook.runner.command import RunPlan
 from workbook.runner.contention import ContentionMonitor
-from workbook.runner.display import RunResult, SilentConsole, clock, console_for, status_text
-from workbook.runner.hosts import ensure_reachable, stop_remote
+from workbook.runner.display import RunResult, SilentConsole, status_text
+from workbook.runner.hosts import stop_remote
+from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser, Transcript, failure_text
-from workbook.runner.processes import STOP_STAGES, ProcessTree, sigint_deferred, wait_briefly
+from workbook.runner.processes import (
+    STOP_STAGES,
+    ProcessTree,
+    marked_pids,
+    sigint_deferred,
+    wait_briefly,
+)
+from workbook.runner.record import write_record
 
 SNAPSHOT_INTERVAL_S = 0.5  # how often the process tree is recorded (to find orphans later)
+EXITED_GRACE_S = 5  # horovodrun ended, but something it left behind holds the output open
 
 _EOF = object()
 
@@ -36,15 +51,32 @@ def transcript_for(plan: RunPlan) -> Transcript:
     return Transcript(label_ranks=plan.launcher == "horovodrun")
 
 
-def ensure_hosts_reachable(plan: RunPlan, say=None) -> None:
-    """Before a run on other machines: HostsUnreachable, at once, unless ssh reaches them all."""
-    ensure_reachable(list(plan.remote_hosts), plan.ssh, _ssh_env(plan), say)
+def _start(plan: RunPlan) -> subprocess.Popen:
+    # One process sees its stdout and stderr apart: a warning on stderr must not end the line
+    # of a progress bar on stdout. horovodrun keeps them apart itself, with its prefixes, and
+    # its own order of the two is kept in one pipe.
+    return subprocess.Popen(
+        plan.argv,
+        cwd=plan.cwd,
+        env=plan.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if plan.launcher == "python" else subprocess.STDOUT,
+        # Its own session: Ctrl-C in a terminal reaches only us, and we stop it all in order.
+        start_new_session=True,
+    )
 
 
-def _ssh_env(plan: RunPlan) -> dict[str, str]:
-    """The run's environment for the runner's own ssh calls, without the run's marker: the
-    clean-up must not count them among the run's processes."""
-    return {key: value for key, value in plan.env.items() if key != RUN_MARKER}
+def _open_log(plan: RunPlan):
+    """The raw log, headed by the command, the layout and the start."""
+    plan.run_dir.mkdir(parents=True, exist_ok=True)
+    log_file = plan.log_path.open("wb")
+    log_file.write(
+        f"# {plan.display_command}\n# {plan.layout.describe()}\n# started "
+        f"{datetime.now():%Y-%m-%d %H:%M:%S}\n".encode()
+    )
+    log_file.flush()
+    return log_file
 
 
 class _Pump(threading.Thread):
@@ -68,50 +100,183 @@ class _Pump(threading.Thread):
             self.chunks.put((self.pipe_name, _EOF))
 
 
-def write_record(plan: RunPlan, started_at: float, monitor: ContentionMonitor,
-                 result: RunResult | None = None) -> None:
-    """run.json next to the log: the run's facts for whoever compares runs later, in any kernel
-    (written at the start, completed at the end)."""
-    layout = plan.layout
-    record = {
-        "run_name": plan.run_name,
-        "command": plan.display_command,
-        "launcher": plan.launcher,
-        "layout": layout.describe(),
-        "workers": layout.workers,
-        "threads_per_worker": layout.threads,
-        "cores": layout.cores,
-        "gpus": layout.gpus,
-        "pinned": layout.pinned,
-        "hosts": plan.hosts,
-        "started": started_at,
-        "timeline": str(plan.timeline_path) if plan.timeline_path else None,
-    }
-    if result is not None:
-        record.update(
-            ended=result.ended_at,
-            exit_code=result.exit_code,
-            ok=result.ok,
-            busy_others=result.busy_others,
-            contention=monitor.record(),
+class RunOutput:
+    """The child's output: pumps copy each pipe to the raw log and a queue; what is taken from
+    the queue is parsed into the transcript and its lines shown on the console."""
+
+    def __init__(self, plan: RunPlan, process: subprocess.Popen, log_file,
+                 transcript: Transcript, console: SilentConsole):
+        self.transcript, self.console = transcript, console
+        self.parser = OutputParser(default_rank=plan.unprefixed_rank)
+        self.chunks: queue.Queue = queue.Queue()
+        lock = threading.Lock()
+        pipes = {"stdout": process.stdout, "stderr": process.stderr}
+        self.pumps = [_Pump(name, pipe, log_file, lock, self.chunks)
+                      for name, pipe in pipes.items() if pipe is not None]  # fmt: skip
+        for pump in self.pumps:
+            pump.start()
+        self.open_pipes = len(self.pumps)
+
+    def _show(self, events: list) -> None:
+        for event in events:
+            for line in self.transcript.add(event):
+                self.console.line(line)
+
+    def _take(self, item) -> None:
+        pipe, data = item
+        if data is _EOF:
+            self.open_pipes -= 1
+        else:
+            self._show(self.parser.feed(data, pipe))
+
+    def take(self, timeout: float) -> None:
+        """Shows the next piece of output, waiting up to `timeout` seconds for one."""
+        try:
+            self._take(self.chunks.get(timeout=timeout))
+        except queue.Empty:
+            pass
+
+    def take_queued(self) -> None:
+        """Shows the output the pumps have queued and nobody has taken yet."""
+        while True:
+            try:
+                self._take(self.chunks.get_nowait())
+            except queue.Empty:
+                return
+
+    def finish(self) -> None:
+        """After the run: the pumps' last pieces, and what the parser still holds."""
+        for pump in self.pumps:
+            pump.join(timeout=5)
+        self.take_queued()
+        self._show(self.parser.finish())
+
+
+@dataclass
+class Ending:
+    """How a run ended, as the supervision and the clean-up saw it."""
+
+    interrupted: bool = False  # a stop request, or Ctrl-C
+    timed_out: bool = False
+    ctrl_c: bool = False
+    exited_at: float | None = None  # when the launcher's process was seen gone (monotonic)
+    stopped: int = 0  # processes stopped after an interrupt or the timeout
+    leftover: list[int] = field(default_factory=list)  # pids that would not stop
+    left_remote: dict[str, str] = field(default_factory=dict)  # host: what is left there
+
+    @property
+    def cut_short(self) -> bool:
+        return self.interrupted or self.timed_out
+
+
+def _supervise(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree, output: RunOutput,
+               monitor: ContentionMonitor, console: SilentConsole, stop: threading.Event | None,
+               started: float, ending: Ending) -> None:
+    """Shows the output until the pipes close; notes the timeout, a stop request or Ctrl-C."""
+    last_snapshot = 0.0
+    try:
+        while output.open_pipes:
+            output.take(timeout=0.25)
+            now = time.monotonic()
+            if now - last_snapshot > SNAPSHOT_INTERVAL_S:
+                tree.snapshot()
+                last_snapshot = now
+            if monitor.due(now):
+                monitor.sample(now, {process.pid, *tree.known, *_companions(plan)})
+            console.status(status_text(now - started, output.transcript))
+            if plan.timeout and now - started > plan.timeout:
+                ending.timed_out = True
+                return
+            if stop is not None and stop.is_set():
+                ending.interrupted = True
+                return
+            if ending.exited_at is None and process.poll() is not None:
+                ending.exited_at = now
+            if ending.exited_at is not None and now - ending.exited_at > EXITED_GRACE_S:
+                return
+    except KeyboardInterrupt:
+        ending.interrupted = ending.ctrl_c = True
+
+
+def _companions(plan: RunPlan) -> set[int]:
+    """The processes of the runs started together with this one (RunOptions.group)."""
+    return marked_pids(plan.group_marker) if plan.group_marker else set()
+
+
+def _stop_everything(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree,
+                     output: RunOutput, console: SilentConsole, ending: Ending) -> None:
+    """Stops what is left of the run: all of it when cut short (or failing in the loop), else
+    the stragglers; then the workers on other hosts when it did not end well."""
+    if ending.cut_short or (output.open_pipes and ending.exited_at is None):
+        output.take_queued()  # show what arrived before the stop...
+        # ...but not the tracebacks of the workers being stopped (they go to the log).
+        output.transcript.stopping = True
+        tree.snapshot()
+        ending.stopped = 1 + len(tree.alive_descendants())
+        console.line(
+            f"Stopping horovodrun and the {plural(ending.stopped - 1, 'process')} it started"
+            if plan.launcher == "horovodrun"
+            else "Stopping the script"
         )
-    plan.record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        ending.leftover = tree.stop()
+    else:
+        # Ended by itself: give stragglers a moment, then stop any that remain.
+        wait_briefly(process, 10)
+        if not tree.wait(2.0):
+            ending.leftover = tree.stop(STOP_STAGES[1:])
+    if plan.remote_hosts and (ending.cut_short or process.returncode != 0):
+        # The workers over there outlive horovodrun's ssh clients: stop them too.
+        console.line(f"Stopping what is left on {', '.join(plan.remote_hosts)}")
+        ending.left_remote = stop_remote(
+            list(plan.remote_hosts), plan.marker, plan.ssh, plan.ssh_env
+        )
+    wait_briefly(process, 5)
 
 
-def _start(plan: RunPlan) -> subprocess.Popen:
-    # One process sees its stdout and stderr apart: a warning on stderr must not end the line
-    # of a progress bar on stdout. horovodrun keeps them apart itself, with its prefixes, and
-    # its own order of the two is kept in one pipe.
-    return subprocess.Popen(
-        plan.argv,
-        cwd=plan.cwd,
-        env=plan.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE if plan.launcher == "python" else subprocess.STDOUT,
-        # Its own session: Ctrl-C in a terminal reaches only us, and we stop it all in order.
-        start_new_session=True,
+def _result(plan: RunPlan, process: subprocess.Popen, transcript: Transcript, ending: Ending,
+            monitor: ContentionMonitor, started: float, started_at: float) -> RunResult:
+    failed_rank = None if ending.cut_short else transcript.failed_rank()
+    if ending.timed_out:
+        error = f"stopped after the timeout of {plan.timeout:g} s"
+    elif ending.interrupted or process.returncode == 0:
+        error = ""
+    else:
+        error = failure_text(transcript, failed_rank, plan.unprefixed_rank)
+    return RunResult(
+        exit_code=process.returncode,
+        wall_seconds=round(time.monotonic() - started, 1),
+        np=plan.np,
+        hosts=plan.hosts,
+        metrics=transcript.metrics(),
+        failed_rank=failed_rank,
+        error=error,
+        log_path=plan.log_path,
+        run_name=plan.run_name,
+        command=plan.display_command,
+        layout=plan.layout.describe(),
+        tensorboard_dir=plan.tensorboard_dir,
+        interrupted=ending.interrupted,
+        timed_out=ending.timed_out,
+        leftover_pids=ending.leftover,
+        leftover_remote=ending.left_remote,
+        stopped_processes=ending.stopped,
+        output="\n".join(transcript.shown),
+        started_at=started_at,
+        ended_at=time.time(),
+        busy_others=monitor.findings(),
+        others_mean_cores=round(monitor.others_mean_share, 2),
+        timeline_path=plan.timeline_path,
     )
+
+
+def _warn_leftovers(plan: RunPlan, result: RunResult, console: SilentConsole) -> None:
+    if result.leftover_pids:
+        console.line(f"WARNING: processes {result.leftover_pids} did not stop; kill them by hand")
+    for host, problem in result.leftover_remote.items():
+        console.line(
+            f"WARNING: could not stop the run's processes on {host} ({problem}); on {host}, "
+            f"stop the processes whose environment has {'='.join(plan.marker)}"
+        )
 
 
 def execute(
@@ -125,307 +290,24 @@ def execute(
     Whatever happens here, including an exception, every process of the run is stopped.
     """
     transcript = transcript or transcript_for(plan)
-    parser = OutputParser(default_rank=plan.unprefixed_rank)
-    plan.run_dir.mkdir(parents=True, exist_ok=True)
-    log_file = plan.log_path.open("wb")
-    log_file.write(
-        f"# {plan.display_command}\n# {plan.layout.describe()}\n# started "
-        f"{datetime.now():%Y-%m-%d %H:%M:%S}\n".encode()
-    )
-    log_file.flush()
+    log_file = _open_log(plan)
     console.start(plan)
-
     started, started_at = time.monotonic(), time.time()
     monitor = ContentionMonitor()
     write_record(plan, started_at, monitor)
     process = _start(plan)
     tree = ProcessTree(process, plan.marker)
-    chunks: queue.Queue = queue.Queue()
-    log_lock = threading.Lock()
-    pipes = {"stdout": process.stdout, "stderr": process.stderr}
-    pumps = [
-        _Pump(name, pipe, log_file, log_lock, chunks)
-        for name, pipe in pipes.items()
-        if pipe is not None
-    ]
-    for pump in pumps:
-        pump.start()
-    open_pipes = len(pumps)
-
-    def show(events: list) -> None:
-        for event in events:
-            for line in transcript.add(event):
-                console.line(line)
-
-    def take(item) -> None:
-        nonlocal open_pipes
-        pipe, data = item
-        if data is _EOF:
-            open_pipes -= 1
-        else:
-            show(parser.feed(data, pipe))
-
-    def show_queued() -> None:
-        """Shows the output the readers have queued and the loop has not taken yet."""
-        while True:
-            try:
-                take(chunks.get_nowait())
-            except queue.Empty:
-                return
-
-    interrupted = timed_out = ctrl_c = False
-    leftover: list[int] = []
-    left_remote: dict[str, str] = {}
-    stopped = 0
-    exited_at = None
+    output = RunOutput(plan, process, log_file, transcript, console)
+    ending = Ending()
     try:
-        last_snapshot = 0.0
-        while open_pipes:
-            try:
-                take(chunks.get(timeout=0.25))
-            except queue.Empty:
-                pass
-            now = time.monotonic()
-            if now - last_snapshot > SNAPSHOT_INTERVAL_S:
-                tree.snapshot()
-                last_snapshot = now
-            if monitor.due(now):
-                monitor.sample(now, {process.pid, *tree.known})
-            console.status(status_text(now - started, transcript))
-            if plan.timeout and now - started > plan.timeout:
-                timed_out = True
-                break
-            if stop is not None and stop.is_set():
-                interrupted = True
-                break
-            if exited_at is None and process.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > 5:
-                break  # horovodrun ended, but something it left behind holds the output open
-    except KeyboardInterrupt:
-        interrupted = ctrl_c = True
+        _supervise(plan, process, tree, output, monitor, console, stop, started, ending)
     finally:
         with sigint_deferred():
-            if interrupted or timed_out or (open_pipes and exited_at is None):
-                show_queued()  # show what arrived before the stop...
-                # ...but not the tracebacks of the workers being stopped (they go to the log).
-                transcript.stopping = True
-                tree.snapshot()
-                stopped = 1 + len(tree.alive_descendants())
-                console.line(
-                    f"Stopping horovodrun and the {plural(stopped - 1, 'process')} it started"
-                    if plan.launcher == "horovodrun"
-                    else "Stopping the script"
-                )
-                leftover = tree.stop()
-            else:
-                # Ended by itself: give stragglers a moment, then stop any that remain.
-                wait_briefly(process, 10)
-                if not tree.wait(2.0):
-                    leftover = tree.stop(STOP_STAGES[1:])
-            if plan.remote_hosts and (interrupted or timed_out or process.returncode != 0):
-                # The workers over there outlive horovodrun's ssh clients: stop them too.
-                console.line(f"Stopping what is left on {', '.join(plan.remote_hosts)}")
-                left_remote = stop_remote(
-                    list(plan.remote_hosts), plan.marker, plan.ssh, _ssh_env(plan)
-                )
-            wait_briefly(process, 5)
-            for pump in pumps:
-                pump.join(timeout=5)
-            show_queued()  # show what arrived before the end
-            show(parser.finish())
+            _stop_everything(plan, process, tree, output, console, ending)
+            output.finish()  # show what arrived before the end
             log_file.close()
-
-    wall = time.monotonic() - started
-    failed_rank = None if interrupted or timed_out else transcript.failed_rank()
-    if timed_out:
-        error = f"stopped after the timeout of {plan.timeout:g} s"
-    elif interrupted or process.returncode == 0:
-        error = ""
-    else:
-        error = failure_text(transcript, failed_rank, plan.unprefixed_rank)
-    result = RunResult(
-        exit_code=process.returncode,
-        wall_seconds=round(wall, 1),
-        np=plan.np,
-        hosts=plan.hosts,
-        metrics=transcript.metrics(),
-        failed_rank=failed_rank,
-        error=error,
-        log_path=plan.log_path,
-        run_name=plan.run_name,
-        command=plan.display_command,
-        layout=plan.layout.describe(),
-        tensorboard_dir=plan.tensorboard_dir,
-        interrupted=interrupted,
-        timed_out=timed_out,
-        leftover_pids=leftover,
-        leftover_remote=left_remote,
-        stopped_processes=stopped,
-        output="\n".join(transcript.shown),
-        started_at=started_at,
-        ended_at=time.time(),
-        busy_others=monitor.findings(),
-        timeline_path=plan.timeline_path,
-    )
+    result = _result(plan, process, transcript, ending, monitor, started, started_at)
     write_record(plan, started_at, monitor, result)
     console.finish(result, transcript)
-    if leftover:
-        console.line(f"WARNING: processes {leftover} did not stop; kill them by hand")
-    for host, problem in left_remote.items():
-        console.line(
-            f"WARNING: could not stop the run's processes on {host} ({problem}); on {host}, "
-            f"stop the processes whose environment has {'='.join(plan.marker)}"
-        )
-    return result, ctrl_c
-
-
-# The result of the last foreground run, also when it was interrupted. The package reads it
-# from here on every access (`workbook.runner.last_result`), so it is always the current one.
-last_result: RunResult | None = None
-
-
-def horovodrun(
-    command: str | list[str],
-    np: int | str | None = None,
-    *,
-    quiet: bool = False,
-    options: RunOptions | None = None,
-    **fields,
-) -> RunResult:
-    """Runs `horovodrun [options] script [args]` and shows its output live; returns a RunResult.
-
-    command: `"fashion_mnist.py --epochs 3"`, optionally with horovodrun options in front
-        (`"-H host1:4,host2:4 fashion_mnist.py"`); a `-np` there wins over `np`.
-    np: "auto" (the default: one worker per GPU, else 2 CPU workers sharing the cores) or a
-        number.
-    quiet: show nothing while it runs.
-    options, or as keywords: how to run it (workbook.runner.RunOptions, where each is
-        explained): run_name, timeout, env, cwd, log_dir, logs_root, share, timeline.
-        `horovodrun("train.py", np=1, share="auto", timeout=600)`
-
-    The run's record, run.json next to its log, has its start and end times, its layout and
-    the other processes that were busy meanwhile (also in the result's busy_others).
-
-    Interrupting the cell stops all workers, then raises KeyboardInterrupt; the partial
-    result is in `workbook.runner.last_result`.
-    """
-    global last_result
-    plan = plan_run(command, options=RunOptions.of(options, np=np, **fields))
-    console = console_for(quiet)
-    ensure_hosts_reachable(plan, console.line)  # an unreachable host: a clear error, no hang
-    busy = running_in_background()
-    if busy and not quiet:
-        console.line(
-            f"Note: {', '.join(busy)} still running in the background; both share "
-            "the CPU cores, so both run slower."
-        )
-    result, ctrl_c = execute(plan, console)
-    last_result = result
-    if ctrl_c:
-        stopped = (
-            f"processes {result.leftover_pids} did NOT stop"
-            if result.leftover_pids
-            else "all its processes stopped"
-        )
-        raise KeyboardInterrupt(f"run {plan.run_name} interrupted; {stopped}")
-    return result
-
-
-class BackgroundRun:
-    """A run going on in a background thread: `done`, `result()`, `tail()`, `stop()`."""
-
-    def __init__(self, plan: RunPlan):
-        self.plan = plan
-        self.run_name = plan.run_name
-        self.log_path = plan.log_path
-        self._transcript = transcript_for(plan)
-        self._stop = threading.Event()
-        self._result: RunResult | None = None
-        self._failure: BaseException | None = None
-        self._started = time.monotonic()
-        self._thread = threading.Thread(
-            target=self._run, daemon=True, name=f"runner-{plan.run_name}"
-        )
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result, _ = execute(self.plan, SilentConsole(), self._stop, self._transcript)
-        except BaseException as failure:  # shown by result()
-            self._failure = failure
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def result(self, timeout: float | None = None) -> RunResult:
-        """Waits for the run to end (TimeoutError after `timeout` seconds) and returns it."""
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise TimeoutError(f"{self.run_name} is still running")
-        if self._failure is not None:
-            raise RuntimeError(f"{self.run_name} could not run") from self._failure
-        return self._result
-
-    def tail(self, lines: int = 10) -> str:
-        """The last lines shown, and the current progress bar."""
-        return self._transcript.tail(lines)
-
-    def stop(self, timeout: float = 30) -> RunResult:
-        """Stops every process of the run and returns its (interrupted) result."""
-        self._stop.set()
-        return self.result(timeout)
-
-    def status(self) -> str:
-        if self.done:
-            return self._result.status() if self._result else "could not run"
-        return f"running {clock(time.monotonic() - self._started)}"
-
-    def __repr__(self) -> str:
-        return f"{self.run_name}: {self.status()}\n{self.tail(5)}"
-
-    def _repr_html_(self) -> str:
-        if self.done and self._result is not None:
-            return self._result._repr_html_()
-        return (
-            f"<b>{html.escape(self.run_name)}</b>: {html.escape(self.status())}"
-            f"<pre>{html.escape(self.tail(5))}</pre>"
-        )
-
-
-_background_runs: list[BackgroundRun] = []
-
-
-def running_in_background() -> list[str]:
-    """The names of the background runs that have not ended yet."""
-    return [run.run_name for run in _background_runs if not run.done]
-
-
-def start_in_background(
-    command: str | list[str],
-    np: int | str | None = None,
-    *,
-    options: RunOptions | None = None,
-    **fields,
-) -> BackgroundRun:
-    """Starts a run and returns at once; the same arguments as horovodrun() (but `quiet`).
-
-    launcher="python" runs the script as one plain process (np=1), for a baseline without
-    Horovod's launcher.
-    """
-    plan = plan_run(command, options=RunOptions.of(options, np=np, **fields))
-    ensure_hosts_reachable(plan)  # here, so that an unreachable host is said at once
-    run = BackgroundRun(plan)
-    _background_runs.append(run)
-    return run
-
-
-@atexit.register
-def _stop_background_runs() -> None:
-    """A kernel that shuts down takes its background runs with it."""
-    for run in _background_runs:
-        if not run.done:
-            run._stop.set()
-    for run in _background_runs:
-        run._thread.join(timeout=15)
+    _warn_leftovers(plan, result, console)
+    return result, ending.ctrl_c

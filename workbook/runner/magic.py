@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from workbook.runner.command import RunOptions
 from workbook.runner.display import RunResult
-from workbook.runner.execute import horovodrun
+from workbook.runner.cell import horovodrun
 from workbook.runner.horovodrun_cli import (
     NP_OPTIONS,
     option_value,

@@ -105,6 +105,11 @@ class ProcessTree:
         ]
 
 
+def marked_pids(marker: tuple[str, str]) -> set[int]:
+    """The processes on this machine (but this one) that carry the marker (name, value)."""
+    return {process.pid for process in psutil.process_iter() if _carries(process, marker)}
+
+
 def _network_namespace(pid: int | str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/net")
