@@ -4,7 +4,9 @@ python -m grader run FILE [--step N] [--json]          (run it for real on 2 wor
 (Grading a class with nbgrader: python -m instructor, see instructor/README.md.)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
-file that can't be read (with a one-line message on stderr).
+file that can't be read (with a one-line message on stderr). A check passes unless its
+grader.report.Result is FAILED: PASSED, or CANT_TELL (nothing wrong seen, not confirmed either).
+--json prints each Result as it is: status, passed, message, line, hint, expected_diff, ...
 """
 
 from __future__ import annotations

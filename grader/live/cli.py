@@ -1,7 +1,9 @@
 """python -m grader run FILE [--step N] [--json] [--timeout S]: the run-for-real check in a terminal.
 
-Exit status: 0 when the run finished and nothing it showed is wrong, 1 when it crashed, hung
-or showed a step undone, 2 for a usage error or a file that can't be read.
+Exit status: 0 when the run finished and nothing it showed is wrong (its Result is PASSED, or
+CANT_TELL when some step did not show), 1 when it crashed, hung or showed a step undone
+(FAILED), 2 for a usage error or a file that can't be read. --json prints the Result: its
+findings under "details", how the run ended, its time, log and error under "run".
 """
 
 from __future__ import annotations

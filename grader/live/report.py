@@ -9,7 +9,9 @@ long it took, its log and the failing rank's error). The message says how the ru
 from __future__ import annotations
 
 from grader.live.outcome import NOT_RUN
-from grader.report import CANT_TELL, FAILED, FINISHED, PASSED, Result, Run, worst
+from grader.report import CANT_TELL, FAILED, PASSED, Result, Run, worst
+
+NOT_RUN_SAYS = "not run: "  # how a run refused before it started begins its message
 
 
 def title(step: int, workers: int) -> str:
@@ -20,14 +22,10 @@ def run_result(step: int, path, outcome, findings: list, *, seconds: float, work
     """The verdict of a run that ended as `outcome` (grader.live.outcome.Outcome) with these
     findings of steps 4..step."""
     run = Run(outcome.kind, seconds=seconds, workers=workers, error=outcome.error)
-    finished = outcome.kind == FINISHED
-    status = worst([detail.status for detail in findings]) if finished else FAILED
+    status = worst(detail.status for detail in findings) if run.finished else FAILED
     message = _summary(outcome.message, findings, run)
     return Result(status, title(step, workers), message, step=step, hint=outcome.hint,
                   path=str(path), details=findings, run=run)  # fmt: skip
-
-
-NOT_RUN_SAYS = "not run: "
 
 
 def not_run(step: int, path, reason: str, *, workers: int, unreadable: bool = False) -> Result:
