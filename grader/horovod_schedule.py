@@ -16,7 +16,10 @@ import math
 
 from grader.verdicts import Failure, Note
 from grader.schedule import CantTell, Evaluator, Function
-from grader.syntax import argument
+from grader.syntax import HVD, argument
+
+WARMUP = f"{HVD}.callbacks.LearningRateWarmupCallback"
+SCHEDULE = f"{HVD}.callbacks.LearningRateScheduleCallback"
 
 
 def overlap_failure(script, warmup_epochs, schedules):

@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from grader.syntax import BROADCASTS, COLLECTIVES, COMPARISONS, HVD, MAX_DEPTH, flipped
+from grader.horovod_collectives import BROADCASTS, COLLECTIVES
+from grader.syntax import COMPARISONS, HVD, MAX_DEPTH, flipped
 
 _MISSING = object()
 

@@ -29,31 +29,6 @@ HVD_SHARED = {
 # The functions of horovod.tensorflow(.keras) that a script must call, not just name.
 HVD_FUNCTIONS = ("init", "size", "local_size", "rank", "local_rank", "cross_rank", "cross_size")
 
-# Calls that send rank 0's value to every worker: their results are the same on all.
-BROADCASTS = (
-    f"{HVD}.broadcast",
-    "horovod.tensorflow.broadcast",
-    "horovod.tensorflow.broadcast_object",
-)
-# Horovod's collectives: each completes only when every worker calls it, so a worker that
-# skips one leaves the others waiting for it forever. Their results are the same on all.
-COLLECTIVES = BROADCASTS + (
-    f"{HVD}.allreduce",
-    f"{HVD}.allgather",
-    f"{HVD}.reducescatter",
-    f"{HVD}.broadcast_global_variables",
-    "horovod.tensorflow.allreduce",
-    "horovod.tensorflow.grouped_allreduce",
-    "horovod.tensorflow.allgather",
-    "horovod.tensorflow.allgather_object",
-    "horovod.tensorflow.alltoall",
-    "horovod.tensorflow.reducescatter",
-    "horovod.tensorflow.broadcast_variables",
-    "horovod.tensorflow.join",
-    "horovod.tensorflow.barrier",
-)
-
-
 def position(node: ast.AST) -> tuple:
     return (node.lineno, node.col_offset)
 

@@ -184,7 +184,7 @@ def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt(tmp_path):
     step by another route that works (tests/test_claims.py shows the rates are the same), so
     its note is advice, which the report shows as a note, not as the grader's doubt."""
     from grader.engine import Script
-    from grader.rules.common import Advice
+    from grader.verdicts import Advice
     from grader_cases.mistakes import KERAS_SCHEDULE, SCHEDULE_CALL
 
     text = reference_text(11).replace(SCHEDULE_CALL, KERAS_SCHEDULE)

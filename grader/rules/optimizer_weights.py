@@ -10,9 +10,10 @@ broadcast callback). `failure(script)` says whether the script does, on every wo
 import ast
 
 from grader import ranks, training
+from grader.horovod_optimizer import DISTRIBUTED_OPTIMIZER, KERAS_OPTIMIZERS, LEGACY
+from grader.rules.fit import optimizer_call
+from grader.syntax import argument, position
 from grader.verdicts import Failure, Note, first_verdict
-from grader.rules.common import DISTRIBUTED_OPTIMIZER, optimizer_call
-from grader.syntax import TF, argument, position
 
 # Why the workers that build a fresh model make their optimizer's variables when resuming;
 # notebook 08 says it in these words.
@@ -46,7 +47,7 @@ MODEL_VARIABLES = ("trainable_variables", "trainable_weights")
 def failure(script):
     optimizer, _ = optimizer_call(script)
     name = script.qualified_name(optimizer.func) if optimizer is not None else ""
-    if name.startswith(f"{TF}.keras.optimizers.") and ".legacy." not in name:
+    if name.startswith(KERAS_OPTIMIZERS) and not name.startswith(LEGACY):
         return Note(
             f"line {optimizer.lineno}: it checks how the workers that build a fresh model make "
             "their optimizer's variables for tf.keras.optimizers.legacy optimizers (and "

@@ -1,9 +1,10 @@
 """Step 3: progress and results are printed by rank 0 only."""
 
 from grader import training
-from grader.verdicts import Failure, first_verdict
-from grader.rules.common import NO_FIT, rank0_guard_failure, rank0_value_failure
+from grader.rules.fit import NO_FIT
+from grader.rules.workers import rank0_guard_failure, rank0_value_failure
 from grader.syntax import argument
+from grader.verdicts import Failure, first_verdict
 
 STEP = 3
 HINT = (

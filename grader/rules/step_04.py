@@ -3,14 +3,17 @@
 import ast
 
 from grader import ranks, training
-from grader.verdicts import Failure, Note, first_verdict
-from grader.rules.common import (
+from grader.horovod_optimizer import (
     DISTRIBUTED_OPTIMIZER,
     KERAS_LOAD_MODEL,
-    NO_FIT,
-    collective_failure,
+    LOAD_MODEL,
+    is_wrapper,
+    known_optimizer,
 )
-from grader.syntax import HVD, argument
+from grader.rules.fit import NO_FIT
+from grader.rules.workers import collective_failure
+from grader.syntax import argument
+from grader.verdicts import Failure, Note, first_verdict
 
 STEP = 4
 HINT = (
@@ -19,7 +22,6 @@ HINT = (
 )
 
 
-LOAD_MODEL = f"{HVD}.load_model"  # rank 0 may get its DistributedOptimizer from the checkpoint
 FIT_HANG = (
     "with a DistributedOptimizer every training step averages the gradients of all workers, so "
     "the workers that train wait forever for the others (training hangs): train on every worker"
@@ -52,9 +54,9 @@ def _wrapping_failure(script):
         if given is None:
             return Failure(f"line {line}: model.compile(...) gets no optimizer", line)
         value = script.followed(given)
-        if _is_wrapper(script, value):
+        if is_wrapper(script, value):
             inner = argument(value, "optimizer", 0)
-            if inner is not None and _is_wrapper(script, script.followed(inner)):
+            if inner is not None and is_wrapper(script, script.followed(inner)):
                 return Failure(
                     f"line {line}: the optimizer is wrapped in DistributedOptimizer twice, and "
                     "Horovod can't wrap its own wrapper: the first training step fails with "
@@ -62,7 +64,7 @@ def _wrapping_failure(script):
                     line,
                 )
             continue
-        if not _known_optimizer(script, value):
+        if not known_optimizer(script, value):
             return Note(
                 f"line {line}: it can't tell what optimizer `{script.source(given)}` is; it "
                 "looked for opt = hvd.DistributedOptimizer(opt) before model.compile(...)",
@@ -93,20 +95,6 @@ def _wrapping_failure(script):
             line,
         )
     return None
-
-
-def _known_optimizer(script, value) -> bool:
-    """True if `value` is made by an optimizer class the grader knows (Keras, Addons)."""
-    if not isinstance(value, ast.Call):
-        return False
-    name = script.qualified_name(value.func)
-    return ".optimizers." in f".{name}." or name.endswith("Optimizer")
-
-
-def _is_wrapper(script, value):
-    return (
-        isinstance(value, ast.Call) and script.qualified_name(value.func) == DISTRIBUTED_OPTIMIZER
-    )
 
 
 def _every_worker_wraps(script):

@@ -1,10 +1,12 @@
 """Step 5: every worker starts from rank 0's weights (BroadcastGlobalVariablesCallback(0))."""
 
 from grader import ranks
+from grader.horovod_collectives import BROADCAST_CALLBACK
 from grader.rules import uncalled
-from grader.verdicts import Failure
-from grader.rules.common import BROADCAST, callbacks, every_rank_failure, missing_callback
+from grader.rules.fit import callbacks_named
+from grader.rules.workers import every_rank_failure
 from grader.syntax import HVD, argument
+from grader.verdicts import Failure
 
 SIZE = f"{HVD}.size"
 
@@ -18,12 +20,9 @@ LOOKED_FOR = "hvd.callbacks.BroadcastGlobalVariablesCallback(0) on every worker"
 
 
 def check(script):
-    entries, failure = callbacks(script, LOOKED_FOR)
+    _, ours, failure = callbacks_named(script, BROADCAST_CALLBACK, LOOKED_FOR)
     if failure:
         return failure
-    ours = [entry for entry in entries if entry.name == BROADCAST]
-    if not ours:
-        return missing_callback(script, entries, BROADCAST, "BroadcastGlobalVariablesCallback")
     for entry in ours:
         root = argument(entry.call, "root_rank", 0)
         if root is None:

@@ -4,9 +4,10 @@ import ast
 
 from grader import ranks, scaling, training
 from grader.rules import uncalled
-from grader.verdicts import Failure, first_verdict
-from grader.rules.common import DIVIDED, NO_FIT, scaling_failure
+from grader.rules.fit import NO_FIT
+from grader.rules.scaled import DIVIDED, scaling_failure
 from grader.syntax import HVD, argument
+from grader.verdicts import Failure, first_verdict
 
 STEP = 6
 HINT = (

@@ -1,18 +1,17 @@
 """Step 7: MetricAverageCallback averages the metrics before any callback reads them."""
 
-from grader.verdicts import Failure, first_verdict
-from grader.rules.common import (
-    BROADCAST,
-    Advice,
-    METRIC_AVERAGE,
-    SCHEDULE,
-    WARMUP,
-    callbacks,
-    collective_failure,
-    every_rank_failure,
-    missing_callback,
+from grader.horovod_collectives import (
+    AVERAGING_ACTS,
+    BROADCAST_ACTS,
+    BROADCAST_CALLBACK,
+    COLLECTIVES,
+    METRIC_AVERAGE_CALLBACK,
+    is_broadcast,
 )
-from grader.syntax import COLLECTIVES
+from grader.horovod_schedule import SCHEDULE, WARMUP
+from grader.rules.fit import callbacks_named
+from grader.rules.workers import collective_failure, every_rank_failure
+from grader.verdicts import Advice, Failure, first_verdict
 
 STEP = 7
 HINT = (
@@ -48,7 +47,7 @@ def check(script):
 def _collectives_failure(script):
     """hvd.allreduce(...) and Horovod's other reductions must be reached by every worker."""
     for call in script.calls_to(*COLLECTIVES):
-        if "broadcast" in script.qualified_name(call.func) or script.in_function(call):
+        if is_broadcast(script.qualified_name(call.func)) or script.in_function(call):
             continue  # broadcasts are step 8's
         verdict = collective_failure(
             script, call, f"{script.source(call.func)}(...)", COLLECTIVE_HANG
@@ -59,12 +58,9 @@ def _collectives_failure(script):
 
 
 def _callback_failure(script):
-    entries, failure = callbacks(script, LOOKED_FOR)
+    entries, ours, failure = callbacks_named(script, METRIC_AVERAGE_CALLBACK, LOOKED_FOR)
     if failure:
         return failure
-    ours = [entry for entry in entries if entry.name == METRIC_AVERAGE]
-    if not ours:
-        return missing_callback(script, entries, METRIC_AVERAGE, "MetricAverageCallback")
     entry = ours[0]
     failure = every_rank_failure(script, entry, "MetricAverageCallback")
     if failure:
@@ -85,14 +81,12 @@ def _callback_failure(script):
             entry.line,
         )
     for later in entries[position + 1 :]:
-        if later.name == BROADCAST:
-            # Independent: the broadcast runs after the first batch, the averaging at each
-            # epoch's end (Horovod 0.28.1, _keras/callbacks.py), so either order trains alike.
+        if later.name == BROADCAST_CALLBACK:
+            # Independent (grader/horovod_collectives.py): either order trains alike.
             return Advice(
                 f"line {entry.line}: MetricAverageCallback comes before the broadcast callback "
-                f"(line {later.line}); that works the same (the broadcast acts after the first "
-                "batch, the averaging at the end of each epoch), but Horovod's examples put the "
-                "broadcast first",
+                f"(line {later.line}); that works the same (the broadcast acts {BROADCAST_ACTS}, "
+                f"the averaging {AVERAGING_ACTS}), but Horovod's examples put the broadcast first",
                 entry.line,
             )
     return None

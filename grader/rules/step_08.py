@@ -9,18 +9,14 @@ resume hangs in the broadcast callback).
 import ast
 
 from grader import ranks, training
-from grader.rules import uncalled
-from grader.verdicts import Failure, first_verdict
-from grader.rules import optimizer_weights
+from grader.horovod_collectives import BROADCAST_COPIES, BROADCASTS, COLLECTIVES, is_broadcast
+from grader.horovod_optimizer import KERAS_LOAD_MODEL, KERAS_OPTIMIZERS, LEGACY, LOAD_MODEL
+from grader.rules import optimizer_weights, uncalled
+from grader.rules.fit import NO_FIT, optimizer_call
 from grader.rules.optimizer_weights import HOW_WEIGHTS, WEIGHTS_HINT, WHY_WEIGHTS  # noqa: F401
-from grader.rules.common import (
-    KERAS_LOAD_MODEL,
-    NO_FIT,
-    collective_failure,
-    optimizer_call,
-    rank0_guard_failure,
-)
-from grader.syntax import BROADCASTS, COLLECTIVES, HVD, TF, argument
+from grader.rules.workers import collective_failure, rank0_guard_failure
+from grader.syntax import HVD, argument
+from grader.verdicts import Failure, first_verdict
 
 STEP = 8
 HINT = (
@@ -34,7 +30,6 @@ BROADCAST_HANG = (
     "a broadcast completes only when every worker calls it, so the workers that call it wait "
     "forever for the others (training hangs): call it on every worker"
 )
-LOAD_MODEL = f"{HVD}.load_model"
 
 
 def check(script):
@@ -139,7 +134,7 @@ def _other_broadcasts(script):
     return [
         call
         for call in script.calls_to(*COLLECTIVES)
-        if "broadcast" in script.qualified_name(call.func)
+        if is_broadcast(script.qualified_name(call.func))
         and script.qualified_name(call.func) not in BROADCASTS
         and not script.in_function(call)
     ]
@@ -169,7 +164,7 @@ def _loading_failure(script):
                 script.guards(call),
                 call.lineno,
                 "loading the checkpoint",
-                "; the broadcast callback copies its weights and optimizer state to the others",
+                f"; the broadcast callback copies {BROADCAST_COPIES} to the others",
             )
         )
         checks.append(lambda call=call: _legacy_failure(script, call))
@@ -186,7 +181,7 @@ def _legacy_failure(script, load):
         return None
     name = script.qualified_name(optimizer.func)
     legacy = script.constant(argument(load, "legacy_opts", 4))
-    if name.startswith(f"{TF}.keras.optimizers.legacy."):
+    if name.startswith(LEGACY):
         if legacy is not True:
             return Failure(
                 f"line {load.lineno}: pass legacy_opts=True: the checkpoint holds a "
@@ -194,7 +189,7 @@ def _legacy_failure(script, load):
                 '("decay is deprecated in the new Keras optimizer")',
                 load.lineno,
             )
-    elif name.startswith(f"{TF}.keras.optimizers.") and legacy is True:
+    elif name.startswith(KERAS_OPTIMIZERS) and legacy is True:
         return Failure(
             f"line {load.lineno}: drop legacy_opts=True: the checkpoint holds a new Keras "
             f"optimizer ({script.source(optimizer.func)}), and legacy_opts=True makes "

@@ -1,7 +1,8 @@
 """Step 9: checkpoints and TensorBoard logs are written by rank 0 only."""
 
+from grader.rules.fit import callbacks
+from grader.rules.workers import rank0_guard_failure
 from grader.verdicts import Failure, first_verdict
-from grader.rules.common import callbacks, rank0_guard_failure
 
 STEP = 9
 HINT = (

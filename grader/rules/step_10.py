@@ -2,9 +2,10 @@
 
 import ast
 
-from grader.verdicts import Failure
-from grader.rules.common import callbacks, optimizer_call, scaling_failure
+from grader.rules.fit import callbacks, optimizer_call
+from grader.rules.scaled import scaling_failure
 from grader.syntax import argument
+from grader.verdicts import Failure
 
 STEP = 10
 HINT = "Multiply the base learning rate by hvd.size() and give that scaled rate to the optimizer."

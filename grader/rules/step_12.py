@@ -2,9 +2,10 @@
 
 import ast
 
+from grader.horovod_optimizer import LOAD_MODEL
+from grader.rules.fit import optimizer_call
+from grader.syntax import TFA, argument
 from grader.verdicts import Failure
-from grader.rules.common import optimizer_call
-from grader.syntax import HVD, TFA, argument
 
 STEP = 12
 HINT = (
@@ -33,7 +34,7 @@ def check(script):
             "tfa.optimizers.NovoGrad, with the scaled learning rate",
             line,
         )
-    for load in script.calls_to(f"{HVD}.load_model"):
+    for load in script.calls_to(LOAD_MODEL):
         failure = _load_failure(script, load)
         if failure:
             return failure

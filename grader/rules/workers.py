@@ -1,56 +1,15 @@
-"""Questions several steps ask, phrased once: the callbacks, the optimizer, rank-0 conditions."""
+"""Which workers must run what, phrased once for every step: a line (or a value) for rank 0
+only, a callback or a collective on every worker, a condition that may differ between workers.
+Built on grader.ranks (which workers run a line, and why a value differs between them); each
+returns None, a Failure at the line where the learner wrote it, or a Note when it can't tell."""
 
 from __future__ import annotations
 
 import ast
 
-from dataclasses import dataclass
-
-from grader import ranks, scaling, training
+from grader import ranks
 from grader.rules import uncalled
-from grader.verdicts import Advice, Failure, Note  # noqa: F401 (Advice: rules import it here)
-from grader.syntax import HVD, TF, argument
-
-NO_FIT = "no model.fit(...) call found outside a function: keep the script's model.fit(...)"
-BROADCAST = f"{HVD}.callbacks.BroadcastGlobalVariablesCallback"
-METRIC_AVERAGE = f"{HVD}.callbacks.MetricAverageCallback"
-WARMUP = f"{HVD}.callbacks.LearningRateWarmupCallback"
-SCHEDULE = f"{HVD}.callbacks.LearningRateScheduleCallback"
-DISTRIBUTED_OPTIMIZER = f"{HVD}.DistributedOptimizer"
-KERAS_LOAD_MODEL = (
-    f"{TF}.keras.models.load_model",
-    f"{TF}.keras.saving.load_model",
-    f"{TF}.saved_model.load",
-)
-
-
-def callbacks(script, looked_for: str):
-    """Returns (the callbacks that reach model.fit, None), or (None, a Failure when there is
-    no model.fit, a Note when the grader can't follow them; it looked for `looked_for`)."""
-    fit = training.of(script).fit_call()
-    if fit is None:
-        return None, Failure(NO_FIT)
-    entries = training.of(script).callbacks()
-    if entries is None:
-        return None, Note(
-            f"it can't follow the callbacks passed to model.fit on line {fit.lineno}, where it "
-            f"looked for {looked_for} (it follows one list, callbacks = [...], with .append, "
-            ".insert, .extend, += and loops over a written-out list)",
-            fit.lineno,
-        )
-    return entries, None
-
-
-def missing_callback(script, entries, name: str, what: str):
-    """The Failure for a Horovod callback that does not reach model.fit."""
-    made = [call for call in script.calls_to(name) if all(e.call is not call for e in entries)]
-    if made:
-        return Failure(
-            f"line {made[0].lineno}: the {what} is created but never reaches "
-            "model.fit(callbacks=...): put it in the callbacks list",
-            made[0].lineno,
-        )
-    return Failure(f"no hvd.callbacks.{name.rsplit('.', 1)[1]} in the callbacks of model.fit")
+from grader.verdicts import Failure, Note
 
 
 def describe(test) -> str:
@@ -176,18 +135,6 @@ def written_line(script, node, used: int) -> tuple:
     return written, f" (used at line {used})"
 
 
-def horovod_call_in(script, expr, *functions: str):
-    """The first call of one of Horovod's `functions` (local_size, rank...) that flows into
-    `expr`, following names; None if there is none."""
-    def is_one(node):
-        if not isinstance(node, ast.Call):
-            return False
-        name = script.qualified_name(node.func)
-        return name.startswith("horovod.") and name.rsplit(".", 1)[-1] in functions
-
-    return script.first_mention(expr, is_one)
-
-
 def _rank0_branches(script, expr):
     """(what rank 0 gets, what the others get) of `A if <rank test> else B`, or None."""
     value = script.resolve(expr)
@@ -244,108 +191,3 @@ def rank0_value_failure(script, expr, what: str, line: int):
         "on rank 0 and 0 elsewhere (1 if hvd.rank() == 0 else 0)",
         line,
     )
-
-
-def optimizer_call(script):
-    """Returns (the optimizer constructor passed to model.compile, None), or (None, a Failure,
-    or a Note when the grader can't follow it).
-
-    Looks through hvd.DistributedOptimizer(...) to the optimizer it wraps.
-    """
-    compiles = training.of(script).compile_calls()
-    if not compiles:
-        return None, Failure("no model.compile(...) call found outside a function")
-    given = argument(compiles[0], "optimizer", 0)
-    value = script.followed(given) if given is not None else None
-    for _ in range(3):
-        if (
-            isinstance(value, ast.Call)
-            and script.qualified_name(value.func) == DISTRIBUTED_OPTIMIZER
-        ):
-            inner = argument(value, "optimizer", 0)
-            value = script.followed(inner) if inner is not None else None
-    if not isinstance(value, ast.Call):
-        line = compiles[0].lineno
-        return None, Note(
-            f"line {line}: it can't follow the optimizer given to model.compile(...); it looked "
-            "for one created with its class, opt = tf.keras.optimizers.legacy.SGD(...)",
-            line,
-        )
-    return value, None
-
-
-@dataclass(frozen=True)
-class Scaling:
-    """How a value must grow with the number of workers: hvd.size() ** power, and the words."""
-
-    power: int  # 1: a multiple of hvd.size(); -1: divided by it
-    plain: str  # what the grader looked for
-    fix: str  # what to do
-    unscaled: str  # what a value that ignores the number of workers is not, and why it matters
-
-
-MULTIPLIED = Scaling(1, "a plain multiple of hvd.size()", "multiply it by hvd.size()",
-                     "is not scaled by the number of workers")
-DIVIDED = Scaling(
-    -1, "a plain division by hvd.size()", "divide it by hvd.size()",
-    "is not divided by the number of workers, so every epoch trains N times the data",
-)
-
-
-def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIPLIED):
-    """A Failure unless `expr` grows as hvd.size() ** wanted.power (and nothing else of
-    Horovod's): a learning rate is multiplied by it, a number of steps divided."""
-    scale = scaling.of(script).scale(expr)
-    if scale.powers == (("size", wanted.power),) and not scale.mixed and not scale.unclear:
-        return None
-    failure = uncalled.failure(script, expr)
-    if failure:
-        return failure
-    shown = f"{what} (`{script.source(expr)}`)"
-    if scale.opaque:
-        return Note(
-            f"line {line}: it can't tell how {shown} changes with the number of workers; it "
-            f"looked for {wanted.plain}",
-            line,
-        )
-    if scale.unclear:
-        return Failure(
-            f"line {line}: {shown} adds up terms that change differently with the number of "
-            f"workers: make it {wanted.plain}",
-            line,
-        )
-    if scale.mixed:
-        return Failure(
-            f"line {line}: {shown} does not change with hvd.size() the same way on every path "
-            f"(e.g. only when an option is 0): {wanted.fix} once, on all",
-            line,
-        )
-    for functions, why in (
-        (("local_size",), "uses hvd.local_size(), the workers on this machine only"),
-        (("rank", "local_rank"), "depends on the worker's rank, so each worker gets another "
-                                 "value"),
-    ):
-        if any(scale.power(function) for function in functions):
-            call = horovod_call_in(script, expr, *functions)
-            written = getattr(call, "lineno", line)
-            used = f" (used at line {line})" if written != line else ""
-            return Failure(f"line {written}: {shown}{used} {why}: {wanted.fix}", written)
-    if scale.power("sqrt_size"):
-        return Failure(
-            f"line {line}: {shown} changes with the square root of hvd.size(); this workbook "
-            f"scales linearly: {wanted.fix}",
-            line,
-        )
-    power = scale.power("size")
-    if power == wanted.power:
-        return None
-    if power == 0:
-        return Failure(
-            f"line {line}: {shown} {wanted.unscaled}: {wanted.fix}",
-            line,
-        )
-    if (power > 0) != (wanted.power > 0):
-        done = "divided by" if power < 0 else "multiplied by"
-        return Failure(f"line {line}: {shown} is {done} hvd.size(): {wanted.fix} instead", line)
-    done = "multiplied by" if power > 0 else "divided by"
-    return Failure(f"line {line}: {shown} is {done} hvd.size() more than once", line)
