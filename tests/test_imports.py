@@ -141,3 +141,74 @@ def test_bootstrap_needs_only_the_standard_library():
 def test_every_package_says_what_it_is_for(package):
     docstring = ast.get_docstring(ast.parse((REPO / package / "__init__.py").read_text()))
     assert docstring and len(docstring.split()) >= 8
+
+
+# The static checker's layers (grader/README.md): each imports only from its own layer and the
+# ones before it, so a rule's author reads down, never up: syntax, reading and verdicts; the
+# names layer; the question modules (which know Horovod); the rules.
+CHECKER_LAYERS = (
+    {"grader.syntax", "grader.source", "grader.verdicts", "grader.budget"},
+    {"grader.names"},
+    {
+        "grader.ranks",
+        "grader.scaling",
+        "grader.training",
+        "grader.schedule",
+        "grader.presets",
+        "grader.horovod_collectives",
+        "grader.horovod_optimizer",
+        "grader.horovod_schedule",
+    },
+    {name for name in MODULES if name.startswith("grader.rules")},
+)
+
+
+def test_the_checker_layers_import_downwards():
+    layer_of = {name: index for index, layer in enumerate(CHECKER_LAYERS) for name in layer}
+    assert set(layer_of) <= set(MODULES), "a layer names a module that is not there"
+    edges = graph()
+    upwards = sorted(
+        f"{name} imports {target}"
+        for name, index in layer_of.items()
+        for target in edges[name]
+        if target.startswith("grader") and layer_of.get(target, len(CHECKER_LAYERS)) > index
+    )
+    assert upwards == []
+
+
+def test_the_names_layer_knows_nothing_of_horovod():
+    """Its code names no Horovod module, function or table (its docstrings' examples may)."""
+    tree = ast.parse((REPO / "grader" / "names.py").read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              for alias in node.names}
+    assert not {"HVD", "HVD_FUNCTIONS", "BROADCASTS", "COLLECTIVES"} & names
+    strings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+    assert not [text for text in strings if "horovod" in text.lower() or "hvd" in text]
+
+
+def test_rules_use_only_public_names():
+    """No rule or question module reaches into another object's private state (`script._x`);
+    its own (`self._x`) is its business."""
+    reaching = sorted(
+        f"{name}:{node.lineno} .{node.attr}"
+        for layer in CHECKER_LAYERS
+        for name in layer
+        for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        and name != "grader.budget"  # its forked child ends with os._exit
+    )
+    assert reaching == []
