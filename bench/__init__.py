@@ -14,7 +14,8 @@ bench/results/<name>.png; `--out DIR` writes elsewhere. One module per benchmark
 
     machine     what the numbers were measured on
     results     statistics, and writing a result file
-    processes   running a command and timing its first training step
+    processes   a planned run, started, bounded and cleaned up by the runner's execute;
+                its first training step
     settings    the script options of each benchmark, full size and tiny
     training    the solution script's runs: settings, RESULT line, TensorBoard scalars
     scaling, accuracy, overhead, grading   the benchmarks

@@ -10,55 +10,25 @@ that waits for both.
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from pathlib import Path
 
 from bench import results, settings
-from bench.training import SOLUTION, Launch, epoch_scalars, run_script
-from workbook import speed
-
-
-# A Keras progress bar, "  3/75 [==>...": it first appears once the first step is done.
-PROGRESS_BAR = re.compile(r"\b\d+/\d+ \[")
-
-
-class FirstStepConsole:
-    """A silent runner console that notes when the first training step's progress arrives."""
-
-    def __init__(self):
-        self.started = None
-        self.first_step = None
-
-    def start(self, plan) -> None:
-        self.started = time.monotonic()
-
-    def line(self, text: str) -> None:
-        pass
-
-    def status(self, text: str) -> None:
-        if self.first_step is None and PROGRESS_BAR.search(text.split("| ", 1)[-1]):
-            self.first_step = time.monotonic()
-
-    def finish(self, result, transcript) -> None:
-        pass
+from bench.processes import FirstStepConsole, run_timed
+from bench.training import SOLUTION, Launch, run_script
+from workbook.runner.command import RunOptions, plan_run
 
 
 def runner_first_step(args: list, run_dir: Path, timeout: float) -> dict:
     """The runner, as `horovodrun(cmd, np="auto")` in a cell runs it: seconds to the first step."""
-    from workbook.runner.execute import execute
-    from workbook.runner.command import plan_run
-
     # A fresh folder each time: the script would resume from the last repetition's checkpoints.
     shutil.rmtree(run_dir / "runner", ignore_errors=True)
     called = time.monotonic()
-    plan = plan_run([str(SOLUTION), *args], "auto", run_name="runner", logs_root=run_dir,
-                    env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
+    options = RunOptions(np="auto", run_name="runner", logs_root=run_dir,
+                         env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)  # fmt: skip
     console = FirstStepConsole()
-    result, _ = execute(plan, console)
-    if not result.ok:
-        raise RuntimeError(f"the runner's run failed: {result.status()}; see {result.log_path}")
+    result = run_timed(plan_run([str(SOLUTION), *args], options=options), console).result
     if console.first_step is None:
         raise RuntimeError(f"the runner's run showed no training step; see {result.log_path}")
     return {"first_step_seconds": round(console.first_step - called, 2),
@@ -76,12 +46,10 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
                               timeout=settings.run_timeout(tiny))
             if done.timed.first_step_seconds is None:
                 raise RuntimeError(f"{name} showed no training step; its log: {done.log_dir}")
-            per_epoch = epoch_scalars(done.log_dir, "train", "epoch_images_per_second")
             row = {"repetition": repetition, "config": name,
                    "wall_seconds": round(done.timed.wall_seconds, 2),
                    "first_step_seconds": round(done.timed.first_step_seconds, 2),
-                   "images_per_second": round(speed.images_per_second(
-                       [v for _, _, v in per_epoch]) or done.images_per_second, 2)}
+                   "images_per_second": round(done.throughput(), 2)}
             measurements.append(row)
             echo(f"  overhead {repetition + 1}/{repeats}: {name}: {row['wall_seconds']:.1f} s, "
                  f"first step at {row['first_step_seconds']:.1f} s, "

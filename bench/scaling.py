@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import machine, results, settings
 from bench.processes import busy_note
-from bench.training import Launch, epoch_scalars, run_script, run_separate
+from bench.training import Launch, run_script, run_separate
 from workbook import speed
 from workbook.facts import usable_cores
 
@@ -31,13 +31,6 @@ def launches(cores: int, gpus: int, max_workers: int | None = None) -> list:
     return [Launch(1, None, horovodrun=False), Launch(1, threads, pinned=True),
             Launch(top, threads, pinned=True),
             Launch(top, threads, horovodrun=False, pinned=True, separate=True)]
-
-
-def measured_throughput(run) -> float:
-    """workbook.speed's images/s (the steps of the epochs after the first), from the run's
-    TensorBoard log; else the script's RESULT, which is the same figure."""
-    per_epoch = epoch_scalars(run.log_dir, "train", "epoch_images_per_second")
-    return speed.images_per_second([v for _, _, v in per_epoch]) or run.images_per_second
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
@@ -54,7 +47,7 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
                 runs = run_separate(launch, args, folder, timeout=timeout)
             else:
                 runs = [run_script(launch, args, folder, timeout=timeout)]
-            rate = sum(measured_throughput(one) for one in runs)
+            rate = sum(one.throughput() for one in runs)
             wall = max(one.timed.wall_seconds for one in runs)
             neighbours = sorted({n for one in runs for n in one.timed.neighbours})
             echo(f"  scaling {repetition + 1}/{repeats}: {launch.label}: {rate:.0f} images/s"

@@ -2,20 +2,24 @@
 
 A run is described by a Launch: how many workers, threads per worker (None: TensorFlow's
 default, all cores), and whether horovodrun starts it. A Launch is planned by the runner's own
-plan_run, with the runner's RunOptions: the benchmarks start the workers with the command line
-and the environment a notebook cell's horovodrun() gives them. The script's own measurements
-are read back: its final `RESULT {json}` line and the per-epoch scalars of its TensorBoard log.
+plan_run, with the runner's RunOptions, and run by the runner's execute (bench/processes.py):
+the benchmarks start and supervise the workers as a notebook cell's horovodrun() does, with
+its command line, environment, time limit and clean-up. The script's own measurements are read
+back: its `RESULT {json}` line, as the runner parsed it (workbook.facts.parse_result), and the
+per-epoch scalars of its TensorBoard log (workbook.comparison.epoch_scalars).
 """
 
 from __future__ import annotations
 
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.processes import Timed, run_timed
-from workbook.comparison import epoch_scalars  # noqa: F401 (the benchmarks read it from here)
-from workbook.facts import SOLUTION_FILE_NAME, parse_result
+from bench.processes import CommandFailed, Timed, run_timed
+from workbook import speed
+from workbook.comparison import epoch_scalars  # the benchmarks read it from here
+from workbook.facts import SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
 from workbook.runner.command import PIN_LAUNCHER, RunOptions, RunPlan, plan_run
 
@@ -47,14 +51,16 @@ class Launch:
             share += " each" if self.workers > 1 else ""
         return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{share}"
 
-    def options(self, log_dir: Path, env: dict | None = None) -> RunOptions:
+    def options(self, log_dir: Path, env: dict | None = None, *, timeout: float | None = None,
+                group: str | None = None) -> RunOptions:
         """The runner's options for this launch (for one of the processes of a `separate` one):
         pinned threads are the runner's `share`; threads unpinned, a split of that many cores;
         no threads, TensorFlow's own defaults."""
         env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({} if self.gpus else {"CUDA_VISIBLE_DEVICES": ""}),
                **(env or {})}  # fmt: skip
         common = dict(run_name=log_dir.name, logs_root=log_dir.parent, log_dir=log_dir,
-                      env=env, gpus=None if self.gpus else 0)  # fmt: skip
+                      env=env, gpus=None if self.gpus else 0, timeout=timeout,
+                      group=group)  # fmt: skip
         if not self.horovodrun or self.separate:
             return RunOptions(np=1, launcher="python", share=self.threads, **common)
         if self.threads is None:
@@ -63,10 +69,11 @@ class Launch:
             return RunOptions(np=self.workers, share=self.threads, **common)
         return RunOptions(np=self.workers, cores=self.workers * self.threads, **common)
 
-    def plan(self, script: Path, args: list, log_dir: Path, env: dict | None = None) -> RunPlan:
+    def plan(self, script: Path, args: list, log_dir: Path, env: dict | None = None,
+             **options) -> RunPlan:
         """The runner's plan of this launch: the command line and environment of the run; the
-        script gets `--log-dir log_dir`."""
-        return plan_run([str(script), *args], options=self.options(log_dir, env))
+        script gets `--log-dir log_dir`. `options`: timeout, group (see options())."""
+        return plan_run([str(script), *args], options=self.options(log_dir, env, **options))
 
 
 @dataclass
@@ -80,16 +87,24 @@ class Run:
     def images_per_second(self) -> float:
         return float(self.result["images_per_second"])
 
+    def throughput(self) -> float:
+        """workbook.speed's images/s (the steps of the epochs after the first), from the run's
+        TensorBoard log; else the script's RESULT, which is the same figure."""
+        per_epoch = epoch_scalars(self.log_dir, "train", "epoch_images_per_second")
+        return speed.images_per_second([v for _, _, v in per_epoch]) or self.images_per_second
+
 
 def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION,
-               env: dict | None = None, *, timeout: float) -> Run:
+               env: dict | None = None, *, timeout: float, group: str | None = None) -> Run:
     """Runs the script with a fresh --log-dir (it would resume from old checkpoints); its output
-    goes to output.log there."""
+    goes to the runner's horovodrun.log there."""
     shutil.rmtree(log_dir, ignore_errors=True)
-    plan = launch.plan(script, args, log_dir, env)
-    timed = run_timed(plan.argv, log_dir / "output.log", env=plan.env, cwd=plan.cwd,
-                      timeout=timeout)
-    return Run(launch, timed, parse_result(timed.output), log_dir)
+    plan = launch.plan(script, args, log_dir, env, timeout=timeout, group=group)
+    timed = run_timed(plan)
+    if not timed.result.metrics:
+        raise CommandFailed(f"{plan.display_command} printed no `RESULT {{...}}` line; its log: "
+                            f"{timed.log_path}")  # fmt: skip
+    return Run(launch, timed, timed.result.metrics, log_dir)
 
 
 def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION, *,
@@ -102,9 +117,11 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    group = uuid.uuid4().hex  # each run's contention leaves the others out
+
     def one(index: int) -> Run:
         return run_script(launch, args, log_dir / f"process-{index}", script,
-                          env={"WORKBOOK_CORE_BLOCK": str(index)}, timeout=timeout)
+                          env={"WORKBOOK_CORE_BLOCK": str(index)}, timeout=timeout, group=group)
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))

@@ -89,3 +89,14 @@ def kill_group(process, wait_seconds: float = 30) -> None:
             pass
     process.wait(timeout=wait_seconds)
 
+
+
+def python_c_plan(code: str, logs_root, timeout: float | None = None, env: dict | None = None,
+                  **options):
+    """The runner's plan of `python -c code` as one plain process (no horovodrun), its log in
+    logs_root/run/horovodrun.log: how the tests run a small program the way the benchmarks do."""
+    from workbook.runner import RunOptions, plan_run
+
+    return plan_run([sys.executable, "-c", code], options=RunOptions(
+        np=1, launcher="python", log_dir=False, logs_root=logs_root, run_name="run",
+        timeout=timeout, env=env, **options))

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
-from bench.processes import run_timed
+from bench.processes import FirstStepConsole, run_timed
 from bench.training import PINNED, Launch
+from processes import python_c_plan as python_c
 from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
 from grader import check_all
@@ -123,7 +124,7 @@ def test_time_to_accuracy_is_the_first_epoch_at_or_above_the_target():
 
 
 def test_runner_console_notes_the_first_progress_bar_not_the_epoch_line():
-    console = overhead.FirstStepConsole()
+    console = FirstStepConsole()
     console.start(None)
     console.status("running 0:09 | Epoch 1/2")
     assert console.first_step is None
@@ -177,8 +178,8 @@ def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monke
                              "while time.time() < end: pass"])
     try:
         # The run itself is busy too (a second loop, for 12 s: the mention needs 10 s of it).
-        timed = run_timed([sys.executable, "-c", "import time\nend = time.time() + 12\n"
-                           "while time.time() < end: pass"], tmp_path / "run.log", timeout=120)
+        timed = run_timed(python_c("import time\nend = time.time() + 12\n"
+                                   "while time.time() < end: pass", tmp_path, timeout=120))
     finally:
         loop.kill()
         loop.wait()

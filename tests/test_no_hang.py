@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from bench.processes import CommandFailed, run_timed
+from processes import python_c_plan
 from workbook.facts import SAFE_PROCESS_ENV, with_safe_env
 
 HOROVOD_INIT = (
@@ -63,8 +64,8 @@ def test_without_the_setting_hvd_init_hangs(tmp_path, tensorboard_port_taken):
         # A listener that answers or closes the connection lets the X probe give up.
         pytest.skip(f"port 6006 is held by {tensorboard_port_taken}, not by the tests' silent one")
     with pytest.raises(CommandFailed, match="did not finish in 30 s; its log: "):
-        run_timed([sys.executable, "-c", HOROVOD_INIT], tmp_path / "hang.log",
-                  env={**QUIET, "HWLOC_COMPONENTS": ""}, timeout=30)
+        run_timed(python_c_plan(HOROVOD_INIT, tmp_path, timeout=30,
+                                env={**QUIET, "HWLOC_COMPONENTS": ""}))
 
 
 @needs_mpi
@@ -98,10 +99,9 @@ def test_a_make_lab_terminal_launches_with_the_port_taken(launch, tmp_path):
 def test_benchmark_runs_are_made_safe_by_the_benchmark(tmp_path, monkeypatch):
     for variable in SAFE_PROCESS_ENV:
         monkeypatch.delenv(variable, raising=False)
-    timed = run_timed([sys.executable, "-c", HOROVOD_INIT], tmp_path / "run.log", env=QUIET,
-                      timeout=180)
+    timed = run_timed(python_c_plan(HOROVOD_INIT, tmp_path, timeout=180, env=QUIET))
     assert "initialized rank 0 of 1" in timed.output
-    assert "initialized rank 0 of 1" in (tmp_path / "run.log").read_text()
+    assert "initialized rank 0 of 1" in timed.log_path.read_text()
 
 
 def test_a_benchmark_run_that_outlives_its_limit_is_stopped_with_its_log(tmp_path):
@@ -109,9 +109,9 @@ def test_a_benchmark_run_that_outlives_its_limit_is_stopped_with_its_log(tmp_pat
     script = "import os, time; os.setsid() if os.fork() == 0 else None; time.sleep(600)"
     started = time.monotonic()
     with pytest.raises(CommandFailed) as failure:
-        run_timed([sys.executable, "-c", script], tmp_path / "slow.log", timeout=3)
+        run_timed(python_c_plan(script, tmp_path, timeout=3))
     assert time.monotonic() - started < 30
-    assert str(tmp_path / "slow.log") in str(failure.value)
+    assert str(tmp_path / "run" / "horovodrun.log") in str(failure.value)
     sleepers = [p for p in psutil.process_iter(["cmdline"])
                 if p.info["cmdline"] and script in p.info["cmdline"]]
     assert not sleepers, f"left running: {sleepers}"

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from workbook.runner import contention, start_in_background
@@ -243,3 +244,25 @@ def test_a_short_burst_is_not_contention():
     assert not monitor.matters() and monitor.findings() == []
     monitor.others_core_seconds = 34.0  # 34 core-seconds of 381 s: up to 9% of the run
     assert monitor.matters() and "up to 9% of its time" in monitor.findings()[0]
+
+
+def test_runs_of_one_group_know_each_others_processes(tmp_path):
+    """RunOptions.group: the benchmarks' side-by-side runs are not each other's contention."""
+    from workbook.runner.execute import _companions
+
+    sleep = "import time; time.sleep(60)  # {}"
+    runs = [start_in_background([sys.executable, "-c", sleep.format(name)], np=1,
+                                launcher="python", logs_root=tmp_path, run_name=name,
+                                log_dir=False, group=group)  # fmt: skip
+            for name, group in [("a", "pair"), ("b", "pair"), ("c", None)]]
+    try:
+        deadline = time.monotonic() + 30
+        while len(_companions(runs[0].plan)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        commands = {" ".join(psutil.Process(pid).cmdline()) for pid in _companions(runs[0].plan)}
+        assert commands == {f"{sys.executable} -c {sleep.format(n)}" for n in "ab"}
+        assert runs[0].plan.group_marker == ("WORKBOOK_RUN_GROUP", "pair")
+        assert runs[2].plan.group_marker is None and _companions(runs[2].plan) == set()
+    finally:
+        for run in runs:
+            run.stop()
