@@ -16,8 +16,8 @@ In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--
 Every check returns a grader.report.Result, the one result vocabulary of the static check, the
 run-for-real check, the batch grader and the class report: status PASSED, FAILED or CANT_TELL
 ("can't tell" counts as done), a message, the line it points at, a hint, and for a real run
-its details (one Result per invariant) and its run's evidence. A rule's answer (engine.Failure,
-Note, or None) becomes a Result here, in _from_rule.
+its details (one Result per invariant) and its run's evidence. A rule's verdict (a Failure, Note,
+Advice or None of grader/verdicts.py) becomes a Result here, in _from_rule.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from pathlib import Path
 from grader import budget, reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
-from grader.engine import Failure, FileProblem, Note, Script, parse, read_source
 from grader.live import run_step
+from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
 from grader.rules import RULES
+from grader.source import FileProblem, parse, read_source
+from grader.verdicts import Advice, Failure, Note
 
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
@@ -221,14 +223,13 @@ def _spent_result(step, path, spent: budget.Spent, title: str = "") -> Result:
 
 
 def _from_rule(failure, step, title: str, path, hint: str) -> Result:
-    """A rule's answer (engine.Failure, Note, or None) as a Result: None is PASSED, a Note
-    CANT_TELL (the message says what the grader couldn't tell), a Note that is sure
-    (rules.common.Advice: done, by another route that works) PASSED with its note, and a
-    Failure FAILED, with `hint` unless it has its own."""
+    """A rule's verdict (grader/verdicts.py) as a Result: None is PASSED; an Advice (done, by
+    another route that works) PASSED with its note; a Note CANT_TELL, saying what the grader
+    couldn't tell; a Failure FAILED, with `hint` unless it has its own."""
     if failure is None:
         return Result(PASSED, title, "done", step=step, path=str(path))
     if isinstance(failure, Note):
-        if getattr(failure, "sure", False):
+        if isinstance(failure, Advice):
             status, message = PASSED, f"done (note: {failure.message})"
         else:
             status, message = CANT_TELL, f"done (the grader can't tell for sure: {failure.message})"

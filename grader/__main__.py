@@ -16,7 +16,7 @@ import sys
 
 from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
-from grader.engine import FileProblem
+from grader.source import FileProblem
 from grader.live import cli as live_cli
 from grader.report import Results
 

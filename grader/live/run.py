@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.engine import FileProblem, Script, read_source
+from grader.names import Script
+from grader.source import FileProblem, read_source
 from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
 from grader.live.outcome import doomed, judge
