@@ -99,6 +99,7 @@ class Script:
         self.imports, self.imported = self._collect_imports(imports)
         self.bindings = self._collect_bindings(assignments)
         self._called = {id(call.func) for call in calls}
+        self._uncalled: dict = {}  # {names: what uncalled(*names) found}
 
     @classmethod
     def from_text(cls, text: str) -> Script:
@@ -422,17 +423,19 @@ class Script:
     def uncalled(self, *names: str) -> list:
         """Every name or attribute with one of the qualified `names` that the script reads
         without calling it (`args.base_lr * hvd.size`), in source order."""
-        found = []
-        for name in names:
-            last = name.rsplit(".", 1)[-1]
-            found.extend(
-                node
-                for node in self._named.get(last, [])
-                if id(node) not in self._called
-                and isinstance(node.ctx, ast.Load)
-                and self.qualified_name(node) == name
-            )
-        return sorted(found, key=position)
+        if names not in self._uncalled:
+            found = []
+            for name in names:
+                last = name.rsplit(".", 1)[-1]
+                found.extend(
+                    node
+                    for node in self._named.get(last, [])
+                    if id(node) not in self._called
+                    and isinstance(node.ctx, ast.Load)
+                    and self.qualified_name(node) == name
+                )
+            self._uncalled[names] = sorted(found, key=position)
+        return list(self._uncalled[names])
 
     # ---- the script's own functions -------------------------------------------------------
 
@@ -636,8 +639,11 @@ class _Substitution(ast.NodeTransformer):
 
 def _simple_assignment(statement) -> bool:
     """`name = value`: one plain name, no unpacking, no attribute."""
-    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name))
+    return (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    )
 
 
 def _contains(statements, node) -> bool:

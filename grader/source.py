@@ -24,7 +24,6 @@ class FileProblem(Exception):
         self.line = line
 
 
-
 def read_source(path) -> str:
     """Returns the text of the file at `path`, with "\\n" line endings; raises FileProblem.
 

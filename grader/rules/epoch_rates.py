@@ -180,5 +180,3 @@ def _wrong_rate(script, stretch, epoch, run, rate, wanted, base):
         f"{schedule_text}",
         line,
     )
-
-

@@ -22,10 +22,16 @@ class Scaling:
     unscaled: str  # what a value that ignores the number of workers is not, and why it matters
 
 
-MULTIPLIED = Scaling(1, "a plain multiple of hvd.size()", "multiply it by hvd.size()",
-                     "is not scaled by the number of workers")
+MULTIPLIED = Scaling(
+    1,
+    "a plain multiple of hvd.size()",
+    "multiply it by hvd.size()",
+    "is not scaled by the number of workers",
+)
 DIVIDED = Scaling(
-    -1, "a plain division by hvd.size()", "divide it by hvd.size()",
+    -1,
+    "a plain division by hvd.size()",
+    "divide it by hvd.size()",
     "is not divided by the number of workers, so every epoch trains N times the data",
 )
 
@@ -60,8 +66,10 @@ def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIP
         )
     for functions, why in (
         (("local_size",), "uses hvd.local_size(), the workers on this machine only"),
-        (("rank", "local_rank"), "depends on the worker's rank, so each worker gets another "
-                                 "value"),
+        (
+            ("rank", "local_rank"),
+            "depends on the worker's rank, so each worker gets another " "value",
+        ),
     ):
         if any(scale.power(function) for function in functions):
             call = horovod_call_in(script, expr, *functions)
@@ -92,6 +100,7 @@ def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIP
 def horovod_call_in(script, expr, *functions: str):
     """The first call of one of Horovod's `functions` (local_size, rank...) that flows into
     `expr`, following names; None if there is none."""
+
     def is_one(node):
         if not isinstance(node, ast.Call):
             return False

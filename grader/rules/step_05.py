@@ -33,7 +33,8 @@ def check(script):
                 f"line {entry.line}: {_wrong_root(script, root, value)}", entry.line
             )
         failure = every_rank_failure(script, entry, "broadcast callback") or _sometimes(
-            script, entry)
+            script, entry
+        )
         if failure:
             return failure
     return None

@@ -33,6 +33,8 @@ HINT = (
     "function, as a number m would decay the rate m ** (epoch - start_epoch) every epoch."
 )
 LOOKED_FOR = "the warmup and schedule callbacks"
+
+
 def check(script):
     entries, warmups, verdict = callbacks_named(script, WARMUP, LOOKED_FOR)
     if verdict:

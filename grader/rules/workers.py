@@ -161,10 +161,15 @@ def rank0_value_failure(script, expr, what: str, line: int):
         if elsewhere is not None and elsewhere:
             return Failure(
                 f"line {written}: {what}{used} is {elsewhere!r} on every worker but rank 0, so "
-                "they all print too: make it 0 there", written)
+                "they all print too: make it 0 there",
+                written,
+            )
         if on_rank0 is not None and not on_rank0:
-            return Failure(f"line {written}: {what}{used} is {on_rank0!r} on rank 0, so nothing "
-                           "is printed: make it 1 there", written)
+            return Failure(
+                f"line {written}: {what}{used} is {on_rank0!r} on rank 0, so nothing "
+                "is printed: make it 1 there",
+                written,
+            )
         if on_rank0 is not None and elsewhere is not None:
             return None
     if test is not None:
