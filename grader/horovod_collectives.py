@@ -39,6 +39,12 @@ COLLECTIVES = BROADCASTS + (
     "horovod.tensorflow.barrier",
 )
 
+# What a worker that skips a collective does to the others, in words.
+WAITS = (
+    "completes only when every worker calls it, so the workers that call it wait forever for "
+    "the others (training hangs)"
+)
+
 BROADCAST_CALLBACK = f"{HVD}.callbacks.BroadcastGlobalVariablesCallback"
 METRIC_AVERAGE_CALLBACK = f"{HVD}.callbacks.MetricAverageCallback"
 

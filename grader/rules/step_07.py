@@ -6,6 +6,7 @@ from grader.horovod_collectives import (
     BROADCAST_CALLBACK,
     COLLECTIVES,
     METRIC_AVERAGE_CALLBACK,
+    WAITS,
     is_broadcast,
 )
 from grader.horovod_schedule import SCHEDULE, WARMUP
@@ -34,10 +35,7 @@ KERAS_METRIC_READERS = {
 LOOKED_FOR = "hvd.callbacks.MetricAverageCallback() on every worker"
 
 
-COLLECTIVE_HANG = (
-    "it completes only when every worker calls it, so the workers that call it wait forever "
-    "for the others (training hangs): call it on every worker, and print its result on rank 0"
-)
+COLLECTIVE_HANG = f"it {WAITS}: call it on every worker, and print its result on rank 0"
 
 
 def check(script):

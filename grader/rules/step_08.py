@@ -9,7 +9,13 @@ resume hangs in the broadcast callback).
 import ast
 
 from grader import ranks, training
-from grader.horovod_collectives import BROADCAST_COPIES, BROADCASTS, COLLECTIVES, is_broadcast
+from grader.horovod_collectives import (
+    BROADCAST_COPIES,
+    BROADCASTS,
+    COLLECTIVES,
+    WAITS,
+    is_broadcast,
+)
 from grader.horovod_optimizer import KERAS_LOAD_MODEL, KERAS_OPTIMIZERS, LEGACY, LOAD_MODEL
 from grader.rules import optimizer_weights, uncalled
 from grader.rules.fit import NO_FIT, optimizer_call
@@ -26,10 +32,7 @@ HINT = (
     "other workers build a fresh model and, when resuming, make its optimizer's variables: "
     f"{HOW_WEIGHTS}. Without it, {WHY_WEIGHTS}."
 )
-BROADCAST_HANG = (
-    "a broadcast completes only when every worker calls it, so the workers that call it wait "
-    "forever for the others (training hangs): call it on every worker"
-)
+BROADCAST_HANG = f"a broadcast {WAITS}: call it on every worker"
 
 
 def check(script):
