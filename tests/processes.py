@@ -4,6 +4,9 @@ Each test runs with a marker variable in its environment. Every process it start
 including the ones that leave the test's process tree: horovodrun's workers (setsid), and
 OpenMPI's `orted`, which is re-parented to init and ignores SIGTERM. After the test, whatever
 still carries the marker is shown (pid, parent, session, command) and killed with SIGKILL.
+
+A test that runs a small program the way the benchmarks run theirs plans it with the runner
+(python_c_plan) and hands it to bench.processes.run_timed: one launcher for everything.
 """
 
 from __future__ import annotations
