@@ -390,14 +390,10 @@ def test_plan_for_auto_on_two_cores(tmp_path, monkeypatch):
 def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
     a_script(tmp_path)
-    plan = plan_run(
-        "-np 3 --mpi -H host1:2,host2:2 train.py --log-dir elsewhere",
-        np="auto",
-        cwd=tmp_path,
-        logs_root=tmp_path / "logs",
-        cores=2,
-        gpus=0,
-    )
+    # One options object for every plan below (np="auto": -np and the hosts decide).
+    options = runner.RunOptions(np="auto", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2,
+                                gpus=0)  # fmt: skip
+    plan = plan_run("-np 3 --mpi -H host1:2,host2:2 train.py --log-dir elsewhere", options=options)
     assert plan.argv[1:6] == ["-np", "3", "--mpi", "-H", "host1:2,host2:2"]
     assert "--gloo" not in plan.argv
     assert plan.argv.count("--log-dir") == 1 and plan.argv[-1] == "elsewhere"
@@ -405,24 +401,11 @@ def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
     assert (plan.np, plan.hosts) == (3, "host1:2,host2:2")
     assert "TF_NUM_INTRAOP_THREADS" not in plan.env  # remote hosts: their cores are unknown
 
-    plan = plan_run(
-        "-H host1:4,host2:4 train.py",
-        np="auto",
-        cwd=tmp_path,
-        logs_root=tmp_path / "logs",
-        cores=2,
-        gpus=0,
-    )
+    plan = plan_run("-H host1:4,host2:4 train.py", options=options)
     assert plan.np == 8 and plan.run_name.startswith("train-np8-")
 
     (tmp_path / "hosts.txt").write_text("host1 slots=2\nhost2 slots=4\n")
-    plan = plan_run(
-        ["--hostfile", "hosts.txt", "train.py"],
-        cwd=tmp_path,
-        logs_root=tmp_path / "logs",
-        cores=2,
-        gpus=0,
-    )
+    plan = plan_run(["--hostfile", "hosts.txt", "train.py"], options=options)
     assert (plan.np, plan.hosts) == (6, "host1:2,host2:4")
     # horovodrun 0.28.1 reads a hostfile with horovod.runner.common.util.hosts.parse_host_files,
     # which fails with an IndexError on a comment or an empty line: refused here, with the rule.
