@@ -76,23 +76,14 @@ def stop_marked(variable: str, value: str, why: str, grace: float = 2.0) -> list
 
 def kill_group(process, wait_seconds: float = 30) -> None:
     """Kills a process started with start_new_session=True: its group and every descendant
-    (horovodrun's workers have sessions of their own), then waits for it."""
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:  # gone already
-        descendants = []
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for child in descendants:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
+    (horovodrun's workers have sessions of their own), then waits for them. The runner's own
+    clean-up does it (workbook.runner.processes.ProcessTree), with SIGKILL at once."""
+    from workbook.runner.processes import ProcessTree
+
+    tree = ProcessTree(process)
+    tree.snapshot()  # the descendants, before the root's death orphans them
+    tree.stop(((signal.SIGKILL, wait_seconds),))
     process.wait(timeout=wait_seconds)
-
-
 
 def python_c_plan(code: str, logs_root, timeout: float | None = None, env: dict | None = None,
                   **options):
