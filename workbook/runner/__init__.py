@@ -14,8 +14,9 @@ What it adds to a bare `!horovodrun ...`:
   workers that same share each: `np=1, share="auto"` is the fair 1-worker reference.
 - One options object, `RunOptions` (np, run_name, timeout, env, cwd, log dirs, launcher,
   share, timeline...), is built once from the keywords of horovodrun(), start_in_background()
-  or plan_run() and handed down; the benchmarks (bench/training.py) and the run-for-real check
-  (grader/live) start their workers with it too, through the same plan_run.
+  or plan_run() and handed down; the benchmarks (bench/) and the run-for-real check
+  (grader/live) start their workers with it too, planned by the same plan_run and supervised by
+  the same execute (one time limit, one clean-up).
 - `timeline=True` records Horovod's timeline; every run leaves run.json (start, end, layout)
   and names the other processes that kept the CPU busy meanwhile.
   A -np smaller than the slots of -H is refused: horovodrun 0.28.1 with Gloo would start a
