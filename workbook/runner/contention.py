@@ -59,10 +59,11 @@ def short_command(cmdline: list[str], name: str, words: int = 4) -> str:
 class ContentionMonitor:
     """Samples the CPU use of every process but the run's own; `findings()` says who was busy."""
 
-    def __init__(self, interval: float = SAMPLE_INTERVAL_S, mention_after: float = MENTION_AFTER_S,
+    def __init__(self, interval: float = SAMPLE_INTERVAL_S, mention_after: float | None = None,
                  cores: int | None = None):
         self.interval = interval
-        self.mention_after = mention_after
+        # MENTION_AFTER_S read now, not when this module loaded: a test may lower it.
+        self.mention_after = MENTION_AFTER_S if mention_after is None else mention_after
         self.cores = cores or usable_cores()
         # [time.time(), core-seconds all other processes used since the previous sample]
         self.samples: list[list[float]] = []
