@@ -3,8 +3,9 @@
 `Script` is the parsed script and the one place that answers, with plain `ast` (nothing is
 imported or run):
 - what a name is: `qualified_name` (import aliases resolved: `hvd.size` is
-  `horovod.tensorflow.keras.size` whatever `hvd` is called), `imported_modules`, `calls_to`,
-  `calls` and `calls_by_method`, `uncalled` (functions named but not called);
+  `horovod.tensorflow.keras.size` whatever `hvd` is called), `call_name`, `imported_modules`,
+  `calls_to`, `calls` and `calls_by_method`, `uncalled` (functions named but not called),
+  `attributes` (every `.name` used), `bindings` (every module-level assignment, by name);
 - what a value is where it is used: `bindings_before`, `values_of`, `resolve`, `constant`,
   `same_value`, `mentions`/`first_mention`/`mentions_call`; through the script's own small
   functions: `function_of`, `returned`, `followed`; through loops over written-out lists:

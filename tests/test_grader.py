@@ -400,3 +400,26 @@ def test_a_mistake_is_reported_where_it_is_written_not_where_it_is_used(
     assert not result.passed
     assert text.splitlines()[result.line - 1].strip() == written, result.message
     assert re.search(r"\(used at line \d+\)", result.message), result.message
+
+
+# ---- the checker's layers ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "module_name, class_name",
+    [("names", "Script"), ("ranks", "Ranks"), ("scaling", "Scaling"), ("training", "Training")],
+)
+def test_each_layer_names_its_public_api_in_its_docstring(module_name, class_name):
+    """A rule's author reads the module's docstring, not its code: every public method of the
+    layer's class is named there."""
+    import importlib
+
+    module = importlib.import_module(f"grader.{module_name}")
+    public = [
+        name
+        for name, value in vars(getattr(module, class_name)).items()
+        if not name.startswith("_") and callable(value) and name != "from_text"
+    ]
+    assert public
+    missing = [name for name in public if not re.search(rf"[`.]{name}\b", module.__doc__)]
+    assert missing == []

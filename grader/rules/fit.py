@@ -12,6 +12,7 @@ from grader.syntax import argument
 from grader.verdicts import Failure, Note
 
 NO_FIT = "no model.fit(...) call found outside a function: keep the script's model.fit(...)"
+NO_COMPILE = "no model.compile(...) call found outside a function"
 
 
 def callbacks(script, looked_for: str):
@@ -64,7 +65,7 @@ def optimizer_call(script):
     """
     compiles = training.of(script).compile_calls()
     if not compiles:
-        return None, Failure("no model.compile(...) call found outside a function")
+        return None, Failure(NO_COMPILE)
     value = optimizer_inside(script, argument(compiles[0], "optimizer", 0))
     if not isinstance(value, ast.Call):
         line = compiles[0].lineno
