@@ -118,17 +118,8 @@ class Ranks:
             return self._rank_comparison(left, op, right) or self._choice_comparison(
                 left, op, right, depth
             )
-        if isinstance(expr, ast.IfExp):
-            inner = self.rank_test(expr.test, depth + 1)
-            constant = self.script.constant
-            body, orelse = constant(expr.body, _MISSING), constant(expr.orelse, _MISSING)
-            if inner is None or body is _MISSING or orelse is _MISSING:
-                return None
-            if body and not orelse:
-                return inner
-            if orelse and not body:
-                return inner.negated()
-            return None
+        if isinstance(expr, ast.IfExp):  # `True if hvd.rank() == 0 else False`
+            return self._choice_test(expr, bool, depth)
         if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And):
             for value in expr.values:
                 inner = self.rank_test(value, depth + 1)
@@ -174,13 +165,18 @@ class Ranks:
             compare = _COMPARISONS.get(type(flipped(op)))
         if compare is None or not isinstance(choice, ast.IfExp) or bound is _MISSING:
             return None
+        return self._choice_test(choice, lambda value: compare(value, bound), depth)
+
+    def _choice_test(self, choice, truth, depth: int) -> RankTest | None:
+        """`A if <rank test> else B` as a test of the rank, where `truth(A)` and `truth(B)` say
+        whether each branch's constant makes the whole condition true."""
         inner = self.rank_test(choice.test, depth + 1)
         constant = self.script.constant
         body, orelse = constant(choice.body, _MISSING), constant(choice.orelse, _MISSING)
         if inner is None or body is _MISSING or orelse is _MISSING:
             return None
         try:
-            when_true, when_false = compare(body, bound), compare(orelse, bound)
+            when_true, when_false = truth(body), truth(orelse)
         except TypeError:
             return None
         if when_true and not when_false:
