@@ -16,6 +16,7 @@ from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.processes import FirstStepConsole, run_timed
 from bench.training import PINNED, Launch
 from processes import python_c_plan as python_c
+from workbook import facts
 from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
 from grader import check_all
@@ -196,6 +197,11 @@ def test_result_line_is_read_from_the_output():
     for text, why in [("no result here", "no `RESULT"), ("RESULT {oops}", "not valid JSON")]:
         with pytest.raises(ValueError, match=why):
             parse_result(text)
+    # Every RESULT line, in order (both ranks print one before step 3), for the tests.
+    assert facts.results(output) == [{"epochs": 1}, {"test_accuracy": 0.9}]
+    assert facts.results("no result here") == []
+    with pytest.raises(ValueError, match="not valid JSON"):
+        facts.results('RESULT {"epochs": 1}\nRESULT {oops}\n')
 
 
 def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):

@@ -8,7 +8,6 @@ sets for one node `localhost` with 2 tasks: a real 2-worker horovodrun training 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -21,6 +20,7 @@ import pytest
 
 from workbook import cluster
 from workbook.cluster import SlurmError, expand_hostlist, expand_tasks_per_node, slurm_layout
+from workbook.facts import results
 from workbook.paths import REPO
 
 TEMPLATE = REPO / "solutions" / "cluster" / "fashion_mnist.sbatch"
@@ -255,8 +255,8 @@ def test_sbatch_script_trains_on_two_workers(tmp_path):
     # would show 8/8), and a step of 2 workers cannot finish unless rank 1 joins its allreduce.
     assert re.search(r"\b4/4\b", output), f"rank 0 did not train 4 steps of 2 workers:\n{tail}"
     assert not re.search(r"\b8/8\b", output)
-    results = re.findall(r"RESULT (\{.*\})", output)
-    assert len(results) == 1, "only rank 0 prints its results"
-    metrics = json.loads(results[0])
+    printed = results(output)
+    assert len(printed) == 1, "only rank 0 prints its results"
+    metrics = printed[0]
     assert metrics["epochs"] == 1 and 0.0 <= metrics["test_accuracy"] <= 1.0
     assert list((tmp_path / "logs").glob("checkpoint-1.h5")), "rank 0 wrote no checkpoint"

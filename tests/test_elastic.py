@@ -11,7 +11,6 @@ the epoch it reached and finishes, and that no process is left behind.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import signal
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from workbook.facts import results
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -286,10 +287,10 @@ def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
 
     assert code == 0, f"horovodrun exited with {code}:\n{tail}"
     assert re.search(rf"Process {victim_rank} exit with status code 137", output), tail
-    results = [json.loads(m) for m in re.findall(r"RESULT (\{.*\})", output)]
-    assert len(results) == 1, tail
-    assert results[0]["workers"] == 1 and results[0]["resets"] == 1, results[0]
-    assert results[0]["epochs"] == EPOCHS
+    printed = results(output)
+    assert len(printed) == 1, tail
+    assert printed[0]["workers"] == 1 and printed[0]["resets"] == 1, printed[0]
+    assert printed[0]["epochs"] == EPOCHS
 
     # The survivor reset to one worker, with the learning rate and steps of one worker. It is
     # rank 0 now; horovodrun still labels its lines with the rank it started as.

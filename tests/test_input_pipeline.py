@@ -9,7 +9,6 @@ few batches, and check its RESULT line: every variant, positive rates, totals th
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from workbook import pipeline_plot
-from workbook.facts import with_safe_env
+from workbook.facts import parse_result, results, with_safe_env
 from workbook.pipeline_plot import PipelineResultError, read_result, save_plot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,10 +91,6 @@ def function_source(path: Path, name: str) -> str:
     return ast.unparse(found[0])
 
 
-def result_lines(output: str) -> list[dict]:
-    return [json.loads(found) for found in re.findall(r"RESULT (\{.*\})", output)]
-
-
 def check_rates(result: dict, workers: int) -> None:
     """Every rate positive, one per worker, and each total the sum of its workers' rates."""
     for entry in result["pipelines"] + result["training"]:
@@ -153,7 +148,7 @@ def test_plot_of_a_captured_result_is_a_png(tmp_path):
 
 
 def test_plot_draws_one_bar_per_variant_and_run_and_the_models_line():
-    one_worker = json.loads(CAPTURED.split("RESULT ", 1)[1])
+    one_worker = parse_result(CAPTURED)
     one_worker["workers"] = 1
     figure = pipeline_plot.pipeline_figure([one_worker, read_result(CAPTURED)])
     axes = figure.axes[0]
@@ -199,7 +194,7 @@ def test_plot_command_writes_a_png_or_exits_2(tmp_path, capsys):
 def test_one_process_measures_every_variant(tmp_path):
     run = run_script(TINY)
     assert run.returncode == 0, run.stderr[-3000:]
-    [result] = result_lines(run.stdout)
+    [result] = results(run.stdout)
     assert result["workers"] == 1 and result["images_per_worker"] == 512
     measured = {(p["variant"], p["augment"]) for p in result["pipelines"]}
     assert measured == {(v, a) for v in VARIANTS for a in (False, True)}
@@ -227,10 +222,10 @@ def test_two_workers_report_per_worker_and_total_rates(tmp_path):
         capture_output=True, text=True, timeout=900, env=environment(), cwd=REPO,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    results = result_lines(run.stdout)
-    assert len(results) == 1, "only rank 0 prints the RESULT"
+    printed = results(run.stdout)
+    assert len(printed) == 1, "only rank 0 prints the RESULT"
     assert re.search(r"^\[0\]<stdout>:RESULT ", run.stdout, re.M)
-    result = results[0]
+    result = printed[0]
     assert result["workers"] == 2 and result["images_per_worker"] == 256
     assert [(p["variant"], p["augment"]) for p in result["pipelines"]] == [
         ("sequential", True), ("prefetch", True)]

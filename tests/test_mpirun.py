@@ -7,7 +7,6 @@ bootstrap then compiles Horovod with MPI. Elsewhere the tests are skipped and sa
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook.facts import with_safe_env
+from workbook.facts import results, with_safe_env
 from workbook.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -86,9 +85,9 @@ def run(command: list[str], cwd: Path) -> tuple[int, str]:
 
 
 def the_result(output: str) -> dict:
-    results = re.findall(r"RESULT (\{.*\})", output)
-    assert len(results) == 1, "exactly one RESULT line, from rank 0"
-    return json.loads(results[0])
+    printed = results(output)
+    assert len(printed) == 1, "exactly one RESULT line, from rank 0"
+    return printed[0]
 
 
 def test_solution_trains_on_two_workers_under_mpirun(mpi_horovod, tmp_path):

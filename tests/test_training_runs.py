@@ -20,7 +20,7 @@ import pytest
 
 from authoring import chain as step_chain
 from processes import kill_group
-from workbook.facts import with_safe_env
+from workbook.facts import results, with_safe_env
 
 pytestmark = pytest.mark.slow
 
@@ -125,10 +125,6 @@ def event_file_ranks(log_dir, records_by_rank):
     return ranks
 
 
-def result_lines(output):
-    return [json.loads(m) for m in re.findall(r"RESULT (\{.*\})", output)]
-
-
 @needs_horovodrun
 @needs_sample
 # The solution's run is the one real 2-worker run of `make check`.
@@ -155,10 +151,10 @@ def test_chain_script_runs_on_two_workers(step, tmp_path):
     assert checkpoint_ranks(out_dir) == writers
     assert event_file_ranks(log_dir, by_rank) == writers
 
-    results = result_lines(output)
-    assert len(results) == (1 if step >= 3 else 2), output[-3000:]
-    assert all(0 <= result["test_accuracy"] <= 1 for result in results)
-    assert all(result["epochs"] == 2 for result in results)
+    printed = results(output)
+    assert len(printed) == (1 if step >= 3 else 2), output[-3000:]
+    assert all(0 <= result["test_accuracy"] <= 1 for result in printed)
+    assert all(result["epochs"] == 2 for result in printed)
 
 
 @needs_sample
@@ -167,7 +163,7 @@ def test_starting_script_runs_as_a_single_process(tmp_path):
         [sys.executable, script(0), *QUICK, "--log-dir", tmp_path / "logs"], cwd=tmp_path
     )
     assert code == 0, output[-5000:]
-    (result,) = result_lines(output)
+    (result,) = results(output)
     assert set(result) >= {"test_loss", "test_accuracy", "train_seconds", "images_per_second"}
     assert sorted(p.name for p in (tmp_path / "logs").glob("checkpoint-*.h5")) == [
         "checkpoint-1.h5",
@@ -183,7 +179,7 @@ def test_starting_script_runs_under_horovodrun_with_one_worker(tmp_path):
     code, output = run(horovodrun(1, script(0), out_dir, tmp_path / "logs"), cwd=tmp_path)
     assert code == 0, output[-5000:]
     assert records(out_dir, [0])[0]["resume_from_epoch"] == 0
-    assert len(result_lines(output)) == 1
+    assert len(results(output)) == 1
 
 
 def test_missing_data_exits_with_the_fix(tmp_path):
@@ -244,7 +240,7 @@ def test_solution_resumes_on_every_worker_after_a_crash(tmp_path):
     assert [by_rank[rank]["resume_from_epoch"] for rank in (0, 1)] == [1, 1]
     assert by_rank[0]["weights_sha256"] == by_rank[1]["weights_sha256"]
     assert "Resuming from epoch 1" in output
-    (result,) = result_lines(output)
+    (result,) = results(output)
     assert result["resumed_from_epoch"] == 1
     assert (log_dir / "checkpoint-3.h5").is_file()
 

@@ -43,19 +43,26 @@ BONUSES = {
 RESULT_LINE = re.compile(r"RESULT (\{.*\})\s*$", re.MULTILINE)
 
 
+def results(text: str) -> list[dict]:
+    """The metrics of every RESULT line in `text`, in order ([] when there is none); ValueError
+    when a RESULT line's JSON is not valid."""
+    found = []
+    for payload in RESULT_LINE.findall(text):
+        try:  # `{...}`: valid JSON there is an object
+            found.append(json.loads(payload))
+        except ValueError as error:
+            raise ValueError(f"the RESULT line is not valid JSON: {error}") from None
+    return found
+
+
 def parse_result(text: str) -> dict:
     """The metrics of the last RESULT line in `text` (a whole output, or one line); ValueError,
-    saying which, when there is none or its JSON is not an object."""
-    found = RESULT_LINE.findall(text)
+    saying which, when there is none or one is not valid JSON (see results)."""
+    found = results(text)
     if not found:
         raise ValueError("no `RESULT {...}` line in the output")
-    try:
-        result = json.loads(found[-1])
-    except ValueError as error:
-        raise ValueError(f"the RESULT line is not valid JSON: {error}") from None
-    if not isinstance(result, dict):
-        raise ValueError("the RESULT line is not a JSON object")
-    return result
+    return found[-1]
+
 
 # TensorFlow's C++ logging, and the abseil format newer parts of TensorFlow use.
 TF_LOG_LINE = re.compile(
