@@ -6,7 +6,10 @@ OpenMPI's `orted`, which is re-parented to init and ignores SIGTERM. After the t
 still carries the marker is shown (pid, parent, session, command) and killed with SIGKILL.
 
 A test that runs a small program the way the benchmarks run theirs plans it with the runner
-(python_c_plan) and hands it to bench.processes.run_timed: one launcher for everything.
+(python_c_plan) and hands it to bench.processes.run_timed: one launcher for everything. A test
+that runs one of the workbook's scripts starts it as the notebook's runner cell does
+(script_plan, run_script): the runner's plan_run and execute, with a time limit, and every
+process stopped afterwards.
 """
 
 from __future__ import annotations
@@ -94,3 +97,48 @@ def python_c_plan(code: str, logs_root, timeout: float | None = None, env: dict 
     return plan_run([sys.executable, "-c", code], options=RunOptions(
         np=1, launcher="python", log_dir=False, logs_root=logs_root, run_name="run",
         timeout=timeout, env=env, **options))
+
+
+def script_plan(command: list, logs_root, *, timeout: float, np: int = 2,
+                launcher: str = "horovodrun", **options):
+    """The runner's plan of one of the workbook's scripts (`command`: the script and its
+    arguments), as the runner cell starts it: `np` workers under horovodrun sharing this
+    machine's cores (launcher="python": one plain process), stopped after `timeout` seconds.
+    The runner adds no --log-dir; its log, horovodrun.log, goes into the script's --log-dir
+    if the command gives one, else into logs_root/run."""
+    from workbook.runner import RunOptions, plan_run
+
+    return plan_run([str(part) for part in command], options=RunOptions(
+        np=np, launcher=launcher, log_dir=False, logs_root=logs_root, run_name="run",
+        timeout=timeout, **options))
+
+
+def raw_output(plan) -> str:
+    """What the run printed, as the runner's log keeps it (horovodrun's `[rank]<stdout>:`
+    prefixes included), without the log's header lines (`# command`, `# layout`, `# started`)."""
+    lines = plan.log_path.read_text(errors="replace").splitlines(keepends=True)
+    while lines and lines[0].startswith("# "):
+        lines.pop(0)
+    return "".join(lines)
+
+
+def run_script(command: list, logs_root, *, timeout: float, **options):
+    """Runs script_plan(...) to its end with the runner's execute, showing nothing; returns
+    (the runner's RunResult, its output): under horovodrun, raw_output (one pipe, every line
+    with horovodrun's prefix); as one plain process, the lines the runner shows (its log has
+    the two pipes' pieces as they came, so a line of stdout may be cut by one of stderr). A run
+    that outlives `timeout` fails the test with the end of its output (the runner has stopped
+    all its processes by then)."""
+    import pytest
+
+    from workbook.runner.display import SilentConsole
+    from workbook.runner.execute import execute
+
+    plan = script_plan(command, logs_root, timeout=timeout, **options)
+    result, ctrl_c = execute(plan, SilentConsole())
+    if ctrl_c:
+        raise KeyboardInterrupt(f"{plan.display_command} interrupted")
+    output = raw_output(plan) if plan.launcher == "horovodrun" else result.output
+    if result.timed_out:
+        pytest.fail(f"timed out after {timeout} s: {plan.display_command}\n{output[-5000:]}")
+    return result, output

@@ -3,7 +3,8 @@
 Fast tests: the script's model and augmentation are the solution's, bad options end with one
 line and exit code 2, and the plot is drawn from a RESULT captured from a real 2-worker run.
 Slow tests run the script for real, in one process and under `horovodrun -np 2` (Gloo), with a
-few batches, and check its RESULT line: every variant, positive rates, totals that add up.
+few batches, started by the runner (workbook.runner's plan_run and execute) as the runner cell
+starts them, and check its RESULT line: every variant, positive rates, totals that add up.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from processes import run_script
 from workbook import pipeline_plot
 from workbook.facts import parse_result, results, with_safe_env
 from workbook.pipeline_plot import PipelineResultError, read_result, save_plot
@@ -65,6 +67,9 @@ needs_sample = pytest.mark.skipif(
 )
 
 
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's C++ notes stay out of the output
+
+
 def environment() -> dict:
     # horovodrun and the workers come from this environment; TensorFlow's C++ notes stay out;
     # as in a kernel or terminal of `make lab`, MPI does not hang on TensorBoard's port.
@@ -76,7 +81,9 @@ def environment() -> dict:
     )
 
 
-def run_script(args: list, timeout: float = 900) -> subprocess.CompletedProcess:
+def in_a_terminal(args: list, timeout: float = 900) -> subprocess.CompletedProcess:
+    """`python input_pipeline.py args` as a learner types it in a terminal. Left bare on purpose:
+    the bad-options tests check what the terminal shows, stderr apart from stdout."""
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True, text=True, timeout=timeout, env=environment(), cwd=REPO,
@@ -129,7 +136,7 @@ def test_model_and_augmentation_are_the_solutions(name):
     ],
 )
 def test_bad_options_say_what_is_wrong_in_one_line(args, message):
-    run = run_script(["--data-dir", str(SAMPLE), *args], timeout=300)
+    run = in_a_terminal(["--data-dir", str(SAMPLE), *args], timeout=300)
     assert run.returncode == 2, run.stderr
     errors = [line for line in run.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and re.search(message, errors[0]), run.stderr
@@ -192,9 +199,10 @@ def test_plot_command_writes_a_png_or_exits_2(tmp_path, capsys):
 @pytest.mark.slow
 @needs_sample
 def test_one_process_measures_every_variant(tmp_path):
-    run = run_script(TINY)
-    assert run.returncode == 0, run.stderr[-3000:]
-    [result] = results(run.stdout)
+    run, output = run_script([SCRIPT, *TINY], tmp_path, timeout=900, cwd=REPO, np=1,
+                             launcher="python", env=QUIET)  # fmt: skip
+    assert run.exit_code == 0, output[-3000:]
+    [result] = results(output)
     assert result["workers"] == 1 and result["images_per_worker"] == 512
     measured = {(p["variant"], p["augment"]) for p in result["pipelines"]}
     assert measured == {(v, a) for v in VARIANTS for a in (False, True)}
@@ -216,15 +224,14 @@ def test_one_process_measures_every_variant(tmp_path):
     reason="horovodrun is not installed in this environment",
 )
 def test_two_workers_report_per_worker_and_total_rates(tmp_path):
-    run = subprocess.run(
-        ["horovodrun", "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, str(SCRIPT),
-         *TINY, "--variants", "sequential,prefetch", "--augment", "on"],
-        capture_output=True, text=True, timeout=900, env=environment(), cwd=REPO,
+    run, output = run_script(
+        [SCRIPT, *TINY, "--variants", "sequential,prefetch", "--augment", "on"], tmp_path,
+        timeout=900, cwd=REPO, np=2, env=QUIET,
     )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    printed = results(run.stdout)
+    assert run.exit_code == 0, output[-6000:]
+    printed = results(output)
     assert len(printed) == 1, "only rank 0 prints the RESULT"
-    assert re.search(r"^\[0\]<stdout>:RESULT ", run.stdout, re.M)
+    assert re.search(r"^\[0\]<stdout>:RESULT ", output, re.M)
     result = printed[0]
     assert result["workers"] == 2 and result["images_per_worker"] == 256
     assert [(p["variant"], p["augment"]) for p in result["pipelines"]] == [

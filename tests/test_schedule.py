@@ -4,13 +4,11 @@ The reference scripts train 40 epochs (the GPU preset's schedule) of one step ea
 WideResNet on the committed sample, and the learning rate of each epoch is read back from the
 checkpoint saved at its end (ModelCheckpoint saves the optimizer's config, learning rate
 included). The solution runs on 2 workers, so its warmup really climbs; the starting script runs
-as one plain process with the Keras LearningRateScheduler it begins with.
+as one plain process with the Keras LearningRateScheduler it begins with. Both are started by
+the runner (workbook.runner's plan_run and execute), as the runner cell starts them.
 """
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -18,7 +16,8 @@ from pathlib import Path
 import h5py
 import pytest
 
-from workbook.facts import chain_file_name, with_safe_env
+from processes import run_script
+from workbook.facts import chain_file_name
 
 pytestmark = pytest.mark.slow
 
@@ -50,33 +49,13 @@ def warmup_lr(epoch, scaled_lr, workers, steps_per_epoch=1):
     return scaled_lr / workers * (progress * (workers - 1) / WARMUP_EPOCHS + 1)
 
 
-def run(command, cwd, timeout=RUN_TIMEOUT):
-    """Runs `command` to its end; on timeout kills its whole process group and fails."""
-    env = with_safe_env(
-        {
-            **os.environ,
-            "TF_NUM_INTRAOP_THREADS": "1",  # two workers share two cores
-            "TF_NUM_INTEROP_THREADS": "1",
-            "TF_CPP_MIN_LOG_LEVEL": "2",
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
-        }
-    )
-    process = subprocess.Popen(
-        [str(part) for part in command],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"timed out after {timeout} s: {command}\n{output[-3000:]}")
-    assert process.returncode == 0, output[-5000:]
+def run(command, cwd, workers, timeout=RUN_TIMEOUT):
+    """Runs a script through the runner to its end (`workers` under horovodrun, one thread
+    each on 2 cores; 0: one plain process); it must succeed. Returns its output."""
+    launcher = {"np": workers} if workers else {"np": 1, "launcher": "python"}
+    result, output = run_script(command, cwd / "runner-logs", timeout=timeout, cwd=cwd,
+                                env={"TF_CPP_MIN_LOG_LEVEL": "2"}, **launcher)  # fmt: skip
+    assert result.exit_code == 0, output[-5000:]
     return output
 
 
@@ -105,12 +84,12 @@ def test_solution_warms_up_then_drops_tenfold_at_epochs_15_25_35(tmp_path):
     workers = 2
     run(
         [
-            HOROVODRUN, "--gloo", "-np", workers, "-H", f"localhost:{workers}",
-            sys.executable, SOLUTIONS / "fashion_mnist_solution.py", *TINY,
+            SOLUTIONS / "fashion_mnist_solution.py", *TINY,
             "--steps-per-epoch", workers,  # one step per worker and epoch
             "--log-dir", tmp_path / "logs",
         ],  # fmt: skip
         cwd=tmp_path,
+        workers=workers,
     )
     scaled_lr = BASE_LR * workers
     expected = {
@@ -128,10 +107,11 @@ def test_solution_warms_up_then_drops_tenfold_at_epochs_15_25_35(tmp_path):
 def test_starting_script_drops_tenfold_at_epochs_15_25_35(tmp_path):
     run(
         [
-            sys.executable, SOLUTIONS / chain_file_name(0), *TINY,
+            SOLUTIONS / chain_file_name(0), *TINY,
             "--steps-per-epoch", 1, "--log-dir", tmp_path / "logs",
         ],  # fmt: skip
         cwd=tmp_path,
+        workers=0,
     )
     expected = {epoch: BASE_LR * step_multiplier(epoch) for epoch in range(EPOCHS)}
     assert_rates(learning_rates(tmp_path / "logs"), expected)
@@ -163,7 +143,7 @@ CONSTANT_MULTIPLIERS = textwrap.dedent("""
 
 
 def test_a_constant_multiplier_decays_every_epoch(tmp_path):
-    output = run([sys.executable, "-c", CONSTANT_MULTIPLIERS], cwd=tmp_path)
+    output = run([sys.executable, "-c", CONSTANT_MULTIPLIERS], cwd=tmp_path, workers=0)
     rates = json.loads(output.split("RATES ", 1)[1].splitlines()[0])
     # multiplier m from start_epoch s sets m ** (epoch - s): x1 at each stretch's first epoch.
     expected = [1.0] * 15

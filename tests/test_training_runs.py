@@ -1,14 +1,14 @@
 """Every script of the step chain trains for real, on the committed sample, under horovodrun.
 
-Slow (a few minutes on 2 CPU cores): the scripts run under
-`horovodrun --gloo -np 2 -H localhost:2` with a tiny model and a few steps per epoch, through
-tests/helpers/run_chain_file.py, which records per worker the trainable weights' sha256, the
-checkpoints it saved and the epoch it resumed from. TensorBoard event file names carry the
-writer's PID, which the recorder maps to a rank.
+Slow (a few minutes on 2 CPU cores): the scripts run as the runner cell starts them
+(workbook.runner's plan_run and execute: `horovodrun --gloo -np 2`, one thread per worker on 2
+cores) with a tiny model and a few steps per epoch, through tests/helpers/run_chain_file.py,
+which records per worker the trainable weights' sha256, the checkpoints it saved and the epoch
+it resumed from. TensorBoard event file names carry the writer's PID, which the recorder maps
+to a rank. Two tests start the starting script bare, as a learner types it in a terminal.
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,11 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from authoring import chain as step_chain
-from processes import kill_group
+from processes import marked, raw_output, run_script, script_plan
 from workbook.facts import results, with_safe_env
+from workbook.runner.cell import BackgroundRun
 
 pytestmark = pytest.mark.slow
 
@@ -58,50 +60,30 @@ def script(step):
     return SOLUTIONS / step_chain.output_name(step)
 
 
-def worker_env():
-    """As in a kernel or terminal of `make lab`, whose environment keeps MPI from hanging."""
-    env = with_safe_env()
-    env.update(
-        # Two workers on two cores: one thread each, or they fight over the cores.
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-        TF_CPP_MIN_LOG_LEVEL="2",
-        PYTHONUNBUFFERED="1",
-    )
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's C++ notes stay out of the output
 
 
-def start(command, cwd, stdout=subprocess.PIPE):
-    return subprocess.Popen(
-        [str(part) for part in command],
-        cwd=cwd,
-        env=worker_env(),
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+def recorded(path, out_dir, log_dir, *args):
+    """The recorder running `path` (its records in out_dir), quick, with its --log-dir."""
+    return [RECORDER, out_dir, path, *QUICK, "--log-dir", log_dir, *args]
 
 
-def run(command, cwd, timeout=RUN_TIMEOUT):
-    """Runs a command to its end; returns (exit code, output). Kills it all on timeout."""
-    process = start(command, cwd)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(process)
-        output, _ = process.communicate()
-        pytest.fail(f"timed out after {timeout} s: {command}\n{output[-5000:]}")
-    return process.returncode, output
+def run(command, cwd, np_=2, timeout=RUN_TIMEOUT):
+    """Runs a script through the runner (np_ workers under horovodrun; 0: one plain process)
+    to its end; returns (exit code, output)."""
+    launcher = {"np": np_} if np_ else {"np": 1, "launcher": "python"}
+    result, output = run_script(command, cwd / "runner-logs", timeout=timeout, cwd=cwd,
+                                env=QUIET, **launcher)  # fmt: skip
+    return result.exit_code, output
 
 
-def horovodrun(np_, path, out_dir, log_dir, *args):
-    hosts = f"localhost:{np_}"
-    return [
-        HOROVODRUN, "--gloo", "-np", np_, "-H", hosts,
-        sys.executable, RECORDER, out_dir, path, *QUICK, "--log-dir", log_dir, *args,
-    ]  # fmt: skip
+def in_a_terminal(command, cwd, timeout=120):
+    """`python script ...` as a learner types it in a terminal: (exit code, output). Left bare
+    on purpose: what is tested is what the terminal shows, stdout and stderr in their order."""
+    env = dict(with_safe_env(), TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    done = subprocess.run([str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return done.returncode, done.stdout
 
 
 def records(out_dir, ranks):
@@ -134,7 +116,7 @@ def event_file_ranks(log_dir, records_by_rank):
 ])
 def test_chain_script_runs_on_two_workers(step, tmp_path):
     out_dir, log_dir = tmp_path / "record", tmp_path / "logs"
-    code, output = run(horovodrun(2, script(step), out_dir, log_dir), cwd=tmp_path)
+    code, output = run(recorded(script(step), out_dir, log_dir), cwd=tmp_path)
     assert code == 0, output[-5000:]
     by_rank = records(out_dir, [0, 1])
 
@@ -159,9 +141,7 @@ def test_chain_script_runs_on_two_workers(step, tmp_path):
 
 @needs_sample
 def test_starting_script_runs_as_a_single_process(tmp_path):
-    code, output = run(
-        [sys.executable, script(0), *QUICK, "--log-dir", tmp_path / "logs"], cwd=tmp_path
-    )
+    code, output = run([script(0), *QUICK, "--log-dir", tmp_path / "logs"], tmp_path, np_=0)
     assert code == 0, output[-5000:]
     (result,) = results(output)
     assert set(result) >= {"test_loss", "test_accuracy", "train_seconds", "images_per_second"}
@@ -176,15 +156,15 @@ def test_starting_script_runs_as_a_single_process(tmp_path):
 @needs_sample
 def test_starting_script_runs_under_horovodrun_with_one_worker(tmp_path):
     out_dir = tmp_path / "record"
-    code, output = run(horovodrun(1, script(0), out_dir, tmp_path / "logs"), cwd=tmp_path)
+    code, output = run(recorded(script(0), out_dir, tmp_path / "logs"), tmp_path, np_=1)
     assert code == 0, output[-5000:]
     assert records(out_dir, [0])[0]["resume_from_epoch"] == 0
     assert len(results(output)) == 1
 
 
 def test_missing_data_exits_with_the_fix(tmp_path):
-    code, output = run(
-        [sys.executable, script(0), "--data-dir", tmp_path / "nowhere"], cwd=tmp_path, timeout=120
+    code, output = in_a_terminal(
+        [sys.executable, script(0), "--data-dir", tmp_path / "nowhere"], cwd=tmp_path
     )
     assert code == 1
     message = output.strip().splitlines()[-1]
@@ -193,7 +173,7 @@ def test_missing_data_exits_with_the_fix(tmp_path):
 
 
 def test_help_shows_the_defaults(tmp_path):
-    code, output = run([sys.executable, script(step_chain.LAST_STEP), "--help"], cwd=tmp_path)
+    code, output = in_a_terminal([sys.executable, script(step_chain.LAST_STEP), "--help"], tmp_path)
     assert code == 0, output
     for option in ["--preset", "--batch-size", "--warmup-epochs", "--steps-per-epoch"]:
         assert option in output
@@ -201,15 +181,26 @@ def test_help_shows_the_defaults(tmp_path):
     assert "None" not in output
 
 
-def wait_for_checkpoint(out_dir, epoch, process, timeout):
-    """Waits until rank 0 has finished saving checkpoint-{epoch}.h5."""
+def wait_for_checkpoint(out_dir, epoch, run, timeout):
+    """Waits until rank 0 has finished saving checkpoint-{epoch}.h5 (False: the run ended or
+    the time is up first)."""
     saves = out_dir / "rank0.saves.jsonl"
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
+    while time.monotonic() < deadline and not run.done:
         if saves.is_file() and f"checkpoint-{epoch}.h5" in saves.read_text():
             return True
         time.sleep(0.1)
     return False
+
+
+def crash_workers(plan):
+    """SIGKILL to every worker of the run (the recorder's processes that carry its marker)."""
+    for process in marked(*plan.marker):
+        try:
+            if str(RECORDER) in process.cmdline():
+                process.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 @needs_horovodrun
@@ -220,21 +211,23 @@ def test_solution_resumes_on_every_worker_after_a_crash(tmp_path):
     longer = ["--epochs", "3", "--steps-per-epoch", "64", "--train-images", "0"]
     solution = SOLUTIONS / "fashion_mnist_solution.py"
 
-    # Output to a file: nobody reads a pipe while we wait, and a full pipe would block the run.
-    with open(tmp_path / "first.log", "w") as log:
-        command = horovodrun(2, solution, tmp_path / "first", log_dir, *longer)
-        first = start(command, cwd=tmp_path, stdout=log)
-        try:
-            saved = wait_for_checkpoint(tmp_path / "first", 1, first, RUN_TIMEOUT)
-        finally:
-            kill_group(first)
-    output = (tmp_path / "first.log").read_text()
+    # Started by the runner in the background; after epoch 1 both workers crash (SIGKILL, no
+    # chance to save anything), and the runner stops what is left of the run.
+    plan = script_plan(recorded(solution, tmp_path / "first", log_dir, *longer),
+                       tmp_path / "runner-logs", timeout=RUN_TIMEOUT, cwd=tmp_path, env=QUIET)
+    first = BackgroundRun(plan)
+    try:
+        saved = wait_for_checkpoint(tmp_path / "first", 1, first, RUN_TIMEOUT)
+        crash_workers(plan)
+    finally:
+        first.stop()
+    output = raw_output(plan)
     assert saved, "no epoch-1 checkpoint before the run ended:\n" + output[-5000:]
     checkpoints = sorted(p.name for p in log_dir.glob("checkpoint-*.h5"))
     assert checkpoints == ["checkpoint-1.h5"], "the crash came too late to test resuming"
 
     out_dir = tmp_path / "second"
-    code, output = run(horovodrun(2, solution, out_dir, log_dir, *longer), cwd=tmp_path)
+    code, output = run(recorded(solution, out_dir, log_dir, *longer), cwd=tmp_path)
     assert code == 0, output[-5000:]
     by_rank = records(out_dir, [0, 1])
     assert [by_rank[rank]["resume_from_epoch"] for rank in (0, 1)] == [1, 1]
@@ -250,11 +243,9 @@ def test_solution_resumes_on_every_worker_after_a_crash(tmp_path):
 def test_step_8_resumes_with_sgd_on_every_worker(tmp_path):
     # Step 8 resumes the SGD checkpoint on rank 0 only; the solution's NovoGrad is tested above.
     log_dir = tmp_path / "logs"
-    code, output = run(
-        horovodrun(2, script(8), tmp_path / "first", log_dir, "--epochs", "1"), tmp_path
-    )
+    code, output = run(recorded(script(8), tmp_path / "first", log_dir, "--epochs", "1"), tmp_path)
     assert code == 0, output[-5000:]
-    code, output = run(horovodrun(2, script(8), tmp_path / "second", log_dir), cwd=tmp_path)
+    code, output = run(recorded(script(8), tmp_path / "second", log_dir), cwd=tmp_path)
     assert code == 0, output[-5000:]
     by_rank = records(tmp_path / "second", [0, 1])
     assert [by_rank[rank]["resume_from_epoch"] for rank in (0, 1)] == [1, 1]
