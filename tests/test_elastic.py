@@ -3,7 +3,8 @@
 Fast tests: the elastic script's helpers are the solution's, statement for statement (it is
 generated from the solution and a patch: authoring/variants.py), the discovery script names this machine twice, and the notebook runner
 passes the elastic options through. The slow test starts `horovodrun --min-np 1 --max-np 2`
-with two real workers, SIGKILLs one of them (rank 1; in a second run rank 0, the coordinator)
+with two real workers through the runner (plan_run and execute, as the lesson's runner cell
+does), SIGKILLs one of them (rank 1; in a second run rank 0, the coordinator)
 once training is under way, and checks that the other resets to one worker, continues from
 the epoch it reached and finishes, and that no process is left behind.
 """
@@ -16,14 +17,15 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from processes import marked, raw_output, script_plan
 from workbook.facts import results
+from workbook.runner.cell import BackgroundRun
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -131,96 +133,54 @@ def test_runner_passes_the_elastic_options_through(tmp_path):
 # --- slow: a real elastic run that loses a worker --------------------------------------------
 
 
-class OutputCollector:
-    """Reads a process's output in a thread; lets the test wait for a line to appear."""
+class RunLog:
+    """The run's output as the runner's log keeps it (horovodrun's `[rank]<stdout>:` prefixes
+    included), read while the run goes on; lets the test wait for a line to appear."""
 
-    def __init__(self, process: subprocess.Popen):
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
-        self._thread.start()
+    def __init__(self, plan, run: BackgroundRun):
+        self.plan, self.run = plan, run
 
-    def _read(self, stream) -> None:
-        for raw in stream:
-            # Keras redraws its progress bar with \r: keep each drawing as a line of its own.
-            pieces = [piece for piece in raw.replace("\r", "\n").split("\n") if piece.strip()]
-            with self._changed:
-                self.lines.extend(pieces)
-                self._changed.notify_all()
-        with self._changed:
-            self.lines.append(None)  # the end of the output
-            self._changed.notify_all()
+    def lines(self) -> list[str]:
+        if not self.plan.log_path.is_file():
+            return []
+        # Keras redraws its progress bar with \r: keep each drawing as a line of its own.
+        text = raw_output(self.plan).replace("\r", "\n")
+        return [line for line in text.split("\n") if line.strip()]
 
     def wait_for(self, pattern: re.Pattern, timeout: float) -> str | None:
         """The first line matching pattern, waiting up to timeout seconds; None if none came."""
         deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.lines:
-                    if line is not None and pattern.search(line):
-                        return line
-                if None in self.lines or time.monotonic() > deadline:
-                    return None
-                self._changed.wait(max(0.1, deadline - time.monotonic()))
+        while True:
+            ended = self.run.done  # before reading: the lines of an ended run are all there
+            for line in self.lines():
+                if pattern.search(line):
+                    return line
+            if ended or time.monotonic() > deadline:
+                return None
+            time.sleep(0.5)
 
     def text(self) -> str:
-        self._thread.join(timeout=10)
-        with self._changed:
-            return "\n".join(line for line in self.lines if line is not None)
+        return "\n".join(self.lines())
 
 
-def elastic_command(log_dir: Path) -> list[str]:
-    return [
-        str(HOROVODRUN), "-np", "2", "--min-np", "1", "--max-np", "2",
-        "--host-discovery-script", str(DISCOVER_HOSTS),
-        # One machine: without it, Gloo may pick an interface the workers cannot reach each
-        # other on, and the rendezvous hangs.
-        "--network-interfaces", "lo",
-        sys.executable, str(ELASTIC_SCRIPT), *map(str, RUN_ARGS), "--log-dir", str(log_dir),
-    ]  # fmt: skip
+ELASTIC_OPTIONS = [
+    "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(DISCOVER_HOSTS),
+    # One machine: without it, Gloo may pick an interface the workers cannot reach each other
+    # on, and the rendezvous hangs.
+    "--network-interfaces", "lo",
+]  # fmt: skip
 
 
-def worker_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        # Two workers on two cores: one thread each, or they fight over the cores.
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-        TF_CPP_MIN_LOG_LEVEL="2",
-        PYTHONUNBUFFERED="1",
-    )
-    env["PATH"] = os.pathsep.join([str(HOROVODRUN.parent), env.get("PATH", "")])
-    return env
-
-
-def training_workers(launcher: psutil.Process) -> dict[int, psutil.Process]:
-    """The launcher's worker processes running the elastic script, by the rank they started as."""
+def training_workers(plan) -> dict[int, psutil.Process]:
+    """The run's worker processes running the elastic script, by the rank they started as."""
     workers = {}
-    for process in launcher.children(recursive=True):
+    for process in marked(*plan.marker):
         try:
             if str(ELASTIC_SCRIPT) in process.cmdline():
                 workers[int(process.environ()["HOROVOD_RANK"])] = process
         except (psutil.NoSuchProcess, KeyError):
             pass
     return workers
-
-
-def stop_everything(process: subprocess.Popen, known: set[int]) -> None:
-    """Kills the launcher's session and every process seen under it (cleanup after a failure)."""
-    try:
-        known |= {child.pid for child in psutil.Process(process.pid).children(recursive=True)}
-    except psutil.NoSuchProcess:
-        pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for pid in known:
-        try:
-            psutil.Process(pid).kill()
-        except psutil.NoSuchProcess:
-            pass
-    process.wait(timeout=30)
 
 
 def still_running(pids: set[int]) -> list[str]:
@@ -248,24 +208,20 @@ def epochs_started(output: str, rank: int | None = None) -> list[int]:
 @pytest.mark.timeout(1300)
 def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
     log_dir = tmp_path / "logs"
-    process = subprocess.Popen(
-        elastic_command(log_dir),
-        cwd=tmp_path,
-        env=worker_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: the cleanup can kill it all
+    # 2 workers, one thread each on 2 cores; the runner stops every process at the end.
+    plan = script_plan(
+        [*ELASTIC_OPTIONS, ELASTIC_SCRIPT, *RUN_ARGS, "--log-dir", log_dir], tmp_path / "runs",
+        timeout=START_TIMEOUT + FINISH_TIMEOUT, cwd=tmp_path, env={"TF_CPP_MIN_LOG_LEVEL": "2"},
     )
-    collector = OutputCollector(process)
+    run = BackgroundRun(plan)
+    collector = RunLog(plan, run)
     seen_pids: set[int] = set()
     try:
-        launcher = psutil.Process(process.pid)
         # Wait until both workers train and epoch 1 is committed: rank 0 starts epoch 2.
         started = collector.wait_for(re.compile(rf"^\[0\]<stdout>:Epoch 2/{EPOCHS}"), START_TIMEOUT)
         assert started, f"epoch 2 did not start in {START_TIMEOUT} s:\n{collector.text()[-4000:]}"
-        seen_pids |= {child.pid for child in launcher.children(recursive=True)}
-        by_rank = training_workers(launcher)
+        seen_pids |= {process.pid for process in marked(*plan.marker)}
+        by_rank = training_workers(plan)
         assert sorted(by_rank) == [0, 1], by_rank
         hosts = sorted(worker.environ()["HOROVOD_HOSTNAME"] for worker in by_rank.values())
         assert hosts == ["127.0.0.1", "localhost"], "one worker per name of this machine"
@@ -273,10 +229,10 @@ def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
         by_rank[victim_rank].send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
 
-        code = process.wait(timeout=FINISH_TIMEOUT)
+        code = run.result(timeout=FINISH_TIMEOUT).exit_code
         finished_in = time.monotonic() - killed_at
     except BaseException:
-        stop_everything(process, seen_pids)
+        run.stop()
         raise
     output = collector.text()
     tail = output[-6000:]
