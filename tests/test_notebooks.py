@@ -12,6 +12,7 @@ they are, and they are the slowest cells.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import re
@@ -117,6 +118,57 @@ def test_notebook_is_clean_and_valid(name):
 def test_links_to_notebooks_point_to_notebooks(name):
     for target in re.findall(r"\]\(([^)]+\.ipynb)\)", markdown_of(read_notebook(name))):
         assert (NOTEBOOKS_DIR / target).is_file(), f"{name} links to a missing {target}"
+
+
+def stale_project_imports(code: str) -> list[str]:
+    """`from <project module> import name` where the name does not exist there, or where that
+    module only imports it from another (a package's __init__ and __all__ are its API): the
+    learner's cell should name the name's home, which outlives a module's own imports."""
+    import importlib.util
+
+    source = "\n".join(line for line in code.splitlines()  # IPython's own syntax left out
+                        if not line.strip().startswith(("%", "!", "?")) and not line.endswith("?"))
+    stale = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if node.module.split(".")[0] not in ("workbook", "grader", "instructor"):
+            continue
+        module = importlib.import_module(node.module)
+        package = Path(module.__file__).name == "__init__.py"
+        borrowed = set()
+        if not package:
+            path = Path(module.__file__)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            borrowed = {alias.asname or alias.name.split(".")[0] for statement in tree.body
+                        if isinstance(statement, (ast.Import, ast.ImportFrom))
+                        for alias in statement.names} - set(getattr(module, "__all__", ()))
+        for alias in node.names:
+            if package and importlib.util.find_spec(f"{node.module}.{alias.name}"):
+                continue  # a module of the package
+            if not hasattr(module, alias.name) or alias.name in borrowed:
+                stale.append(f"from {node.module} import {alias.name}")
+    return stale
+
+
+def test_stale_project_imports_are_found():
+    # hosts_of_hostfile's home is workbook.runner.hosts; command.py only imports it.
+    assert stale_project_imports(
+        "%load_ext workbook.runner\n"
+        "from workbook.runner.command import plan_run, hosts_of_hostfile\n"
+        "from workbook.runner import horovodrun\nfrom workbook import fashion_data\n"
+        "from workbook.paths import nowhere\n?plan_run\n"
+    ) == [
+        "from workbook.runner.command import hosts_of_hostfile",
+        "from workbook.paths import nowhere",
+    ]
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+def test_notebooks_import_names_from_their_home(name):
+    for cell in read_notebook(name).cells:
+        if cell.cell_type == "code":
+            assert not stale_project_imports(cell.source), f"{name}: {cell.source}"
 
 
 # --- fast: step notebooks derive from the chain and carry one graded check --------------------
