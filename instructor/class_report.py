@@ -29,7 +29,7 @@ from workbook.facts import LEARNER_SCRIPT_NAME, STEP_TITLES
 _CHECK_ID = re.compile(r"check_step_(\d+)$")
 
 GRADED = "graded"
-FAILED = "autograde failed"
+AUTOGRADE_FAILED = "autograde failed"  # not grader.report.FAILED (a step's verdict)
 NOT_SUBMITTED = "not submitted"
 NOT_YET = "not autograded yet"
 
@@ -37,7 +37,7 @@ NOT_YET = "not autograded yet"
 @dataclass
 class StudentRow:
     student: str
-    status: str  # GRADED, FAILED, NOT_SUBMITTED or NOT_YET
+    status: str  # GRADED, AUTOGRADE_FAILED, NOT_SUBMITTED or NOT_YET
     steps: dict = field(default_factory=dict)  # {step: True (full marks) | False | None (no grade)}
     script_problem: str = ""  # fashion_mnist.py missing, unreadable, oversized, not Python
     tampered: list = field(default_factory=list)  # "check_step_09 edited", ...
@@ -67,7 +67,7 @@ class StudentRow:
 
     def cell(self, step: int) -> str:
         """What the map shows at this step: one of heatmap.COLORS."""
-        if self.status == FAILED:
+        if self.status == AUTOGRADE_FAILED:
             return "not graded"
         if self.status != GRADED or self.verdict(step) is None:
             return "no grade"
@@ -82,9 +82,9 @@ class StudentRow:
     def short_problems(self) -> str:
         """Every problem of this student in a few words, for the heatmap."""
         parts = []
-        if self.status == FAILED and self.bad_notebooks:
+        if self.status == AUTOGRADE_FAILED and self.bad_notebooks:
             parts.append(f"NOT GRADED: {', '.join(self.bad_notebooks)} unusable (recovery below)")
-        elif self.status == FAILED:
+        elif self.status == AUTOGRADE_FAILED:
             parts.append(f"NOT GRADED: {self.reason}")
         if self.script_problem:
             parts.append(f"script: {self.script_problem.removeprefix(LEARNER_SCRIPT_NAME + ': ')}")
@@ -136,7 +136,8 @@ def read_class(course: Course) -> tuple:
                 graded = None
                 last = status.get(student, {})
                 if last.get("status") == "failed":
-                    row.status, row.reason = FAILED, f"{last['reason']} (log: {last['log']})"
+                    row.status = AUTOGRADE_FAILED
+                    row.reason = f"{last['reason']} (log: {last['log']})"
                     row.bad_notebooks = last.get("bad_notebooks", [])
                     if row.bad_notebooks:
                         row.recovery = submission.recovery_commands(

@@ -39,7 +39,14 @@ from instructor.course import (
     step_notebooks,
 )
 from instructor.heatmap import write_heatmap
-from instructor.class_report import FAILED, GRADED, ClassReport, StudentRow, read_class, write_report
+from instructor.class_report import (
+    AUTOGRADE_FAILED,
+    GRADED,
+    ClassReport,
+    StudentRow,
+    read_class,
+    write_report,
+)
 from instructor.submission import (
     expected_metadata,
     metadata_changes,
@@ -419,7 +426,7 @@ def test_report_from_the_gradebook(tmp_path):
     assert by_student["ben"].missing_notebooks == [f"0{s}_step.ipynb" for s in (1, 2, 3)]
     assert by_student["cid"].status == "not submitted"
     assert set(by_student["cid"].steps.values()) == {None}
-    assert by_student["dan"].status == FAILED
+    assert by_student["dan"].status == AUTOGRADE_FAILED
     assert by_student["dan"].bad_notebooks == ["02_step.ipynb"]
 
     report = write_report(course, tmp_path / "reports")
@@ -765,7 +772,8 @@ def test_report_matches_the_grades(graded_class):
             assert set(cells.values()) == {""}
         else:
             assert cells == {step: str(int(ok)) for step, ok in steps.items()}
-    assert {s: rows[s]["status"] for s in FAILED_STUDENTS} == {s: FAILED for s in FAILED_STUDENTS}
+    statuses = {s: rows[s]["status"] for s in FAILED_STUDENTS}
+    assert statuses == {s: AUTOGRADE_FAILED for s in FAILED_STUDENTS}
     assert rows["gina"]["status"] == "not submitted"
     assert (reports / "class_report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
