@@ -61,10 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["course"]:  # moved out of the step checker
-        rest = " ".join(argv[1:]) or "--help"
-        print(f"grader: the nbgrader course moved: python -m instructor {rest}", file=sys.stderr)
-        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "batch":

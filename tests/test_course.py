@@ -173,13 +173,6 @@ def test_a_course_configured_by_an_older_workbook_is_refused_with_the_fix(tmp_pa
     assert "Traceback" not in done.stderr
 
 
-def test_grader_course_points_to_instructor(tmp_path):
-    done = run("-m", "grader", "course", "autograde", tmp_path, timeout=60)
-    assert done.returncode == 2
-    moved = f"grader: the nbgrader course moved: python -m instructor autograde {tmp_path}\n"
-    assert done.stderr == moved
-
-
 def test_imports_flow_one_way():
     """grader and workbook never import instructor; instructor's modules import no cycle."""
 
