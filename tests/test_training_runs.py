@@ -5,7 +5,8 @@ Slow (a few minutes on 2 CPU cores): the scripts run as the runner cell starts t
 cores) with a tiny model and a few steps per epoch, through tests/helpers/run_chain_file.py,
 which records per worker the trainable weights' sha256, the checkpoints it saved and the epoch
 it resumed from. TensorBoard event file names carry the writer's PID, which the recorder maps
-to a rank. Two tests start the starting script bare, as a learner types it in a terminal.
+to a rank. Two tests start a script bare (--help, missing data), as a learner types it in a
+terminal.
 """
 
 import json
