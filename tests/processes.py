@@ -15,6 +15,7 @@ process stopped afterwards.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -115,20 +116,20 @@ def script_plan(command: list, logs_root, *, timeout: float, np: int = 2,
 
 def raw_output(plan) -> str:
     """What the run printed, as the runner's log keeps it (horovodrun's `[rank]<stdout>:`
-    prefixes included), without the log's header lines (`# command`, `# layout`, `# started`)."""
-    lines = plan.log_path.read_text(errors="replace").splitlines(keepends=True)
-    while lines and lines[0].startswith("# "):
-        lines.pop(0)
-    return "".join(lines)
+    prefixes included), without the log's header (`# command`, which may span lines, as
+    `python -c` code does, `# layout`, `# started ...`)."""
+    text = plan.log_path.read_text(errors="replace")
+    header_end = re.search(r"^# started [^\n]*\n", text, re.MULTILINE)
+    return text[header_end.end():] if header_end else ""
 
 
 def run_script(command: list, logs_root, *, timeout: float, **options):
     """Runs script_plan(...) to its end with the runner's execute, showing nothing; returns
     (the runner's RunResult, its output): under horovodrun, raw_output (one pipe, every line
-    with horovodrun's prefix); as one plain process, the lines the runner shows (its log has
-    the two pipes' pieces as they came, so a line of stdout may be cut by one of stderr). A run
-    that outlives `timeout` fails the test with the end of its output (the runner has stopped
-    all its processes by then)."""
+    with horovodrun's prefix); as one plain process, the lines the runner shows, each pipe's
+    lines whole (its log has the two pipes' pieces in the order they came). A run that
+    outlives `timeout` fails the test with the end of its output (the runner has stopped all
+    its processes by then)."""
     import pytest
 
     from workbook.runner.display import SilentConsole
