@@ -131,17 +131,12 @@ def test_a_reused_folder_counts_only_the_last_launch(tmp_path):
     assert comparison.read_run(folder).epochs == [1]
 
 
-def test_the_baselines_hardware_and_an_older_runners_log(tmp_path):
+def test_the_baselines_hardware(tmp_path):
     folder = a_run(tmp_path / "b", [60.0], record={
         "launcher": "python", "threads_per_worker": None, "pinned": False, "layout": "x"})
     run = comparison.read_run(folder)
     assert run.hardware == "1 process without Horovod, all 2 cores; no GPU"
     assert run.cores_per_worker is None
-    (folder / "run.json").unlink()  # a run of the runner before run.json: its log's header
-    (folder / "horovodrun.log").write_text("# python x.py\n# 1 worker on 2 CPU cores\n"
-                                           "# started 2027-01-15 08:00:00\n")
-    old = comparison.read_run(folder)
-    assert old.hardware == "1 worker on 2 CPU cores; no GPU" and old.after_training is None
 
 
 def test_a_folder_without_epochs_is_not_timed(tmp_path):

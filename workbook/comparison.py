@@ -29,12 +29,12 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from workbook import speed
 from workbook.facts import parse_result
-from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME, plural
+from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME
+from workbook.runner.layout import plural
 from workbook.runner.contention import SAMPLE_INTERVAL_S
 from workbook.speed import SAME_SPEED, TimeParts, worst_case_slowdown
 
@@ -176,22 +176,9 @@ def epoch_scalars(run_dir: Path, split: str, tag: str) -> list[tuple[float, int,
 
 
 def read_record(run_dir: Path) -> dict:
-    """The runner's run.json; for a run of an older runner, what its log's header says."""
+    """The runner's run.json ({} if the folder has none: not a run of the runner)."""
     path = Path(run_dir) / RUN_RECORD_NAME
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
-    log = Path(run_dir) / RAW_LOG_NAME
-    if not log.is_file():
-        return {}
-    head = log.read_text(errors="replace").splitlines()[:3]
-    record = {"command": head[0][2:] if head else ""}
-    if len(head) > 1:
-        record["layout"] = head[1][2:]
-    for line in head:
-        if line.startswith("# started "):
-            started = datetime.strptime(line[len("# started ") :], "%Y-%m-%d %H:%M:%S")
-            record["started"] = started.timestamp()
-    return record
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def last_result(run_dir: Path) -> dict:
@@ -533,7 +520,7 @@ def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
     """A flag when other processes took enough CPU during the run's training to change the
     verdict (each core-second can cost synchronized workers a second: speed's worst case);
     a note when they took some, but too little."""
-    if each.others_core_seconds is None:  # a run of an older runner: its findings as they are
+    if each.others_core_seconds is None:  # no CPU samples (a short run): the runner's findings
         if not each.busy_others:
             return []
         return [f"Not a fair measure: during {each.label}, other processes used the CPU: "

@@ -43,8 +43,7 @@ from workbook.runner.hosts import (
     remote_hosts,
     slots_of_hosts,
 )
-# plural: also workbook.comparison's, which reads it from here
-from workbook.runner.layout import Layout, choose_layout, plural, without_threads  # noqa: F401
+from workbook.runner.layout import Layout, choose_layout, without_threads
 
 # ---------------------------------------------------------------------------------------------
 # horovodrun's command line
