@@ -375,3 +375,17 @@ def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
     assert len(images) == 2, "the bars of the time's parts and the accuracy curves"
     assert any("make bench (median [min-max])" in o.get("data", {}).get("text/plain", "")
                for o in outputs)
+
+
+def test_a_figure_without_verdict_is_flagged_only_when_others_could_cost_a_tenth(tmp_path):
+    """Notebook 19's rule: a note with the share for a little contention, 'Not a fair measure'
+    only when the worst case (a core-second per second) reaches 10% of the training."""
+    run = comparison.read_run(a_run(tmp_path / "r", [60.0, 50.0]))
+    assert comparison.contention_note(run) is None  # no samples
+    run.others_core_seconds = 0.5
+    assert comparison.contention_note(run) is None
+    run.others_core_seconds = run.training * 0.05
+    note = comparison.contention_note(run)
+    assert note.startswith("Other processes took") and "up to 5% higher" in note
+    run.others_core_seconds = run.training * 0.2
+    assert comparison.contention_note(run).startswith("Not a fair measure")

@@ -301,6 +301,7 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
     def rounded(value, digits=1):
         return None if value is None else round(value, digits)
 
+    epochs = max(run.epochs_trained for run in runs)
     rows = {}
     for run in runs:
         reached = run.time_to(target)
@@ -309,6 +310,10 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
             "epochs": run.epochs_trained,
             "start-up (s)": rounded(run.start_up),
             "training (s)": rounded(run.training),
+            # A run stopped early (the reference) counts as its first epoch plus its later
+            # epochs' pace for the rest: the figure the speed column divides.
+            f"training over {epochs} epochs (s; shorter runs projected)": rounded(
+                training_for(run, epochs)),
             "after training (s)": rounded(run.after_training),
             speed.IMAGES_PER_SECOND_COLUMN: rounded(run.images_per_second, 0),
             f"to {target:.0%}, from the launch (s)": rounded(reached),
@@ -543,6 +548,26 @@ def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
                 + ". Run it again when nothing else runs."]
     return [f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, which "
             "would not change this verdict."]
+
+
+# A figure with no verdict (notebook 19's efficiency) is called not a fair measure only when
+# other processes could have slowed its run by this much; less is said as what it could cost.
+UNFAIR_SLOWDOWN = 0.10
+
+
+def contention_note(run: RunTimes) -> str | None:
+    """What other processes' CPU time during `run` means for its images/s, in one line (None:
+    under a core-second, or not measured)."""
+    used, seconds = run.others_core_seconds, run.training  # measured over the training
+    if used is None or used < 1 or not seconds:
+        return None
+    worst = worst_case_slowdown(used, seconds)
+    what = (f"other processes took {used / ((run.cores or 1) * seconds):.0%} of the CPU during "
+            f"the training of {run.label} ({used:.0f} core-seconds in {seconds:.0f} s)")
+    if worst >= UNFAIR_SLOWDOWN:
+        return (f"Not a fair measure: {what}; without them its images/s could have been up to "
+                f"{worst:.0%} higher. Run it again when nothing else runs.")
+    return f"{what[0].upper()}{what[1:]}: its images/s could have been up to {worst:.0%} higher."
 
 
 def _by_epoch(reference: RunTimes, run: RunTimes) -> list[str]:
