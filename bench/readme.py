@@ -32,6 +32,14 @@ def _time_to(stats: dict, runs: int) -> str:
     return text if stats["reached"] == runs else f"{text}, {stats['reached']} of {runs} runs"
 
 
+def _elsewhere(doc: dict, first: dict) -> list[str]:
+    """A line for a benchmark measured on another kind of machine than the section's first."""
+    if doc["machine"].get("cpu") == first["machine"].get("cpu"):
+        return []
+    return [f"Measured on another machine: {machine.one_line(doc['machine'])} (commit "
+            f"{doc['machine']['commit']}).", ""]
+
+
 def section(results_dir: Path = results.RESULTS_DIR) -> str:
     """Markdown: the machine, one table per benchmark, each with its picture."""
     docs = {n: _load(results_dir, n) for n in ("scaling", "accuracy", "overhead", "grading")}
@@ -69,7 +77,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         targets = [round(t * 100) for t in s["targets"]]
         lines += ["**Time to accuracy** (validation accuracy after each epoch; time from the "
                   "launch, start-up included; median [min-max] of the runs that reached the "
-                  "target):", "",
+                  "target):", "", *_elsewhere(accuracy, measured[0]),
                   "| run | " + " | ".join(f"to {t}%" for t in targets)
                   + " | final test accuracy |", "|---" * (len(targets) + 2) + "|"]
         for name in CONFIGS:
@@ -95,7 +103,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
     if overhead := docs["overhead"]:
         s = overhead["summary"]
         lines += ["**Horovod overhead** (median of "
-                  f"{overhead['settings']['repeats']}):", "",
+                  f"{overhead['settings']['repeats']}):", "", *_elsewhere(overhead, measured[0]),
                   f"| launch | first training step after | {IPS} |", "|---|---|---|"]
         for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
             r = s[name]
@@ -106,7 +114,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
     if grading := docs["grading"]:
         s = grading["summary"]
         one = s["one_file_seconds"]
-        lines += ["**Grading**:", "",
+        lines += ["**Grading**:", "", *_elsewhere(grading, measured[0]),
                   "| what | time | target |", "|---|---|---|"]
         for name, stats in one.items():
             lines.append(f"| `python -m grader check`, one file, {name} | "
