@@ -521,6 +521,18 @@ def _to_target(reference: RunTimes, run: RunTimes, target: float) -> list[str]:
     return [text]
 
 
+def _others_took(run: RunTimes) -> tuple[float, str] | None:
+    """(the most other processes' CPU time can have slowed the run's training, what they took
+    in words); None under a core-second or when not measured."""
+    used, seconds = run.others_core_seconds, run.training  # sampled over the training
+    if used is None or used < 1 or not seconds:
+        return None
+    cores = run.cores or 1
+    return worst_case_slowdown(used, seconds), (
+        f"other processes took {used / (cores * seconds):.0%} of the CPU during the training "
+        f"of {run.label} ({used:.0f} core-seconds in {seconds:.0f} s on {plural(cores, 'core')})")
+
+
 def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
     """A flag when other processes took enough CPU during the run's training to change the
     verdict (each core-second can cost synchronized workers a second: speed's worst case);
@@ -530,16 +542,12 @@ def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
             return []
         return [f"Not a fair measure: during {each.label}, other processes used the CPU: "
                 + "; ".join(each.busy_others) + ". Run it again when nothing else runs."]
-    used = each.others_core_seconds
-    if used < 1:
+    taken = _others_took(each)
+    if taken is None:
         return []
-    worst = worst_case_slowdown(used, each.training)
+    worst, what = taken
     changed = kind(ratio / (1 - worst) if is_run else ratio * (1 - worst)) != kind(ratio) \
         if worst < 1 else True
-    share = used / ((each.cores or 1) * each.training)
-    what = (f"other processes took {share:.0%} of the CPU during the training of {each.label} "
-            f"({used:.0f} core-seconds in {each.training:.0f} s on "
-            f"{plural(each.cores or 1, 'core')})")
     if changed:
         names = [b for b in each.busy_others if b.startswith("`")]
         return [f"Not a fair measure: {what}; without them it could have been up to "
@@ -558,12 +566,10 @@ UNFAIR_SLOWDOWN = 0.10
 def contention_note(run: RunTimes) -> str | None:
     """What other processes' CPU time during `run` means for its images/s, in one line (None:
     under a core-second, or not measured)."""
-    used, seconds = run.others_core_seconds, run.training  # measured over the training
-    if used is None or used < 1 or not seconds:
+    taken = _others_took(run)
+    if taken is None:
         return None
-    worst = worst_case_slowdown(used, seconds)
-    what = (f"other processes took {used / ((run.cores or 1) * seconds):.0%} of the CPU during "
-            f"the training of {run.label} ({used:.0f} core-seconds in {seconds:.0f} s)")
+    worst, what = taken
     if worst >= UNFAIR_SLOWDOWN:
         return (f"Not a fair measure: {what}; without them its images/s could have been up to "
                 f"{worst:.0%} higher. Run it again when nothing else runs.")
