@@ -183,7 +183,7 @@ def test_a_keras_schedule_with_the_right_rates_is_advice_not_doubt(tmp_path):
     """Step 11: a script that keeps Keras's LearningRateScheduler beside the warmup does the
     step by another route that works (tests/test_claims.py shows the rates are the same), so
     its note is advice, which the report shows as a note, not as the grader's doubt."""
-    from grader.engine import Script
+    from grader.names import Script
     from grader.verdicts import Advice
     from grader_cases.mistakes import KERAS_SCHEDULE, SCHEDULE_CALL
 

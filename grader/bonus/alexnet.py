@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from grader.bonus import registry
-from grader.engine import Failure
+from grader.verdicts import Failure
 
 NAME = "alexnet"
 TITLE = "Bonus: an AlexNet in the model registry"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from grader.engine import Failure
+from grader.verdicts import Failure
 from grader.syntax import argument, method_name
 
 REGISTRY = "MODELS"
