@@ -38,9 +38,10 @@ BONUSES = {
     "alexnet": "bonus/fashion_mnist_alexnet.py",
 }
 
-# The last line every training script of the workbook prints: `RESULT {json}` (after a launcher's
-# prefix such as horovodrun's `[0]<stdout>:`; .match() wants it at the start of the text).
-RESULT_LINE = re.compile(r"RESULT (\{.*\})\s*$", re.MULTILINE)
+# The last line every training script of the workbook prints: `RESULT {json}`, after a launcher's
+# prefix such as horovodrun's `[0]<stdout>:`, and up to the line's last `}`: mpirun's
+# --tag-output can put its next prefix (`[1,0]<stdout>:`) on the same line.
+RESULT_LINE = re.compile(r"RESULT (\{.*\})")
 
 
 def results(text: str) -> list[dict]:
