@@ -960,9 +960,13 @@ def test_failing_worker_is_named_with_its_traceback(tmp_path, capsys, quiet_tens
     shown = capsys.readouterr().out
     # The error box comes last, after the output of the workers horovodrun stopped.
     box = shown.rindex("Rank 1 failed")
-    # Rank 0 is usually stopped (143), but on a busy machine it may see rank 1's end in Gloo
-    # first and exit with an error of its own: either way its exit line comes before the box.
-    assert shown.rindex("[horovodrun] Process 0 exit with status code ") < box
+    # Every line of the run, rank 0's and horovodrun's included, comes before the box. Rank 0's
+    # exit line is not always there: in Horovod 0.28.1 the thread that stops a worker can reap
+    # its shell (psutil's wait) before the thread waiting for it, which then reads exit code 0
+    # and prints nothing (4 of 25 runs on a loaded 2-core machine).
+    run_lines = [m.start() for m in re.finditer(r"^\[(?:rank \d|horovodrun)\] ", shown, re.M)]
+    assert run_lines and max(run_lines) < box
+    assert shown.rindex("Terminating remaining workers after failure of Process 1") < box
     assert shown.index("RuntimeError: rank 1 fails on purpose", box) > box
     assert "rank 1 fails on purpose" in result.log_path.read_text()
     assert not wait_until_gone(str(FAILS_ON_RANK_1), 5)
