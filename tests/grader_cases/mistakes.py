@@ -58,7 +58,10 @@ AVERAGE_ITEM = "    hvd.callbacks.MetricAverageCallback(),\n"
 LIST_END = "    throughput,\n]\n"
 SHARD = "train_dataset = train_dataset.shard(hvd.size(), hvd.rank())\n"
 STEPS = "steps_per_epoch = steps_per_epoch // hvd.size()"
-VALIDATION = "validation_steps = 3 * validation_steps // hvd.size()"
+VALIDATION = "validation_steps = validation_steps // hvd.size()"
+VALIDATION_SHARD = "validation_dataset = validation_dataset.shard(hvd.size(), hvd.rank())\n"
+VALIDATION_CHAIN = "validation_dataset.shuffle(len(x_test)).map(normalize).batch(args.val_batch_size).repeat()"
+VALIDATION_FIT = "    validation_steps=validation_steps,\n"
 FIRST_STEPS = "steps_per_epoch = args.steps_per_epoch or len(x_train) // args.batch_size"
 LOADED = "load_fashion_mnist(\n    args.data_dir, args.train_images, args.test_images\n)\n"
 SLICED = (
@@ -404,24 +407,24 @@ CASES = [
     Case(
         6,
         "shard arguments swapped",
-        "shard(hvd.size(), hvd.rank())",
-        "shard(hvd.rank(), hvd.size())",
+        SHARD,
+        SHARD.replace("hvd.size(), hvd.rank()", "hvd.rank(), hvd.size()"),
         False,
         "swapped",
     ),
     Case(
         6,
         "shard by local rank",
-        "shard(hvd.size(), hvd.rank())",
-        "shard(hvd.size(), hvd.local_rank())",
+        SHARD,
+        SHARD.replace("hvd.rank()", "hvd.local_rank()"),
         False,
         "local_rank() repeats",
     ),
     Case(
         6,
         "shard by local size",
-        "shard(hvd.size(), hvd.rank())",
-        "shard(hvd.local_size(), hvd.rank())",
+        SHARD,
+        SHARD.replace("hvd.size()", "hvd.local_size()"),
         False,
         "local_size()",
     ),
@@ -479,19 +482,67 @@ CASES = [
     ),
     Case(
         6,
-        "validation without 3",
+        "validation oversampled as in Horovod's examples",
         VALIDATION,
-        "validation_steps = validation_steps // hvd.size()",
-        False,
-        "3 * validation_steps",
+        "validation_steps = 3 * validation_steps // hvd.size()",
+        True,
+        "3 times the validation time",
     ),
     Case(
         6,
         "validation not divided",
         VALIDATION,
-        "validation_steps = 3 * validation_steps",
+        "validation_steps = validation_steps",
         False,
         "validation_steps (`validation_steps`) is not divided",
+    ),
+    Case(
+        6,
+        "validation twice per worker",
+        VALIDATION,
+        "validation_steps = 2 * validation_steps // hvd.size()",
+        False,
+        "validation_steps // hvd.size() steps",
+    ),
+    Case(6, "validation not sharded", VALIDATION_SHARD, "", False, "validates on the same images"),
+    Case(
+        6,
+        "validation shard by local rank",
+        VALIDATION_SHARD,
+        VALIDATION_SHARD.replace("hvd.rank()", "hvd.local_rank()"),
+        False,
+        "local_rank()",
+    ),
+    Case(
+        6,
+        "validation sharded after the shuffle",
+        (VALIDATION_SHARD, VALIDATION_CHAIN),
+        ("", VALIDATION_CHAIN.replace(".map(", ".shard(hvd.size(), hvd.rank()).map(")),
+        False,
+        "shard before shuffling",
+    ),
+    Case(
+        6,
+        "the test images sharded, the final evaluation too",
+        (VALIDATION_SHARD, "test_dataset = test_images"),
+        ("", "test_images = test_images.shard(hvd.size(), hvd.rank())\ntest_dataset = test_images"),
+        False,
+        "final test accuracy",
+    ),
+    Case(
+        6,
+        "no validation steps with repeated validation data",
+        VALIDATION_FIT,
+        "",
+        False,
+        "never end",
+    ),
+    Case(
+        6,
+        "each worker's whole shard once, without steps",
+        (VALIDATION_FIT, ".batch(args.val_batch_size).repeat()"),
+        ("", ".batch(args.val_batch_size)"),
+        True,
     ),
     Case(
         6,
@@ -507,7 +558,7 @@ CASES = [
         (STEPS, VALIDATION, "images_per_step = args.batch_size * hvd.size()"),
         (
             "n_workers = hvd.size()\nsteps_per_epoch = steps_per_epoch // n_workers",
-            "validation_steps = 3 * validation_steps // n_workers",
+            "validation_steps = validation_steps // n_workers",
             "images_per_step = n_workers * args.batch_size",
         ),
         True,
@@ -519,7 +570,7 @@ CASES = [
         (
             "import json\nimport math\n",
             "steps_per_epoch = max(1, math.floor(steps_per_epoch / hvd.size()))",
-            "validation_steps = int(validation_steps * 3 / hvd.size())",
+            "validation_steps = int(validation_steps / hvd.size())",
         ),
         True,
         base=12,
@@ -562,8 +613,11 @@ CASES = [
     Case(
         6,
         "keyword shard",
-        "shard(hvd.size(), hvd.rank())",
-        "shard(index=hvd.rank(), num_shards=hvd.size())",
+        (SHARD, VALIDATION_SHARD),
+        (
+            SHARD.replace("hvd.size(), hvd.rank()", "index=hvd.rank(), num_shards=hvd.size()"),
+            VALIDATION_SHARD.replace("hvd.size(), hvd.rank()", "num_shards=hvd.size(), index=hvd.rank()"),
+        ),
         True,
     ),
     Case(
@@ -572,7 +626,7 @@ CASES = [
         (STEPS, VALIDATION),
         (
             "steps_per_epoch //= hvd.size()",
-            "validation_steps = validation_steps * 3\nvalidation_steps //= hvd.size()",
+            "validation_steps //= hvd.size()",
         ),
         True,
     ),
@@ -1498,8 +1552,8 @@ CASES = [
     Case(
         6,
         "rank not called in the shard",
-        "shard(hvd.size(), hvd.rank())",
-        "shard(hvd.size(), hvd.rank)",
+        SHARD,
+        SHARD.replace("hvd.rank()", "hvd.rank"),
         False,
         "hvd.rank is a function: call it, hvd.rank()",
     ),
@@ -1544,7 +1598,7 @@ CASES = [
         (STEPS, VALIDATION, "hvd.init()\n"),
         (
             "steps_per_epoch = per_worker(steps_per_epoch)",
-            "validation_steps = 3 * per_worker(validation_steps)",
+            "validation_steps = per_worker(validation_steps)",
             "hvd.init()\n\n\ndef per_worker(count):\n    return count // hvd.size()\n\n",
         ),
         True,
