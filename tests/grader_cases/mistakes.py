@@ -482,7 +482,7 @@ CASES = [
     ),
     Case(
         6,
-        "validation oversampled as in Horovod's examples",
+        "sharded validation oversampled 3 times",
         VALIDATION,
         "validation_steps = 3 * validation_steps // hvd.size()",
         True,
@@ -504,7 +504,15 @@ CASES = [
         False,
         "validation_steps // hvd.size() steps",
     ),
-    Case(6, "validation not sharded", VALIDATION_SHARD, "", False, "validates on the same images"),
+    Case(6, "validation not sharded", VALIDATION_SHARD, "", False, "leave others out"),
+    Case(
+        6,
+        "validation as in Horovod's older examples: 3/N random batches, not sharded",
+        (VALIDATION_SHARD, VALIDATION),
+        ("", "validation_steps = 3 * validation_steps // hvd.size()"),
+        True,
+        "Horovod's older examples",
+    ),
     Case(
         6,
         "validation shard by local rank",
