@@ -305,6 +305,8 @@ def test_only_a_share_that_can_change_the_verdict_is_flagged():
         "yours (60 core-seconds in 440 s on 2 cores); without them it could have been up to 14% " \
         "faster, enough to change this verdict (`python x.py` (pid 9) used ...). Run it " \
         "again when nothing else runs." in text
+    one = times("baseline", epochs=(80, 75, 75, 75, 75), share=None, others=1.2)
+    assert "(1 core-second in 380 s on 2 cores)" in comparison.verdict(one, slow)
 
 
 # --- one vocabulary ---------------------------------------------------------------------------
