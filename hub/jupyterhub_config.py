@@ -7,6 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the workbook's packages
 
 from hub import settings as hub_settings  # noqa: E402
+from workbook.facts import LAB_ARGS  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides it)
 settings_file = os.environ[hub_settings.SETTINGS_VARIABLE]
@@ -40,8 +41,7 @@ c.JupyterHub.spawner_class = "hub.spawner.WorkshopSpawner"
 c.WorkshopSpawner.settings_file = settings_file
 c.Spawner.cmd = [str(Path(s.venv) / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab/tree/notebooks/00_welcome.ipynb"
-# window.jupyterapp: a step notebook's Next cell opens the next one (workbook/navigation.py).
-c.Spawner.args = ["--LabApp.expose_app_in_browser=True"]
+c.Spawner.args = list(LAB_ARGS)  # as `make lab` starts it
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
 # The test suite's process markers (tests/processes.py) reach the servers, so that a test

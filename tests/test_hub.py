@@ -185,6 +185,10 @@ def open_notebook(page, s, user: str, path: str):
     expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")).to_have_text(
         Path(path).name)
     kernel_ready(panel)
+    # The attendee's JupyterLab got LAB_ARGS from the spawner: no news pop-up over the notebook.
+    config = page.evaluate(
+        "JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+    assert config["news"] == {"disabled": True} and config["exposeAppInBrowser"] is True
     return panel
 
 

@@ -105,3 +105,14 @@ def test_a_course_made_for_another_exchange_is_made_again(tmp_path):
     (course / "nbgrader_config.py").write_text(
         "c = get_config()\nc.Exchange.root = '/srv/old/exchange'\nc.Exchange.other = 1\n")
     assert classroom.course_exchange(course) == "/srv/old/exchange"
+
+
+def test_the_kubernetes_chart_starts_jupyterlab_with_the_workbooks_options():
+    """The chart's YAML can't import LAB_ARGS, so it repeats them (`make lab` and the hub's
+    spawner use them directly: tests/test_lab.py and tests/test_hub.py read the page)."""
+    import yaml
+
+    from workbook.facts import LAB_ARGS
+
+    chart = yaml.safe_load((REPO / "hub" / "k8s" / "values.yaml").read_text())
+    assert tuple(chart["singleuser"]["cmd"][1:]) == LAB_ARGS

@@ -1,5 +1,7 @@
 """`make lab`, really started: JupyterLab answers on its URL and `jupyter server list` shows it."""
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -23,7 +25,14 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         assert f":{lab_port}/lab/tree/notebooks" in url and "token=" in url
         with urllib.request.urlopen(url, timeout=30) as reply:
             assert reply.status == 200
-            assert "JupyterLab" in reply.read().decode()
+            page = reply.read().decode()
+        assert "JupyterLab" in page
+        # The page's own configuration: no news pop-up, and the app the Next cells use.
+        config = json.loads(re.search(
+            r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S
+        ).group(1))
+        assert config["news"] == {"disabled": True}
+        assert config["exposeAppInBrowser"] is True
         listed = subprocess.run([sys.executable, "-m", "jupyter", "server", "list"],
                                 capture_output=True, text=True, env=lab_env).stdout
         assert f":{lab_port}/" in listed and str(REPO) in listed

@@ -82,6 +82,19 @@ TF_SEVERE_LINE = re.compile(r"^(?:\S+ \S+: [EF] |[EF]\d{4} )")  # errors and fat
 SAFE_PROCESS_ENV = {"HWLOC_COMPONENTS": "-gl"}
 
 
+# What every JupyterLab of the workbook is started with: `make lab`'s, and each attendee's on
+# the hub (hub/k8s/values.yaml repeats them in YAML; tests/test_lab.py compares).
+LAB_ARGS = (
+    # window.jupyterapp: a step notebook's Next cell closes it and opens the next one through
+    # JupyterLab's own commands (workbook/navigation.py).
+    "--LabApp.expose_app_in_browser=True",
+    # No "get notified about official Jupyter news?" pop-up over the first notebook, and no
+    # calls out for news or new versions from a workshop's machines.
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+)
+
+
 def with_safe_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """`env` (default: this process's environment) plus SAFE_PROCESS_ENV, which the caller's
     own value of a variable overrides."""

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from workbook.facts import with_safe_env
+from workbook.facts import LAB_ARGS, with_safe_env
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
 
@@ -75,9 +75,7 @@ def start_lab(ip: str, port: int) -> subprocess.Popen:
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
-        # window.jupyterapp: a step notebook's Next cell closes it and opens the next one
-        # through JupyterLab's own commands (workbook/navigation.py).
-        "--LabApp.expose_app_in_browser=True",
+        *LAB_ARGS,
     ]
     if os.geteuid() == 0:
         # Containers and workshop VMs often run everything as root; Jupyter refuses by default.
