@@ -60,9 +60,12 @@ def worker_env() -> dict:
 
 def start(names: list, log_path: Path) -> subprocess.Popen:
     command = [HOROVODRUN, "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, EXPERIMENTS]
+    # The workers' temporary files (checkpoints, TensorFlow's autograph sources) go to the
+    # test's own folder, also when a hang is killed before they could remove them.
+    env = {**worker_env(), "TMPDIR": str(log_path.parent)}
     with log_path.open("w") as log:
         return subprocess.Popen(
-            [str(part) for part in command + names], cwd=log_path.parent, env=worker_env(),
+            [str(part) for part in command + names], cwd=log_path.parent, env=env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 

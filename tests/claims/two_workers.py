@@ -7,10 +7,12 @@ asserts on those values, so a version of Horovod, TensorFlow or Keras that behav
 fails it. `python two_workers.py NAME...` runs only the experiments named.
 """
 
+import atexit
 import contextlib
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -37,6 +39,15 @@ def experiment(function):
 def gathered(value):
     """[rank 0's value, rank 1's value, ...]."""
     return hvd_tf.allgather_object(value)
+
+
+def shared_folder():
+    """A fresh folder for every rank: rank 0 makes it, and removes it when the program ends."""
+    made = None
+    if hvd.rank() == 0:
+        made = tempfile.mkdtemp(prefix="workbook-claims-")
+        atexit.register(shutil.rmtree, made, True)
+    return Path(hvd_tf.broadcast_object(made))
 
 
 def images(count=256, split="train"):
@@ -328,7 +339,7 @@ def hdf5_lock():
     """Rank 0 has checkpoint.h5 open for writing (as while it saves); rank 1 saves to it."""
     import h5py
 
-    folder = Path(hvd_tf.broadcast_object(tempfile.mkdtemp() if hvd.rank() == 0 else None))
+    folder = shared_folder()
     path = folder / "checkpoint-1.h5"
     model = small_model(seed=1)
     model.compile(tf.keras.optimizers.legacy.SGD(0.01), LOSS)
@@ -350,7 +361,7 @@ def hdf5_lock():
 
 @experiment
 def tensorboard_two_writers():
-    folder = Path(hvd_tf.broadcast_object(tempfile.mkdtemp() if hvd.rank() == 0 else None))
+    folder = shared_folder()
     model = small_model(seed=1)
     model.compile(hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01)), LOSS)
     x, y = images(64)
@@ -368,9 +379,7 @@ def tensorboard_two_writers():
 def saved_checkpoint(make_optimizer):
     """A checkpoint saved by rank 0 after one step with `make_optimizer()` on every rank (one
     wrapped in DistributedOptimizer needs every rank in its step), its path on every rank."""
-    path = hvd_tf.broadcast_object(
-        str(Path(tempfile.mkdtemp()) / "checkpoint-1.h5") if hvd.rank() == 0 else None
-    )
+    path = str(shared_folder() / "checkpoint-1.h5")
     model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(2, name="dense")])
     model.compile(make_optimizer(), "mse")
     model.fit(np.zeros((8, 4)), np.zeros((8, 2)), verbose=0)
