@@ -33,6 +33,12 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         ).group(1))
         assert config["news"] == {"disabled": True}
         assert config["exposeAppInBrowser"] is True
+        # ...and the front end's settings: it never asks about Jupyter's news.
+        base, token = url.split("/lab/tree/")[0], url.split("token=")[1]
+        notification = json.load(urllib.request.urlopen(
+            f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}",
+            timeout=30))
+        assert notification["schema"]["properties"]["fetchNews"]["default"] == "false"
         listed = subprocess.run([sys.executable, "-m", "jupyter", "server", "list"],
                                 capture_output=True, text=True, env=lab_env).stdout
         assert f":{lab_port}/" in listed and str(REPO) in listed

@@ -82,16 +82,22 @@ TF_SEVERE_LINE = re.compile(r"^(?:\S+ \S+: [EF] |[EF]\d{4} )")  # errors and fat
 SAFE_PROCESS_ENV = {"HWLOC_COMPONENTS": "-gl"}
 
 
+# Default settings of JupyterLab's plugins for the workbook (overrides.json there): no "Would
+# you like to get notified about official Jupyter news?" pop-up over a learner's first notebook.
+LAB_SETTINGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab_settings")
+
 # What every JupyterLab of the workbook is started with: `make lab`'s, and each attendee's on
-# the hub (hub/k8s/values.yaml repeats them in YAML; tests/test_lab.py compares).
+# the hub (hub/k8s/values.yaml repeats them in YAML; tests/test_hub_parts.py compares).
 LAB_ARGS = (
     # window.jupyterapp: a step notebook's Next cell closes it and opens the next one through
     # JupyterLab's own commands (workbook/navigation.py).
     "--LabApp.expose_app_in_browser=True",
-    # No "get notified about official Jupyter news?" pop-up over the first notebook, and no
-    # calls out for news or new versions from a workshop's machines.
+    # No calls out for news or new versions from a workshop's machines...
     "--LabApp.news_url=None",
     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    # ...and the settings that keep the front end from asking (the environment's own settings
+    # folder, share/jupyter/lab/settings, is empty: nothing is lost).
+    f"--LabApp.app_settings_dir={LAB_SETTINGS_DIR}",
 )
 
 
