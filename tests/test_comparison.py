@@ -309,6 +309,23 @@ def test_only_a_share_that_can_change_the_verdict_is_flagged():
     assert "(1 core-second in 380 s on 2 cores)" in comparison.verdict(one, slow)
 
 
+def test_a_close_call_is_not_flagged_for_a_few_percent():
+    """A learner's walk: 0.99x, other processes (their JupyterLab, browser, TensorBoard) took 1%
+    and 3% of the CPU. Either could tip "about the same" to a slight difference, which is said;
+    "Not a fair measure" is kept for a clear verdict the contention could have made."""
+    baseline = times("baseline", epochs=(60, 59, 59, 59, 59), share=None, others=5.0)
+    workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, others=17.0)
+    text = comparison.verdict(baseline, workers)
+    assert "About the same speed: 0.99x" in text
+    assert "Not a fair measure" not in text
+    assert "Other processes took 3% of the CPU during the training of yours (17 core-seconds " \
+        "in 298 s on 2 cores): it could have been up to 6% faster, which would tip this close " \
+        "call to a speed-up of at most 1.05x." in text
+    # The same share beside a clear verdict that it could undo is flagged.
+    slow = times("yours", epochs=(62, 63, 63, 63, 63), workers=2, others=17.0)
+    assert "Not a fair measure" in comparison.verdict(baseline, slow)
+
+
 # --- one vocabulary ---------------------------------------------------------------------------
 
 
@@ -391,3 +408,52 @@ def test_a_figure_without_verdict_is_flagged_only_when_others_could_cost_a_tenth
     assert note.startswith("Other processes took") and "up to 5% higher" in note
     run.others_core_seconds = run.training * 0.2
     assert comparison.contention_note(run).startswith("Not a fair measure")
+
+
+def test_figures_beside_the_benchmarks_are_written_as_the_bench_writes_them():
+    """Whole images/s and seconds, efficiency to 0.01, and '-' for a figure a run doesn't have
+    (a 2-epoch reference never reaches 90%), not '1118.00' or 'NaN'."""
+    from workbook.paths import REPO
+
+    baseline = times("baseline", epochs=(60, 59, 59, 59, 59), speed=1118.0,
+                     accuracy=[0.8, 0.85, 0.88, 0.905, 0.91])
+    reference = times("reference", epochs=(90, 90), speed=668.0, share=1)
+    workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, speed=1090.0,
+                    accuracy=[0.8, 0.85, 0.88, 0.905, 0.91])
+    table = comparison.beside_bench(
+        {"reference": reference, "distributed": workers, "baseline": baseline},
+        REPO / "bench" / "results")
+    mine = table["yours"].tolist()
+    assert all(isinstance(value, str) for value in mine)
+    assert "1118" in mine and "1090" in mine and "0.82" in mine
+    assert mine[-1] == "-"  # the reference's time to 90%
+    assert not any("." in value for value in mine if value not in ("0.82",))
+
+
+def test_the_parts_table_says_how_many_epochs_each_run_measured():
+    """The verdict projects the 2-epoch reference to 5 epochs; the parts table shows what was
+    measured, and says so with each run's epochs."""
+    reference = times("reference", epochs=(100, 90), steps=[95, 85])
+    workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, steps=[58, 56, 56, 56, 56])
+    table = comparison.parts_table([reference, workers])
+    assert table.loc["reference", "epochs"] == 2 and table.loc["yours", "epochs"] == 5
+    assert table.loc["reference", "training steps"] == 170.0  # 2 epochs, not projected
+
+
+def test_the_reference_estimate_counts_one_worker_faster_than_each_of_two():
+    """A walk: the estimate said 4.9 min for a reference that took 3.8, as if one worker
+    trained at half the 2 workers' pace. With the benchmark's efficiency it is N x a worker's
+    epoch x that efficiency; without a benchmark, N x at most."""
+    from workbook.paths import REPO
+
+    workers = times("yours", epochs=(62, 58, 58, 58, 58), workers=2,
+                    steps=[58, 55, 55, 55, 55])  # 20 s start-up, 10 s after training
+    efficiency = comparison.bench_figures(REPO / "bench" / "results")[
+        "scaling efficiency, 2 workers"][0]
+    # Steps at the later epochs' pace, 275 s, and 16 s between them; the first epoch's extra 3 s.
+    worker_epoch = (275 + 16) / 5
+    expected = 20 + 3 + (2 * worker_epoch * efficiency) * 2 + 10  # 2 epochs
+    text = comparison.estimate_reference(workers, 2, REPO / "bench" / "results")
+    assert f"about {expected / 60:.1f} min for 2 epochs" in text
+    assert f"x {efficiency:.2f}, the scaling efficiency" in text
+    assert "at most" in comparison.estimate_reference(workers, 2)

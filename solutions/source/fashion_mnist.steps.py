@@ -434,8 +434,8 @@ test_images = tf.data.Dataset.from_tensor_slices((x_test, y_test))
 test_dataset = test_images.map(normalize).batch(args.val_batch_size)
 validation_dataset = test_images
 #@ step 6
-# Horovod: each worker validates on its own 1/N of the test images, and all of them together on
-# each image once per epoch.
+# Horovod: each worker validates on its own 1/N of the test images, so that together they
+# validate on each image at most once per epoch.
 validation_dataset = validation_dataset.shard(hvd.size(), hvd.rank())
 #@ else
 # TODO: Step 6 - shard the validation data too, so that each worker validates other images.
