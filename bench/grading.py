@@ -14,6 +14,7 @@ nbgrader's own work (the rest of the runs) and ours (intake, merging, students g
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import os
@@ -48,7 +49,8 @@ def synthetic_script(kind: int, rng: random.Random) -> str | None:
     if kind <= 16:  # the solution with one Horovod line deleted
         lines = reference(LAST_STEP).splitlines(keepends=True)
         horovod = [i for i, line in enumerate(lines)
-                   if "hvd." in line and not line.lstrip().startswith("#")]
+                   if "hvd." in line and not line.lstrip().startswith("#")
+                   and _parses(lines[:i] + lines[i + 1:])]  # a mistake, not a syntax error
         del lines[rng.choice(horovod)]
         return "".join(lines)
     if kind == 17:
@@ -56,6 +58,14 @@ def synthetic_script(kind: int, rng: random.Random) -> str | None:
     if kind == 18:
         return ""
     return MISSING
+
+
+def _parses(lines: list) -> bool:
+    try:
+        ast.parse("".join(lines))
+    except SyntaxError:
+        return False
+    return True
 
 
 def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:

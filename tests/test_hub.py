@@ -189,10 +189,11 @@ def open_notebook(page, s, user: str, path: str):
     config = page.evaluate(
         "JSON.parse(document.getElementById('jupyter-config-data').textContent)")
     assert config["news"] == {"disabled": True} and config["exposeAppInBrowser"] is True
+    # Through JupyterLab's own client: the hub's servers want an XSRF token on API requests.
     fetch_news = page.evaluate(
-        "fetch(document.baseURI.split('/lab')[0] + '/lab/api/settings/"
-        "@jupyterlab/apputils-extension:notification').then(r => r.json())"
-        ".then(s => s.schema.properties.fetchNews.default)")
+        "window.jupyterapp.serviceManager.settings"
+        ".fetch('@jupyterlab/apputils-extension:notification')"
+        ".then(plugin => plugin.schema.properties.fetchNews.default)")
     assert fetch_news == "false"
     return panel
 
