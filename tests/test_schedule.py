@@ -34,7 +34,7 @@ TINY = [
     "--preset", "gpu",  # 40 epochs, 5 of warmup
     "--depth", "10", "--width", "1",
     "--data-dir", str(SAMPLE),
-    "--train-images", "64", "--test-images", "32", "--val-batch-size", "32",
+    "--train-images", "64", "--test-images", "64", "--val-batch-size", "32",  # a batch a worker
 ]  # fmt: skip
 
 
