@@ -536,7 +536,8 @@ def _others_took(run: RunTimes) -> tuple[float, str] | None:
     cores = run.cores or 1
     return worst_case_slowdown(used, seconds), (
         f"other processes took {used / (cores * seconds):.0%} of the CPU during the training "
-        f"of {run.label} ({plural(round(used), 'core-second')} in {seconds:.0f} s on {plural(cores, 'core')})")
+        f"of {run.label} ({plural(round(used), 'core-second')} in {seconds:.0f} s on "
+        f"{plural(cores, 'core')})")
 
 
 def _fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
