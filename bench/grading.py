@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import json
 import os
 import random
@@ -48,16 +49,23 @@ def synthetic_script(kind: int, rng: random.Random) -> str | None:
         return reference(kind)  # stopped after step `kind` (0: never started)
     if kind <= 16:  # the solution with one Horovod line deleted
         lines = reference(LAST_STEP).splitlines(keepends=True)
-        horovod = [i for i, line in enumerate(lines)
-                   if "hvd." in line and not line.lstrip().startswith("#")
-                   and _parses(lines[:i] + lines[i + 1:])]  # a mistake, not a syntax error
-        del lines[rng.choice(horovod)]
+        del lines[rng.choice(_deletable_horovod_lines())]
         return "".join(lines)
     if kind == 17:
         return reference(LAST_STEP).replace("def ", "def def ", 1)  # a syntax error
     if kind == 18:
         return ""
     return MISSING
+
+
+@functools.cache
+def _deletable_horovod_lines() -> tuple[int, ...]:
+    """The solution's Horovod lines (not comments) whose deletion leaves code that parses: a
+    mistake, not a syntax error. Found once: each parse checks the whole script."""
+    lines = reference(LAST_STEP).splitlines(keepends=True)
+    return tuple(i for i, line in enumerate(lines)
+                 if "hvd." in line and not line.lstrip().startswith("#")
+                 and _parses(lines[:i] + lines[i + 1:]))
 
 
 def _parses(lines: list) -> bool:

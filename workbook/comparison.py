@@ -681,12 +681,13 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     split = split_training(run, run.epochs_trained)
     if seconds is None or split is None:
         return ""
-    efficiency = bench_figures(results_dir).get(f"scaling efficiency, {run.workers} workers") \
+    measured = bench_figures(results_dir).get(f"scaling efficiency, {run.workers} workers") \
         if results_dir is not None else None
-    factor = run.workers * (efficiency[0] if efficiency else 1.0)
+    efficiency = measured[0] if measured else None  # the median
+    factor = run.workers * (efficiency or 1.0)
     worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
     total = run.start_up + split["extra"] + factor * worker_epoch * epochs + run.after_training
-    how = (f"{run.workers} x {worker_epoch:.0f} s per epoch x {efficiency[0]:.2f}, the scaling "
+    how = (f"{run.workers} x {worker_epoch:.0f} s per epoch x {efficiency:.2f}, the scaling "
            "efficiency `make bench` measured: one worker alone is faster than each of "
            f"{run.workers} sharing the machine" if efficiency else
            f"{run.workers} x {worker_epoch:.0f} s per epoch at most, as one worker does the "

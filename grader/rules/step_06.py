@@ -7,7 +7,7 @@ from grader import ranks, scaling, training
 from grader.rules import uncalled
 from grader.rules.fit import NO_FIT
 from grader.rules.scaled import DIVIDED, scaling_failure
-from grader.syntax import HVD, argument
+from grader.syntax import HVD, argument, method_name
 from grader.verdicts import Advice, Failure, first_verdict
 
 STEP = 6
@@ -46,7 +46,7 @@ def _evaluation_failure(script):
     """The final model.evaluate tests on all the test images: a shard there would make rank 0
     print its own shard's accuracy as the test accuracy."""
     for call in script.calls:
-        if not isinstance(call.func, ast.Attribute) or call.func.attr != "evaluate":
+        if method_name(call) != "evaluate":
             continue
         data = argument(call, "x", 0)
         chain = training.of(script).method_chain(data) if data is not None else []
@@ -65,14 +65,11 @@ def _validation_failure(script, fit, data, train_data):
     """Each worker validates its own shard of the test images, once per epoch. Horovod's older
     examples' way, 3/N of a pass of random batches of all of them, works too, at 3 times the
     cost."""
-    chain = training.of(script).method_chain(data)
     given = argument(fit, "validation_steps", 13)
-    if (
-        not any(name == "shard" for name, _ in chain)
-        and given is not None
-        and scaling_failure(script, given, "validation_steps", fit.lineno, DIVIDED) is None
-        and abs(scaling.of(script).scale(given).coef - OVERSAMPLED) < 1e-9
-    ):
+    if given is not None and _is_none(given):
+        given = None
+    sharded = any(name == "shard" for name, _ in training.of(script).method_chain(data))
+    if not sharded and given is not None and _oversampled(script, given, fit.lineno):
         return Advice(
             f"line {fit.lineno}: validation_steps (`{script.source(given)}`) of random batches "
             "of all the test images is the way of Horovod's older examples: it works, but takes "
@@ -82,7 +79,7 @@ def _validation_failure(script, fit, data, train_data):
         )
     return first_verdict(
         lambda: _sharding_failure(script, data, fit.lineno, "validation", train_data),
-        lambda: _validation_steps_failure(script, fit, data),
+        lambda: _validation_steps_failure(script, fit, data, given),
     )
 
 
@@ -90,10 +87,18 @@ def _is_none(node):
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _validation_steps_failure(script, fit, validation_data):
-    """Each worker validates its shard once: 1/N of the validation steps."""
-    given = argument(fit, "validation_steps", 13)
-    if given is None or _is_none(given):
+def _oversampled(script, given, line):
+    """validation_steps divided by hvd.size() and taken 3 times: 3 * validation_steps // N."""
+    return (
+        scaling_failure(script, given, "validation_steps", line, DIVIDED) is None
+        and abs(scaling.of(script).scale(given).coef - OVERSAMPLED) < 1e-9
+    )
+
+
+def _validation_steps_failure(script, fit, validation_data, given):
+    """Each worker validates its shard once: 1/N of the validation steps (`given`; None: none
+    passed)."""
+    if given is None:
         chain = training.of(script).method_chain(validation_data)
         if any(name == "repeat" for name, _ in chain):
             return Failure(
@@ -105,10 +110,9 @@ def _validation_steps_failure(script, fit, validation_data):
     failure = scaling_failure(script, given, "validation_steps", fit.lineno, DIVIDED)
     if failure:
         return failure
-    coef = scaling.of(script).scale(given).coef
-    if abs(coef - 1) < 1e-9:
+    if abs(scaling.of(script).scale(given).coef - 1) < 1e-9:
         return None
-    if abs(coef - OVERSAMPLED) < 1e-9:
+    if _oversampled(script, given, fit.lineno):
         return Advice(
             f"line {fit.lineno}: validation_steps (`{script.source(given)}`) has each worker "
             "validate its shard about 3 times per epoch: the same accuracy, for 3 times the "
@@ -201,9 +205,7 @@ def _no_shard_failure(script, line, what, other):
     other_chain = training.of(script).method_chain(other) if other is not None else []
     elsewhere = {id(call) for _, call in other_chain}
     for call in script.calls:
-        if not isinstance(call.func, ast.Attribute) or call.func.attr != "shard":
-            continue
-        if id(call) in elsewhere:
+        if method_name(call) != "shard" or id(call) in elsewhere:
             continue
         if script.is_discarded(call):
             return Failure(
