@@ -12,6 +12,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from bench import accuracy, grading, machine, overhead, plots, readme, results, scaling  # noqa: E402
+from bench.processes import runs_stopped_on_signals  # noqa: E402
 
 BENCHMARKS = {
     "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 5)),
@@ -20,6 +21,24 @@ BENCHMARKS = {
     "overhead": lambda out, args: overhead.run(out, args.tiny, args.repeats or (2 if args.tiny else 3)),
     "grading": lambda out, args: grading.run(out, args.tiny, args.students),
 }
+
+
+def run_all(which: list, args) -> list:
+    """Runs the benchmarks named in `which`, writing their JSON and PNG files; returns the names
+    of those that failed (the others still run)."""
+    failed = []
+    for name in which:
+        started = time.monotonic()
+        print(f"==> {name}", flush=True)
+        try:
+            json_path = BENCHMARKS[name](args.out, args)
+        except Exception as error:  # noqa: BLE001 (report it; run the other benchmarks)
+            print(f"{name}: FAILED: {error}", file=sys.stderr)
+            failed.append(name)
+            continue
+        png = plots.plot(json_path)
+        print(f"    {json_path} and {png.name} ({time.monotonic() - started:.0f} s)", flush=True)
+    return failed
 
 
 def main(argv=None) -> int:
@@ -45,18 +64,12 @@ def main(argv=None) -> int:
         return 0
     which = list(BENCHMARKS) if "all" in args.which else [w for w in args.which if w in BENCHMARKS]
     print(f"Machine: {machine.one_line(machine.describe())}")
-    failed = []
-    for name in which:
-        started = time.monotonic()
-        print(f"==> {name}", flush=True)
-        try:
-            json_path = BENCHMARKS[name](args.out, args)
-        except Exception as error:  # noqa: BLE001 (report it; run the other benchmarks)
-            print(f"{name}: FAILED: {error}", file=sys.stderr)
-            failed.append(name)
-            continue
-        png = plots.plot(json_path)
-        print(f"    {json_path} and {png.name} ({time.monotonic() - started:.0f} s)", flush=True)
+    try:
+        with runs_stopped_on_signals():
+            failed = run_all(which, args)
+    except KeyboardInterrupt as stopped:  # the runs' processes are stopped already
+        print(f"stopped: {stopped}", file=sys.stderr)
+        return 130
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

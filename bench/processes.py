@@ -15,13 +15,22 @@ training step ended (FirstStepConsole).
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbook.runner.command import RunPlan
 from workbook.runner.display import RunResult, SilentConsole
 from workbook.runner.execute import execute
+from workbook.runner.layout import plural
+
+# Set when the benchmark is asked to stop (Ctrl-C or SIGTERM): every run in progress, in this
+# thread or in the threads of runs side by side, stops its workers and raises KeyboardInterrupt.
+STOP = threading.Event()
+STOPPED_BY: list = []  # the signal's name, once one came
 
 # A Keras progress bar, "  3/75 [==>...": it first appears once the first step is done.
 PROGRESS_BAR = re.compile(r"\b\d+/\d+ \[")
@@ -72,10 +81,35 @@ def busy_note(neighbours: list) -> str:
     return f"; BUSY NEIGHBOURS: {'; '.join(neighbours)}" if neighbours else ""
 
 
+@contextmanager
+def runs_stopped_on_signals():
+    """Within: Ctrl-C and SIGTERM (a `kill`, a job scheduler's time limit) stop the benchmark's
+    runs with the runner's clean-up, instead of leaving horovodrun and its workers behind, and
+    raise KeyboardInterrupt here. The handlers before it come back at the end."""
+    def stop(signum, frame):
+        if not STOP.is_set():  # once: a second signal must not cut the clean-up short
+            STOPPED_BY.append(signal.Signals(signum).name)
+            STOP.set()
+            raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]}")
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def run_timed(plan: RunPlan, console: FirstStepConsole | None = None) -> Timed:
-    """Runs the plan with the runner; CommandFailed if it fails or outlives plan.timeout."""
+    """Runs the plan with the runner; CommandFailed if it fails or outlives plan.timeout;
+    KeyboardInterrupt, with every process of the run stopped, once the benchmark must stop."""
+    if STOP.is_set():
+        raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]} before run {plan.run_name}")
     console = console or FirstStepConsole()
-    result, ctrl_c = execute(plan, console)
+    result, ctrl_c = execute(plan, console, stop=STOP)
+    if STOP.is_set():
+        raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]} in run {plan.run_name}, its "
+                                f"{plural(result.stopped_processes, 'process')} stopped")
     if ctrl_c:
         raise KeyboardInterrupt(f"benchmark run {plan.run_name} interrupted")
     checked(plan, result)

@@ -6,17 +6,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.processes import FirstStepConsole, run_timed
 from bench.training import PINNED, Launch
+from processes import describe, kill_group, marked, new_marker, stop_marked
 from processes import python_c_plan as python_c
 from workbook import facts
+from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
 from grader import check_all
@@ -286,3 +292,49 @@ def test_readme_section_is_written_from_result_files(tmp_path):
     assert ("| `python -m instructor autograde` (nbgrader), 200 submissions | "
             "200 s [190-230], n=3 (1.00 s each) | 300 s |") in body
     assert "commit abc1234" in body and "Scaling" not in body
+
+
+TEST_MARKER = "WORKBOOK_TEST_BENCH_STOP"  # in the environment of every process the test starts
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_benchmark_stopped_by_sigterm_stops_horovodrun_and_its_workers(tmp_path):
+    """`kill` (or a scheduler's time limit) on the benchmark's own process: its runner stops
+    the run it is in, descendants included, and the benchmark says so and exits with 130."""
+    marker = new_marker()
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "bench", "scaling", "--tiny", "--out", str(tmp_path)],
+        cwd=REPO, env={**os.environ, TEST_MARKER: marker}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not _horovod_workers(marker) and time.monotonic() < deadline:
+            assert bench.poll() is None, bench.communicate()
+            time.sleep(0.5)
+        assert _horovod_workers(marker), "no horovodrun worker started in 240 s"
+        bench.send_signal(signal.SIGTERM)
+        _, err = bench.communicate(timeout=60)
+        assert bench.returncode == 130, err[-3000:]
+        assert re.search(r"stopped by SIGTERM in run \S+, its [1-9]\d* process(es)? stopped", err), err
+        left = marked(TEST_MARKER, marker)
+        assert not left, describe(left)
+    finally:
+        if bench.poll() is None:
+            kill_group(bench)
+        stop_marked(TEST_MARKER, marker, "test_a_benchmark_stopped_by_sigterm")
+
+
+
+def _horovod_workers(marker: str) -> list:
+    """The marked processes of a horovodrun run that are its workers (training already)."""
+    found = []
+    for process in marked(TEST_MARKER, marker):
+        try:
+            parents = " ".join(" ".join(p.cmdline()) for p in process.parents())
+            if SOLUTION_NAME in " ".join(process.cmdline()) and "horovodrun" in parents:
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found

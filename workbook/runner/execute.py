@@ -35,7 +35,7 @@ from workbook.runner.processes import (
     STOP_STAGES,
     ProcessTree,
     marked_pids,
-    sigint_deferred,
+    interrupts_deferred,
     wait_briefly,
 )
 from workbook.runner.record import write_record
@@ -302,7 +302,7 @@ def execute(
     try:
         _supervise(plan, process, tree, output, monitor, console, stop, started, ending)
     finally:
-        with sigint_deferred():
+        with interrupts_deferred():
             _stop_everything(plan, process, tree, output, console, ending)
             output.finish()  # show what arrived before the end
             log_file.close()

@@ -152,13 +152,23 @@ def wait_briefly(process: subprocess.Popen, seconds: float) -> None:
 
 
 @contextmanager
-def sigint_deferred():
-    """Keeps a second Ctrl-C / interrupt from cutting the cleanup short (main thread only)."""
+def interrupts_deferred():
+    """Keeps a second Ctrl-C from cutting the cleanup short, and holds back a SIGTERM that a
+    Python handler turns into an exception (the benchmarks' does) until the cleanup is done.
+    Signals reach the main thread only: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda *_: None)
+    held = []
+    previous_int = signal.signal(signal.SIGINT, lambda *_: None)
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if callable(previous_term):
+        signal.signal(signal.SIGTERM, lambda signum, frame: held.append(frame))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        if callable(previous_term):
+            signal.signal(signal.SIGTERM, previous_term)
+            if held:
+                previous_term(signal.SIGTERM, held[0])
