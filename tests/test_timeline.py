@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
-from workbook.timeline import TimelineError, parse_events, plot_steps, read_timeline, summary
+from workbook.timeline import (TimelineError, parse_events, plot_steps, read_timeline, summary,
+                               summary_table, whole_percents)
 
 GRADIENTS = [
     "PartitionedCall/DistributedSGD_Allreduce/cond/then/_1/HorovodAllreduce_grads_0",
@@ -96,6 +97,17 @@ def test_summary_leaves_out_steps_with_other_work():
     assert (rank1["compute_ms"], rank1["waiting_ms"], rank1["allreduce_ms"]) == pytest.approx(
         (8, 12, 4))
     assert rank1["waiting_share"] == pytest.approx(0.5)
+
+
+def test_the_table_shows_whole_percents_that_add_up_to_100():
+    table = summary_table(parse_events(four_steps().events))
+    percents = table[["compute (%)", "waiting (%)", "allreduce (%)"]]
+    assert percents.loc[0].tolist() == [83, 0, 17]  # 20, 0 and 4 ms of a 24 ms step
+    assert percents.loc[1].tolist() == [33, 50, 17]  # 8, 12 and 4 ms
+    assert all(str(value) == str(int(value)) for value in percents.to_numpy().ravel())
+    assert whole_percents([0.333, 0.333, 0.334]) == [33, 33, 34]
+    assert whole_percents([0.907, 0.046, 0.047]) == [91, 4, 5]  # rounding alone gives 101
+    assert whole_percents([0.0, 0.0]) == [0, 0]
 
 
 def test_the_plot_has_a_panel_per_rank_and_a_bar_per_step_and_phase():

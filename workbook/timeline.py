@@ -239,10 +239,25 @@ def summary_table(timeline: Timeline):
     table = pd.DataFrame.from_dict(ranks, orient="index")[columns].round(1)
     table.columns = [f"{phase} (ms)" for phase in (*PHASES, "step")]
     table.index.name = "rank"
-    for phase in PHASES:
-        shares = pd.Series({rank: values[f"{phase}_share"] for rank, values in ranks.items()})
-        table[f"{phase} (%)"] = (100 * shares).round(0)
+    percents = {rank: whole_percents([values[f"{phase}_share"] for phase in PHASES])
+                for rank, values in ranks.items()}
+    for index, phase in enumerate(PHASES):
+        table[f"{phase} (%)"] = pd.Series({rank: row[index] for rank, row in percents.items()})
     return table
+
+
+def whole_percents(shares: list) -> list:
+    """Shares that add up to 1 as whole percents that add up to 100 (largest remainders get
+    the points rounding down leaves over): [0.333, 0.333, 0.334] gives [33, 33, 34]."""
+    total = sum(shares)
+    if not total:
+        return [0 for _ in shares]
+    exact = [100 * share / total for share in shares]
+    whole = [int(value) for value in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: exact[i] - whole[i], reverse=True)
+    for index in by_remainder[: 100 - sum(whole)]:
+        whole[index] += 1
+    return whole
 
 
 def plot_steps(timeline: Timeline, axes=None):
