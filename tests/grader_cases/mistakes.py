@@ -504,6 +504,30 @@ CASES = [
         False,
         "validation_steps // hvd.size() steps",
     ),
+    Case(
+        6,
+        "validation steps multiplied by a written-out power",
+        VALIDATION,
+        "validation_steps = (2 ** 70) * validation_steps // hvd.size()",
+        False,
+        "validation_steps // hvd.size() steps",
+    ),
+    Case(
+        6,
+        "validation steps divided by the workers squared",
+        VALIDATION,
+        "validation_steps = validation_steps // hvd.size() ** 2",
+        False,
+        "divided by hvd.size() more than once",
+    ),
+    Case(
+        6,
+        "validation steps by a power of the workers the grader can't work out",
+        VALIDATION,
+        "validation_steps = validation_steps // hvd.size() ** epochs_exponent",
+        True,  # the checker says it can't tell, and does not fail the step
+        "can't tell how validation_steps",
+    ),
     Case(6, "validation not sharded", VALIDATION_SHARD, "", False, "leave others out"),
     Case(
         6,
