@@ -182,6 +182,29 @@ def test_the_ratio_the_table_the_plot_and_tensorboard_agree(tmp_path):
     assert len(list(folder.iterdir())) == 1
 
 
+def test_the_table_shows_a_dash_for_a_missing_figure_and_whole_images_per_second(tmp_path):
+    reference = comparison.read_run(a_run(tmp_path / "ref", [100.0, 100.0]), "reference")
+    mine = comparison.read_run(a_run(tmp_path / "mine", [70.0, 55.0], speed=[99.6, 99.6]),
+                               "mine")
+    table = comparison.table([reference, mine], reference)
+    assert table.loc["mine", "images/s (steps, epochs after the first)"] == 100
+    assert str(table.loc["mine", "images/s (steps, epochs after the first)"]) == "100"
+    assert (table["to 90%, from the launch (s)"] == "-").all()  # 0.6 accuracy at best
+    assert "NaN" not in table.to_string() and "nan" not in table.to_html()
+
+
+def test_the_verdict_names_a_longer_time_after_training_and_says_it_is_outside(tmp_path):
+    reference = comparison.read_run(a_run(tmp_path / "ref", [100.0, 100.0], after=9.5), "baseline")
+    slow_end = comparison.read_run(a_run(tmp_path / "slow", [100.0, 100.0], after=55.4),
+                                   "your workers")
+    said = comparison.verdict(reference, slow_end)
+    assert ("After training (the end of model.fit, the test-set evaluation, the per-class "
+            "report, the exit): your workers 55.4 s, baseline 9.5 s, 45.9 s more.") in said
+    assert "not part of the training time or the time to 90% above" in said
+    close = comparison.read_run(a_run(tmp_path / "close", [100.0, 100.0], after=15.0), "close")
+    assert "After training" not in comparison.verdict(reference, close)  # 5.5 s: not named
+
+
 def test_runs_of_different_lengths_compare_over_the_same_epochs():
     # A reference stopped after 2 epochs: its first, then its later pace for the other three.
     assert comparison.training_for(times(epochs=(120, 100)), 5) == 520

@@ -39,6 +39,8 @@ from workbook.runner.contention import SAMPLE_INTERVAL_S
 from workbook.speed import SAME_SPEED, TimeParts, worst_case_slowdown
 
 TARGET = 0.90  # the accuracy whose time the table, the plot and the verdict give
+# Seconds by which two runs' time after training must differ for the verdict to name it.
+AFTER_TRAINING_NOTED_S = 10.0
 TIMING_FOLDER = "timing"  # the TensorBoard run write_tensorboard_timing() adds to a run's folder
 TIMING_TAG = "training_minutes"
 
@@ -315,13 +317,15 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
             f"training over {epochs} epochs (s; shorter runs projected)": rounded(
                 training_for(run, epochs)),
             "after training (s)": rounded(run.after_training),
-            speed.IMAGES_PER_SECOND_COLUMN: rounded(run.images_per_second, 0),
+            speed.IMAGES_PER_SECOND_COLUMN: (None if run.images_per_second is None
+                                             else round(run.images_per_second)),
             f"to {target:.0%}, from the launch (s)": rounded(reached),
             "validation accuracy": rounded(run.accuracy[-1], 4),
             "test accuracy": run.test_accuracy,
             f"training speed vs {reference.label}": round(speed_up(reference, run), 2),
         }
-    return pd.DataFrame.from_dict(rows, orient="index")
+    frame = pd.DataFrame.from_dict(rows, orient="index").astype(object)
+    return frame.where(frame.notna(), "-")  # a figure a run lacks (the reference's 90%)
 
 
 def plot(runs: list[RunTimes], ax=None, target: float = TARGET):
@@ -462,6 +466,7 @@ def verdict(reference: RunTimes, run: RunTimes, target: float = TARGET) -> str:
         )
     lines.extend(_where(reference, run, epochs))
     lines.extend(_to_target(reference, run, target))
+    lines.extend(_after(reference, run, target))
     if kind(ratio) != "speed-up":
         lines.extend(_why_not_faster(reference, run))
     for each in (reference, run):
@@ -525,6 +530,21 @@ def _to_target(reference: RunTimes, run: RunTimes, target: float) -> list[str]:
         text += (f"{reached.label} {_seconds(reached.time_to(target))}; {missed.label} did not "
                  f"reach it in its {plural(missed.epochs_trained, 'epoch')}.")
     return [text]
+
+
+def _after(reference: RunTimes, run: RunTimes, target: float) -> list[str]:
+    """The time after training, when it differs by enough to show in the bars: the verdict's
+    training times and times to an accuracy leave it out, the learner's wait does not."""
+    mine, theirs = run.after_training, reference.after_training
+    if mine is None or theirs is None or abs(mine - theirs) < AFTER_TRAINING_NOTED_S:
+        return []
+    return [
+        f"After training (the end of model.fit, the test-set evaluation, the per-class report, "
+        f"the exit): {run.label} {_seconds(mine)}, {reference.label} {_seconds(theirs)}, "
+        f"{_seconds(abs(mine - theirs))} {'more' if mine > theirs else 'less'}. It is not part "
+        f"of the training time or the time to {target:.0%} above, but it is part of your wait: "
+        "the bars below show it."
+    ]
 
 
 def _others_took(run: RunTimes) -> tuple[float, str] | None:
@@ -667,8 +687,10 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     return (
         f"Your baseline (notebook 00) took {_minutes(run_seconds(baseline))} from its launch to "
         f"its end, {_minutes(baseline.training)} of it training. Your {workers} workers share "
-        "the same cores, so expect about as long: what they gain or lose is the subject of "
-        "section 4."
+        "the same cores, so expect about as long for the training: what they gain or lose is "
+        "the subject of section 4. The end of the run (the test set's evaluation and the "
+        "per-class report) runs on one core per worker, so it can take longer than the "
+        "baseline's."
     )
 
 
@@ -687,11 +709,11 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     factor = run.workers * (efficiency or 1.0)
     worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
     total = run.start_up + split["extra"] + factor * worker_epoch * epochs + run.after_training
-    how = (f"{run.workers} x {worker_epoch:.0f} s per epoch x {efficiency:.2f}, the scaling "
-           "efficiency `make bench` measured: one worker alone is faster than each of "
-           f"{run.workers} sharing the machine" if efficiency else
-           f"{run.workers} x {worker_epoch:.0f} s per epoch at most, as one worker does the "
-           f"work of {run.workers}")
+    work = (f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
+            f"{worker_epoch:.0f} s, the time one of them took per epoch")
+    how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured: one "
+           f"worker alone is faster than each of {run.workers} sharing the machine"
+           if efficiency else f"{work}, at most")
     return (
         f"Estimate from your {run.workers} workers' own pace: about {_minutes(total)} for "
         f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end)."
