@@ -70,7 +70,7 @@ class Scaling:
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
         if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
-            return Scale((), float(expr.value)) if not isinstance(expr.value, bool) else Scale()
+            return Scale((), _factor(expr.value)) if not isinstance(expr.value, bool) else Scale()
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             inner = self.scale(expr.operand, depth + 1)
             return Scale(inner.powers, -inner.coef, inner.mixed, inner.unclear, inner.opaque)
@@ -93,7 +93,7 @@ class Scaling:
                     total.opaque,
                 )
             if isinstance(expr.op, ast.Pow):
-                return _power(left, right, _written_number(expr.right))
+                return _power(left, right, _number(self.script.constant(expr.right)))
             # x % hvd.size(), x << hvd.rank(): a Horovod value in a way the grader can't follow.
             return Scale(opaque=True) if left.powers or right.powers else Scale()
         if isinstance(expr, ast.BoolOp):
@@ -160,24 +160,28 @@ class Scaling:
         )
 
 
-def _written_number(node):
-    """The number written out in `node` (2, -1, 0.5), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _written_number(node.operand)
-        return None if value is None else -value
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return None if isinstance(node.value, bool) else node.value
-    return None
+def _factor(value) -> float:
+    """A written number as a factor; one too large for a float (a 400-digit literal) counts as
+    infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _number(value):
+    """`value` if it is a number (a constant the script wrote, names followed), else None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _power(base: Scale, exponent: Scale, written) -> Scale:
-    """base ** exponent, where `written` is the exponent's value when it is a written number:
-    `2 ** 70` is a factor of 2 ** 70, `hvd.size() ** 2` is size squared."""
+    """base ** exponent, where `written` is the exponent's value when the script writes it as
+    a number: `2 ** 70` is a factor of 2 ** 70, `hvd.size() ** 2` is size squared."""
     if written is None:
         # x ** n: a number the grader can't work out, unless Horovod takes part in it.
         return Scale(opaque=True) if base.powers or exponent.powers else Scale()
-    if base.powers and written != int(written):
-        return Scale(opaque=True)  # hvd.size() ** 0.5
+    if base.powers and isinstance(written, float) and not written.is_integer():
+        return Scale(opaque=True)  # hvd.size() ** 0.5, hvd.size() ** 1e999
     try:
         coef = math.pow(base.coef, written)
     except OverflowError:

@@ -522,6 +522,30 @@ CASES = [
     ),
     Case(
         6,
+        "validation steps divided by the workers to a power held in a name",
+        VALIDATION,
+        "exponent = 2\nvalidation_steps = validation_steps // hvd.size() ** exponent",
+        False,
+        "divided by hvd.size() more than once",
+    ),
+    Case(
+        6,
+        "validation steps times a number too large for a float",
+        VALIDATION,
+        "validation_steps = 1" + "0" * 400 + " * validation_steps // hvd.size()",
+        False,
+        "validation_steps // hvd.size() steps",
+    ),
+    Case(
+        6,
+        "validation steps divided by the workers to an infinite power",
+        VALIDATION,
+        "validation_steps = validation_steps // hvd.size() ** 1e999",
+        True,  # the checker says it can't tell, and does not fail the step
+        "can't tell how validation_steps",
+    ),
+    Case(
+        6,
         "validation steps by a power of the workers the grader can't work out",
         VALIDATION,
         "validation_steps = validation_steps // hvd.size() ** epochs_exponent",
