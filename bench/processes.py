@@ -27,10 +27,15 @@ from workbook.runner.display import RunResult, SilentConsole
 from workbook.runner.execute import execute
 from workbook.runner.layout import plural
 
-# Set when the benchmark is asked to stop (Ctrl-C or SIGTERM): every run in progress, in this
-# thread or in the threads of runs side by side, stops its workers and raises KeyboardInterrupt.
-STOP = threading.Event()
-STOPPED_BY: list = []  # the signal's name, once one came
+class StopRequest(threading.Event):
+    """Set when the benchmark is asked to stop (Ctrl-C or SIGTERM): every run in progress, in
+    this thread or in the threads of runs side by side, stops its workers and raises
+    KeyboardInterrupt. `signal` names what asked."""
+
+    signal = ""
+
+
+STOP = StopRequest()
 
 # A Keras progress bar, "  3/75 [==>...": it first appears once the first step is done.
 PROGRESS_BAR = re.compile(r"\b\d+/\d+ \[")
@@ -88,9 +93,9 @@ def runs_stopped_on_signals():
     raise KeyboardInterrupt here. The handlers before it come back at the end."""
     def stop(signum, frame):
         if not STOP.is_set():  # once: a second signal must not cut the clean-up short
-            STOPPED_BY.append(signal.Signals(signum).name)
+            STOP.signal = signal.Signals(signum).name
             STOP.set()
-            raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]}")
+            raise KeyboardInterrupt(f"stopped by {STOP.signal}")
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -104,11 +109,11 @@ def run_timed(plan: RunPlan, console: FirstStepConsole | None = None) -> Timed:
     """Runs the plan with the runner; CommandFailed if it fails or outlives plan.timeout;
     KeyboardInterrupt, with every process of the run stopped, once the benchmark must stop."""
     if STOP.is_set():
-        raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]} before run {plan.run_name}")
+        raise KeyboardInterrupt(f"stopped by {STOP.signal} before run {plan.run_name}")
     console = console or FirstStepConsole()
     result, ctrl_c = execute(plan, console, stop=STOP)
     if STOP.is_set():
-        raise KeyboardInterrupt(f"stopped by {STOPPED_BY[0]} in run {plan.run_name}, its "
+        raise KeyboardInterrupt(f"stopped by {STOP.signal} in run {plan.run_name}, its "
                                 f"{plural(result.stopped_processes, 'process')} stopped")
     if ctrl_c:
         raise KeyboardInterrupt(f"benchmark run {plan.run_name} interrupted")

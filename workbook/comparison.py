@@ -301,7 +301,10 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
     import pandas as pd
 
     def rounded(value, digits=1):
-        return None if value is None else round(value, digits)
+        """None stays None; 0 digits give a whole number (676, not 676.0)."""
+        if value is None:
+            return None
+        return round(value) if digits == 0 else round(value, digits)
 
     epochs = max(run.epochs_trained for run in runs)
     rows = {}
@@ -317,8 +320,7 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
             f"training over {epochs} epochs (s; shorter runs projected)": rounded(
                 training_for(run, epochs)),
             "after training (s)": rounded(run.after_training),
-            speed.IMAGES_PER_SECOND_COLUMN: (None if run.images_per_second is None
-                                             else round(run.images_per_second)),
+            speed.IMAGES_PER_SECOND_COLUMN: rounded(run.images_per_second, 0),
             f"to {target:.0%}, from the launch (s)": rounded(reached),
             "validation accuracy": rounded(run.accuracy[-1], 4),
             "test accuracy": run.test_accuracy,
