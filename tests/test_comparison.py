@@ -461,6 +461,9 @@ def test_the_parts_table_says_how_many_epochs_each_run_measured():
     table = comparison.parts_table([reference, workers])
     assert table.loc["reference", "epochs"] == 2 and table.loc["yours", "epochs"] == 5
     assert table.loc["reference", "training steps"] == 170.0  # 2 epochs, not projected
+    unmeasured = times("no step times", epochs=(100, 90))  # parts unknown
+    shown = comparison.parts_table([reference, unmeasured]).loc["no step times"]
+    assert shown["epochs"] == 2 and set(shown.drop("epochs")) == {"-"}
 
 
 def test_the_reference_estimate_counts_one_worker_faster_than_each_of_two():

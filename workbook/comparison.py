@@ -326,8 +326,7 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
             "test accuracy": run.test_accuracy,
             f"training speed vs {reference.label}": round(speed_up(reference, run), 2),
         }
-    frame = pd.DataFrame.from_dict(rows, orient="index").astype(object)
-    return frame.where(frame.notna(), "-")  # a figure a run lacks (the reference's 90%)
+    return _dashed(pd.DataFrame.from_dict(rows, orient="index"))
 
 
 def plot(runs: list[RunTimes], ax=None, target: float = TARGET):
@@ -399,7 +398,14 @@ def parts_table(runs: list[RunTimes]):
             row["steps per epoch"] = round(run.parts.steps / n, 1)
             row["between the steps per epoch"] = round(run.parts.between_steps / n, 1)
         rows[run.label] = row
-    return pd.DataFrame.from_dict(rows, orient="index")
+    return _dashed(pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def _dashed(frame):
+    """The table with "-" for a figure a run lacks (the reference's time to 90%, the parts of a
+    run without step times), where pandas would show NaN."""
+    frame = frame.astype(object)
+    return frame.where(frame.notna(), "-")
 
 
 def write_tensorboard_timing(run: RunTimes) -> Path:
