@@ -17,7 +17,23 @@ Modules, one job each:
                  and the commands that recover a submission
 - class_report.py  where the class got stuck: per student and step, as CSV, text and
 - heatmap.py     ...a heatmap PNG
+- ownership.py   run as root on someone else's course: what root made goes to the owner
 - __main__.py    the command line
 
 It uses grader (the step checker) and workbook (shared facts, paths); neither imports it.
 """
+
+import os as _os
+import sys as _sys
+
+
+def _own_bin_first_on_path() -> None:
+    """The interpreter's bin folder first on PATH, for the programs nbgrader starts (alembic,
+    jupyter): `.venv/bin/python -m instructor ...` then works without the environment on PATH."""
+    own = _os.path.dirname(_sys.executable)
+    path = _os.environ.get("PATH", "")
+    if own and own not in path.split(_os.pathsep):
+        _os.environ["PATH"] = own + (_os.pathsep + path if path else "")
+
+
+_own_bin_first_on_path()

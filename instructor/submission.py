@@ -141,8 +141,9 @@ def tampered_cells(folder: Path, expected: list) -> list:
     return found
 
 
-# Files nbgrader itself puts in a submission, or never copies (CourseDirectory.ignore).
-NOT_EXTRA = {"timestamp.txt"}
+# Files nbgrader itself puts in every submission (nbgrader 0.9's submit writes both; the secret
+# names the student's feedback files), or never copies (CourseDirectory.ignore).
+NOT_EXTRA = {"timestamp.txt", "submission_secret.txt"}
 IGNORED_PARTS = {".ipynb_checkpoints", "__pycache__", "feedback", "logs"}
 
 
