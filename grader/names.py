@@ -8,9 +8,13 @@ imported or run):
   `attributes` (every `.name` used), `bindings` (every module-level assignment, by name);
 - what a value is where it is used: `bindings_before`, `values_of`, `resolve`, `constant`,
   `same_value`, `mentions`/`first_mention`/`mentions_call`; through the script's own small
-  functions: `function_of`, `returned`, `followed`; through loops over written-out lists:
+  functions: `function_of`, `returned`, `followed` (a function's own variables and parameters
+  are followed inside it, as module-level names are); through loops over written-out lists:
   `loop_iterations`, `substituted`, `late_bound`;
-- where a line runs: `guards` (the conditions around it), `in_function`, `statement_of`,
+- which calls run, through the script's own functions: `call_sites` (the calls outside any
+  function that run a line inside one), `calls_reached`, `guards_through`;
+- where a line runs: `guards` (the conditions around it, and the early `return`s and exits
+  before it), `in_function`, `statement_of`,
   `parent`/`ancestors`, `is_discarded`; `source` gives an expression as written, for messages.
 
 It knows Python and module spellings (grader.syntax.canonical), nothing of what Horovod does:
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from grader.source import parse
 from grader.syntax import MAX_DEPTH, canonical, end_position, method_name, position
 
+_MISSING = object()
 MAX_REACHING = 8  # how many assignments in other branches may give a name its value
 
 # Statements whose body may run zero times, or once out of several branches.
@@ -74,7 +79,7 @@ class Script:
         self.attributes: set = set()  # every `.name` the script uses
         self.late_bound: dict = {}  # lambdas copied out of loops: {id: names read late}
         self._returned: dict = {}  # {id of a call: what it stands for, see returned()}
-        calls, imports, assignments = [], [], []
+        calls, imports, assignments, local_assignments = [], [], [], []
         self._named: dict = {}  # {last part: every Name or Attribute read that ends so}
         for parent in ast.walk(tree):  # one pass over the tree collects everything
             inside = isinstance(parent, _SCOPES) or id(parent) in self._in_scope
@@ -91,14 +96,18 @@ class Script:
                 self._named.setdefault(parent.id, []).append(parent)
             elif isinstance(parent, (ast.Import, ast.ImportFrom)):
                 imports.append(parent)
-            elif isinstance(parent, _BINDING) and not self.in_function(parent):
-                assignments.append(parent)
+            elif isinstance(parent, _BINDING):
+                if self.in_function(parent):
+                    local_assignments.append(parent)
+                else:
+                    assignments.append(parent)
         self.calls = sorted(calls, key=position)
         self.calls_by_method: dict = {}  # {"fit": [model.fit(...)], "append": [...], ...}
         for call in self.calls:
             self.calls_by_method.setdefault(method_name(call), []).append(call)
         self.imports, self.imported = self._collect_imports(imports)
-        self.bindings = self._collect_bindings(assignments)
+        self.bindings, self._binding_positions = self._collect_bindings(assignments)
+        self._locals = self._collect_local_bindings(local_assignments)
         self._called = {id(call.func) for call in calls}
         self._uncalled: dict = {}  # {names: what uncalled(*names) found}
 
@@ -159,6 +168,7 @@ class Script:
         found = []
         child = node
         for parent in self.ancestors(node):
+            found.extend(self._early_exits(parent, child))
             if isinstance(parent, _SCOPES):
                 break
             if isinstance(parent, ast.IfExp) and child is not parent.test:
@@ -173,6 +183,92 @@ class Script:
                 polarity = isinstance(parent.op, ast.And)
                 found.extend((test, polarity) for test in before)
             child = parent
+        return found
+
+    def _early_exits(self, parent, child) -> list:
+        """(test, polarity) pairs from the statements before `child` in `parent`'s block that
+        leave it early: after `if hvd.rank() != 0: return 0`, the rest of the function runs
+        only when `hvd.rank() != 0` is false."""
+        found = []
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list) or not _contains(block, child):
+                continue
+            for statement in block[: [id(s) for s in block].index(id(child))]:
+                if not isinstance(statement, ast.If):
+                    continue
+                leaves_body = self._leaves(statement.body)
+                leaves_else = bool(statement.orelse) and self._leaves(statement.orelse)
+                if leaves_body and not leaves_else:
+                    found.append((statement.test, False))
+                elif leaves_else and not leaves_body:
+                    found.append((statement.test, True))
+        return found
+
+    def _leaves(self, block) -> bool:
+        """True if the statements end by leaving the function or the script: return, raise,
+        sys.exit(...)."""
+        if not block:
+            return False
+        last = block[-1]
+        if isinstance(last, ast.Raise):
+            return True
+        if isinstance(last, ast.Return):
+            return self.in_function(last)
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            return self.qualified_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
+        if isinstance(last, ast.If):
+            return self._leaves(last.body) and self._leaves(last.orelse)
+        return False
+
+    def call_sites(self, node, depth: int = 0):
+        """How a node inside one of the script's module-level functions runs: a list of call
+        chains, each [a call outside any function, ..., the call of the function `node` is in]
+        (through the script's other functions); [] if nothing outside a function calls it;
+        None if a function on the way is nested, or used otherwise than called by its name
+        (passed as a callback: the grader can't tell when it runs)."""
+        if not self.in_function(node):
+            return [[]]
+        scope = next((a for a in self.ancestors(node) if isinstance(a, _SCOPES)), None)
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or depth > MAX_DEPTH:
+            return None
+        if self.in_function(scope):
+            return None
+        chains = []
+        for use in self._named.get(scope.name, []):
+            if not isinstance(use, ast.Name) or not isinstance(use.ctx, ast.Load):
+                continue
+            call = self.parent(use)
+            if not (isinstance(call, ast.Call) and call.func is use):
+                return None
+            if self.function_of(call) is not scope:
+                continue
+            outer = self.call_sites(call, depth + 1)
+            if outer is None:
+                return None
+            chains.extend(chain + [call] for chain in outer)
+        return chains
+
+    def calls_reached(self, *names: str) -> list:
+        """Every call to one of `names` with how it runs: (the call, the chain of the script's
+        own calls that reaches it from outside any function: [] for a call outside one, None
+        when the grader can't tell when it runs, see call_sites), in the order they run (a
+        call in a function at its outermost call)."""
+        found = []
+        for call in self.calls_to(*names):
+            chains = self.call_sites(call)
+            if chains is None:
+                found.append((call, None))
+            else:
+                found.extend((call, chain) for chain in chains)
+        return sorted(found, key=lambda item: position(item[1][0] if item[1] else item[0]))
+
+    def guards_through(self, node, chain) -> list:
+        """The (test, polarity) pairs that must hold for `node` to run when reached through
+        `chain` (call_sites): its own, then those of each call on the way, innermost first."""
+        found = list(self.guards(node))
+        for call in reversed(chain):
+            found.extend(self.guards(call))
         return found
 
     def _branch_chain(self, node) -> frozenset:
@@ -266,8 +362,23 @@ class Script:
 
     # ---- assignments ----------------------------------------------------------------------
 
-    def _collect_bindings(self, nodes) -> dict:
-        """{name: [Binding, ...] in source order} for the module-level statements `nodes`."""
+    def _collect_local_bindings(self, nodes) -> dict:
+        """{id of a def: ({name: [Binding, ...]}, {name: positions})} for the statements inside
+        the script's functions, each in the function whose local it binds; a parameter is a
+        binding without a value, visible from the start of the body."""
+        by_scope: dict = {}
+        for node in nodes:
+            scope = next((a for a in self.ancestors(node) if isinstance(a, _SCOPES)), None)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                by_scope.setdefault(id(scope), (scope, []))[1].append(node)
+        tables = {}
+        for key, (scope, statements) in by_scope.items():
+            tables[key] = self._collect_bindings(statements, scope)
+        return tables
+
+    def _collect_bindings(self, nodes, scope=None) -> tuple:
+        """({name: [Binding, ...] in source order}, {name: their positions}) for the statements
+        `nodes` at the module level (or in the function `scope`, with its parameters)."""
         bindings: dict = {}
 
         def bind(name, value, statement):
@@ -319,12 +430,19 @@ class Script:
                     for name in ast.walk(target):
                         if isinstance(name, ast.Name):
                             bind(name.id, None, node)
+        if scope is not None:
+            arguments = scope.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            every += [a for a in (arguments.vararg, arguments.kwarg) if a]
+            start = position(scope.body[0]) if scope.body else position(scope)
+            for arg in every:
+                bindings.setdefault(arg.arg, []).append(Binding(arg.arg, None, scope, start))
         for found in bindings.values():
             found.sort(key=lambda binding: binding.visible_from)
-        self._binding_positions = {
+        positions = {
             name: [binding.visible_from for binding in found] for name, found in bindings.items()
         }
-        return bindings
+        return bindings, positions
 
     def _bound_locally(self, name) -> bool:
         """True if `name` is a parameter or local variable of an enclosing function."""
@@ -337,6 +455,17 @@ class Script:
                 if name.id in self._locals_of(scope):
                     return True
         return False
+
+    def _local_scope(self, name):
+        """The function whose local `name` (a name or args.x) is, if it is the innermost function
+        around the use (a closure's or a lambda's reads are not followed); else None."""
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        scope = next((a for a in self.ancestors(name) if isinstance(a, _SCOPES)), None)
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if name.id in self._locals_of(scope):
+                return scope
+        return None
 
     def _locals_of(self, scope) -> set:
         """The parameters of a function or lambda, and the names its body assigns."""
@@ -363,12 +492,18 @@ class Script:
         up to the nearest assignment that always runs (or MAX_REACHING of them).
         """
         key = _key(name)
-        if not key or self._bound_locally(name):
+        if not key:
             return []
-        found = self.bindings.get(key)
+        bindings, positions = self.bindings, self._binding_positions
+        if self._bound_locally(name):
+            scope = self._local_scope(name)
+            if scope is None:
+                return []
+            bindings, positions = self._locals.get(id(scope), ({}, {}))
+        found = bindings.get(key)
         if not found:
             return []
-        visible = bisect_right(self._binding_positions[key], position(name))
+        visible = bisect_right(positions[key], position(name))
         use_chain = self._branch_chain(name)
         reaching = []
         for binding in reversed(found[max(0, visible - MAX_REACHING) : visible]):
@@ -502,21 +637,42 @@ class Script:
             given = {**given, step.targets[0].id: value}
         return self.substituted(last.value, given, given)
 
-    def mentions_call(self, expr, *names: str) -> bool:
-        return self.mentions(
-            expr, lambda n: isinstance(n, ast.Call) and self.qualified_name(n.func) in names
-        )
+    def mentions_call(self, expr, *names: str, through_functions: bool = False) -> bool:
+        """True if `expr` (following names) calls one of `names`; with `through_functions`,
+        also if it calls one of the script's functions whose body (a few deep) calls one."""
+        seen = set()
+
+        def calls(node, depth=0):
+            if not isinstance(node, ast.Call):
+                return False
+            if self.qualified_name(node.func) in names:
+                return True
+            function = self.function_of(node) if through_functions else None
+            if function is None or id(function) in seen or depth > MAX_DEPTH:
+                return False
+            seen.add(id(function))
+            return any(calls(inner, depth + 1) for inner in ast.walk(function))
+
+        return self.mentions(expr, calls)
 
     def constant(self, expr, default=None):
-        """The constant value `expr` holds (following names), or `default`."""
-        value = self.resolve(expr)
-        if isinstance(value, ast.Constant):
-            return value.value
-        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
-            inner = self.constant(value.operand)
-            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-                return -inner
-        return default
+        """The constant value `expr` holds (following names), or `default`: also when the
+        assignments that may reach it (`verbose = 1`, then `verbose = 0` under an `if`) give it
+        different values."""
+        found = []
+        for value in self.values_of(expr):
+            if isinstance(value, ast.Constant):
+                found.append(value.value)
+            elif isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+                inner = self.constant(value.operand, _MISSING)
+                if not isinstance(inner, (int, float)) or isinstance(inner, bool):
+                    return default
+                found.append(-inner)
+            else:
+                return default
+        if not found or any(type(v) is not type(found[0]) or v != found[0] for v in found):
+            return default
+        return found[0]
 
     def same_value(self, a, b) -> bool:
         """True if `a` and `b` are the same expression once names are followed."""

@@ -7,8 +7,9 @@ A question module on the names layer (grader.names): `ranks.of(script)` is the s
   hvd.rank() or hvd.local_rank(); `rank_tests(guards)`, `guard_tests(node)`, `rank0_only(node)`;
 - `holds(expr, rank0, resuming)` and `runs(node, rank0, resuming)`: is a condition true, does a
   line run, on rank 0 or on another worker, when resuming from a checkpoint or on a fresh run
-  (True, False, or None when the grader can't tell); `is_shared_epoch(expr)`: the epoch rank 0
-  broadcast;
+  (True, False, or None when the grader can't tell); `value_on(expr, rank0)`: what a name
+  holds there, its assignments read once for rank 0 and once for another rank;
+  `is_shared_epoch(expr)`: the epoch rank 0 broadcast;
 - `varies(expr)`: why a value may differ between workers (their rank, or what each finds on its
   own disk), a `Variation`, which decides whether every worker reaches a collective.
 """
@@ -94,6 +95,7 @@ class Ranks:
 
     def __init__(self, script):
         self.script = script
+        self._busy: set = set()  # names being read per rank (a name's value may test itself)
 
     # ---- one condition on the rank ------------------------------------------------------
 
@@ -101,6 +103,8 @@ class Ranks:
         """What `expr` says about this worker's rank when it is true, if anything."""
         if expr is None or depth > MAX_DEPTH:
             return None
+        if len(self.script.bindings_before(expr)) > 1:  # assigned in branches: read per rank
+            return self._per_rank_test(expr)
         expr = self.script.resolve(expr)
         which = self.rank_kind(expr)
         if which:
@@ -125,6 +129,24 @@ class Ranks:
                 inner = self.rank_test(value, depth + 1)
                 if inner and inner.op == "==":
                     return RankTest(inner.which, "==", inner.value, exact=len(expr.values) == 1)
+        return None
+
+    def _per_rank_test(self, name) -> RankTest | None:
+        """A name assigned in branches as a rank test: true on rank 0 only, or on the others."""
+        if id(name) in self._busy:
+            return None
+        self._busy.add(id(name))
+        try:
+            values = [self.value_on(name, rank0) for rank0 in (True, False)]
+            truths = [self.script.constant(value, _MISSING) for value in values if value is not None]
+        finally:
+            self._busy.discard(id(name))
+        if len(truths) != 2 or _MISSING in truths:
+            return None
+        if bool(truths[0]) and not bool(truths[1]):
+            return RankTest("rank", "==", 0)
+        if bool(truths[1]) and not bool(truths[0]):
+            return RankTest("rank", "!=", 0)
         return None
 
     def rank_kind(self, expr, depth: int = 0) -> str:
@@ -277,6 +299,47 @@ class Ranks:
         # A comparison with a constant changes its answer only at the bound.
         answers = {compare_to(n) for n in (1, bound - 1, bound, bound + 1) if n >= 1}
         return answers.pop() if len(answers) == 1 else None
+
+    def value_on(self, expr, rank0: bool, resuming: bool = False):
+        """The expression a name holds on rank 0 (`rank0`) or on the other workers, reading the
+        assignments that may reach it once for each: `verbose = 1`, then `if hvd.rank() != 0:
+        verbose = 0` is 1 on rank 0 and 0 on the others; `A if <rank test> else B` is A or B.
+        None when the grader can't tell which assignment reaches there."""
+        for _ in range(MAX_DEPTH):
+            if isinstance(expr, ast.IfExp):
+                holds = self.holds(expr.test, rank0, resuming)
+                if holds is None:
+                    return None
+                expr = expr.body if holds else expr.orelse
+                continue
+            reaching = self.script.bindings_before(expr)
+            if not reaching:
+                return expr
+            chosen = None
+            for binding in reaching:  # latest first; the last one always runs
+                if binding.value is None:
+                    return None
+                own = self.script.guards(binding.statement)
+                used = {id(test) for test, _ in self.script.guards(expr)}
+                verdict = True
+                for test, polarity in own:
+                    if id(test) in used:
+                        continue
+                    holds = self.holds(test, rank0, resuming)
+                    if holds is None:
+                        verdict = None
+                    elif holds != polarity:
+                        verdict = False
+                        break
+                if verdict is None:
+                    return None
+                if verdict:
+                    chosen = binding
+                    break
+            if chosen is None:
+                return None
+            expr = chosen.value
+        return None
 
     def is_shared_epoch(self, expr) -> bool:
         """True if `expr` is the epoch to resume from, as rank 0 broadcast it."""

@@ -17,7 +17,16 @@ SET_VISIBLE = (f"{TF}.config.set_visible_devices", f"{TF}.config.experimental.se
 
 
 def check(script):
-    calls = [call for call in script.calls_to(*SET_VISIBLE) if not script.in_function(call)]
+    reached = script.calls_reached(*SET_VISIBLE)
+    calls = [(call, chain) for call, chain in reached if chain is not None]
+    if not calls and reached:
+        call = reached[0][0]
+        return Note(
+            f"line {call.lineno}: tf.config.set_visible_devices(...) is in a function the grader "
+            "can't tell when it runs (it follows functions the script calls by name); it looked "
+            "for gpus[hvd.local_rank()] made visible right after hvd.init()",
+            call.lineno,
+        )
     if not calls:
         if "CUDA_VISIBLE_DEVICES" in script.text:
             return Failure(
@@ -25,7 +34,7 @@ def check(script):
                 "parse_args() has already done: pin the GPU with tf.config.set_visible_devices"
             )
         return Failure("no tf.config.set_visible_devices(...) call: every worker sees every GPU")
-    call = calls[0]
+    call, chain = calls[0]
     line = call.lineno
     if script.constant(argument(call, "device_type", 1)) != "GPU":
         return Failure(
@@ -38,19 +47,20 @@ def check(script):
     if failure:
         return failure
     started = _first_tensorflow_use(script)
-    if started is not None and position(started) < position(call):
+    runs_at = chain[0] if chain else call  # a call in a function runs where the function is called
+    if started is not None and position(started) < position(runs_at):
         return Failure(
             f"line {line}: TensorFlow is already running (line {started.lineno} uses it) when the "
             "GPU is pinned; pin it right after hvd.init()",
             line,
         )
-    return _guard_failure(script, call, devices)
+    return _guard_failure(script, call, devices, chain)
 
 
-def _guard_failure(script, call, devices):
+def _guard_failure(script, call, devices, chain):
     """The pinning must be guarded by a test of the GPU list (or a try), not of anything else."""
     line = call.lineno
-    guards = script.guards(call)
+    guards = script.guards_through(call, chain)
     for test, _ in guards:
         # `hvd.rank() == 0`, `gpus and hvd.rank() == 0`
         if ranks.of(script).rank_test(test) is not None:
@@ -61,7 +71,7 @@ def _guard_failure(script, call, devices):
                 "empty and indexing it raises IndexError: pin `if gpus:`",
                 line,
             )
-    if any(isinstance(a, ast.Try) for a in script.ancestors(call)):
+    if any(isinstance(a, ast.Try) for node in [call, *chain] for a in script.ancestors(node)):
         return None
     if not guards:
         return Failure(

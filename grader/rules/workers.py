@@ -155,6 +155,11 @@ def rank0_value_failure(script, expr, what: str, line: int):
     if failure:
         return failure
     branches = _rank0_branches(script, expr)
+    if branches is None and len(script.bindings_before(expr)) > 1:
+        # `v = 1`, then `if hvd.rank() != 0: v = 0`: what each rank gets
+        per_rank = [ranks.of(script).value_on(expr, rank0) for rank0 in (True, False)]
+        if None not in per_rank and not any(v is expr for v in per_rank):
+            branches = per_rank
     if branches is not None:  # `A if hvd.rank() == 0 else B`: what each side gets
         on_rank0, elsewhere = (script.constant(branch) for branch in branches)
         written, used = written_line(script, expr, line)

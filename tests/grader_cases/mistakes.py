@@ -1868,4 +1868,73 @@ CASES = [
         True,
         base=12,
     ),
+    # ---- followed through the script's own code (issue 28: no false verdicts) -----------
+    Case(
+        1,
+        "init only if not initialized yet",
+        "hvd.init()\n",
+        "if not hvd.is_initialized():\n    hvd.init()\n",
+        True,
+        base=12,
+    ),
+    Case(
+        1,
+        "init in a set-up function the script calls",
+        "hvd.init()\n",
+        "def setup():\n    hvd.init()\n\n\nsetup()\n",
+        True,
+        base=12,
+    ),
+    Case(
+        1,
+        "set-up function with init called after a Horovod call",
+        ("hvd.init()\n", "verbose = 1 if hvd.rank() == 0 else 0\n"),
+        (
+            "def setup():\n    hvd.init()\n\n\n",
+            "verbose = 1 if hvd.rank() == 0 else 0\nsetup()\n",
+        ),
+        False,
+        "before hvd.init() (line",
+        base=12,
+    ),
+    Case(
+        2,
+        "pinned in a helper the script calls",
+        'gpus = tf.config.list_physical_devices("GPU")\nfor gpu in gpus:\n'
+        "    tf.config.experimental.set_memory_growth(gpu, True)\nif gpus:\n    " + PIN + "\n",
+        'def pin_gpu():\n    gpus = tf.config.list_physical_devices("GPU")\n    for gpu in gpus:\n'
+        "        tf.config.experimental.set_memory_growth(gpu, True)\n    if gpus:\n        "
+        + PIN + "\n\n\npin_gpu()\n",
+        True,
+        base=12,
+    ),
+    Case(
+        2,
+        "helper pins by rank",
+        'gpus = tf.config.list_physical_devices("GPU")\nfor gpu in gpus:\n'
+        "    tf.config.experimental.set_memory_growth(gpu, True)\nif gpus:\n    " + PIN + "\n",
+        'def pin_gpu(gpus):\n    if not gpus:\n        return\n'
+        '    tf.config.set_visible_devices(gpus[hvd.rank()], "GPU")\n\n\n'
+        'pin_gpu(tf.config.list_physical_devices("GPU"))\n',
+        False,
+        "index by hvd.local_rank()",
+        base=12,
+    ),
+    Case(
+        3,
+        "verbose 1, then 0 on the other ranks",
+        "verbose = 1 if hvd.rank() == 0 else 0\n",
+        "verbose = 1\nif hvd.rank() != 0:\n    verbose = 0\n",
+        True,
+        base=12,
+    ),
+    Case(
+        3,
+        "verbose 1, then 0 on rank 0",
+        "verbose = 1 if hvd.rank() == 0 else 0\n",
+        "verbose = 1\nif hvd.rank() == 0:\n    verbose = 0\n",
+        False,
+        "is 1 on every worker but rank 0",
+        base=12,
+    ),
 ]
