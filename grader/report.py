@@ -39,6 +39,8 @@ class Run:
     workers: int = 2
     log_path: str = ""  # the run's whole output, kept when something went wrong
     error: str = ""  # the failing rank's error output
+    line: int | None = None  # the line of the script where it crashed or hung, if known
+    code: str = ""  # ... and that line's code
 
     @property
     def finished(self) -> bool:
@@ -61,6 +63,9 @@ class Result:
     unreadable: bool = False  # ... or isn't readable text at all (missing, binary, ...)
     details: list = field(default_factory=list)  # Result of each part (a run's invariants)
     run: Run | None = None  # the real run this result comes from, if any
+    # Who decided a step's verdict (grader/judge.py): "the run", "the reading", "neither";
+    # "" for a check that stands alone.
+    decided_by: str = ""
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -87,6 +92,24 @@ class Result:
 
         return json.dumps(self.to_dict(), indent=2)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Result:
+        """The Result that to_dict() wrote."""
+        data = {key: value for key, value in data.items() if key != "passed"}
+        data["details"] = [cls.from_dict(detail) for detail in data.get("details") or []]
+        if data.get("run") is not None:
+            data["run"] = Run(**data["run"])
+        return cls(**data)
+
+    @property
+    def decided_note(self) -> str:
+        """ "Decided by the run." and the like, or "" for a check that stands alone."""
+        if not self.decided_by:
+            return ""
+        if self.decided_by == "neither":
+            return "Neither the run nor the reading could decide: counted as done for now."
+        return f"Decided by {self.decided_by}."
+
     def shown_details(self) -> list:
         """(status, what, message, hint) of each detail to show; after a run that stopped
         early, the parts it could not tell are one line."""
@@ -108,6 +131,8 @@ class Result:
 
     def __str__(self) -> str:
         lines = [f"[{'PASS' if self.passed else 'FAIL'}] {self.label}", f"  {self.message}"]
+        if self.decided_note:
+            lines.append(f"  {self.decided_note}")
         if not self.passed:
             if self.hint:
                 lines.append(f"  Hint: {self.hint}")
@@ -133,9 +158,12 @@ class Result:
         heading = (f'<strong style="color:{color}">{mark}</strong> &mdash; '
                    f"<strong>{html.escape(self.label)}</strong>")
         box = f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">'
+        decided = (f' <em style="color:#57606a">{html.escape(self.decided_note)}</em>'
+                   if self.decided_note else "")  # fmt: skip
         if self.passed and not self.details:  # one line: nothing to fix, nothing to read
-            return f"{box}{heading}: {html.escape(self.message)}</div>"
-        parts = [box, heading, f'<div style="margin-top:4px">{html.escape(self.message)}</div>']
+            return f"{box}{heading}: {html.escape(self.message)}{decided}</div>"
+        parts = [box, heading,
+                 f'<div style="margin-top:4px">{html.escape(self.message)}{decided}</div>']  # fmt: skip
         if self.hint and not self.passed:
             parts.append(
                 f'<div style="margin-top:4px"><em>Hint:</em> {html.escape(self.hint)}</div>'

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from instructor import intake, merge
+from instructor import intake, judging, merge
 from instructor.course import Course, CourseError
 from instructor.submission import notebook_problems
 from workbook.facts import usable_cores, with_safe_env
@@ -57,9 +57,13 @@ class Outcome:
 
 
 def autograde(course: Course, students=None, force: bool = False, echo=print,
-              jobs: int | None = None) -> list:
+              jobs: int | None = None, runs: bool = True, sandbox=None) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
-    run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE."""
+    run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE.
+
+    First each student's script is judged (instructor/judging.py): run for real in `sandbox`
+    (runs=True) and read; the check cells then return those decided verdicts. runs=False: the
+    reading alone decides (a quick, advisory pass)."""
     if "sanitize_preprocessors" not in course.config.get("Autograde", {}):
         raise CourseError(
             f"{course.root / 'nbgrader_config.py'} was written by an older workbook, without the "
@@ -78,6 +82,10 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
+    judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo)
+    clock.lap("judging")
+    if not runs:
+        echo("Graded by reading the scripts only (no runs): these grades are advisory.")
     graded = grade_in_parallel(course, students, force, jobs or default_jobs(), clock)
     outcomes = []
     for student in students:
@@ -115,8 +123,10 @@ def nbgrader_command(course: Course, args: list) -> list:
     """`nbgrader autograde ARGS` for this course. `-P`: the course folder, where nbgrader runs,
     is not put on sys.path (its config file is read as configuration, not imported)."""
     timings = course.root / TIMINGS_FILE
+    judged = course.root / judging.JUDGED_DIR
     return [sys.executable, "-P", "-m", "nbgrader", "autograde", course.assignment,
-            f"--ExecuteChecksOnly.timings_file={timings}", *args]
+            f"--ExecuteChecksOnly.timings_file={timings}",
+            f"--ExecuteChecksOnly.judged_dir={judged}", *args]
 
 
 def start_nbgrader(course: Course, args: list, log: Path) -> subprocess.Popen:

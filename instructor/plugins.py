@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import time
 
@@ -28,6 +29,7 @@ from nbgrader.utils import ignore_patterns
 from jupyter_core.utils import run_sync
 from traitlets import Unicode
 
+from grader import JUDGED_VARIABLE
 from instructor import cell_metadata
 from instructor.kernels import KernelPool
 
@@ -72,6 +74,10 @@ class ExecuteChecksOnly(Execute):
     timings_file = Unicode(
         "", help="Append one JSON line per notebook: seconds waiting for the kernel, checking."
     ).tag(config=True)
+    judged_dir = Unicode(
+        "", help="The folder of each student's decided verdicts (instructor/judging.py), which "
+        "the check cells return; empty: the check cells read the script only."
+    ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         if not any(is_graded(cell) for cell in nb.cells):
@@ -107,7 +113,12 @@ class ExecuteChecksOnly(Execute):
         """Moves the kernel to this notebook's folder. (No %reset: the kernel ran only this
         student's check cells, the instructor's code, and dies before the next student.)"""
         path = self.resources.get("metadata", {}).get("path") or "."
-        code = f"import os as _os\n_os.chdir({str(path)!r})\ndel _os"
+        code = f"import os as _os\n_os.chdir({str(path)!r})\n"
+        if self.judged_dir:
+            student = self.resources["nbgrader"]["student"]
+            judged = os.path.join(self.judged_dir, f"{student}.json")
+            code += f"_os.environ[{JUDGED_VARIABLE!r}] = {judged!r}\n"
+        code += "del _os"
         msg_id = self.kc.execute(code, silent=True, store_history=False)
         reply = self.wait_for_reply(msg_id)
         if reply is None or reply["content"]["status"] != "ok":

@@ -60,209 +60,9 @@ def write_rank(folder: Path, rank: int, run: int = 1, **data) -> Record:
     return record
 
 
-def weights(seed: int, size: int = 50) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=size).astype(np.float32).astype(np.float64)
-
-
-def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=None) -> None:
-    """The vectors the probe saves, with float32 rounding as in a real step."""
-    moved = (before.astype(np.float32) + update.astype(np.float32)).astype(np.float64)
-    record.save_vector("before-first-step", before)
-    record.save_vector("first-update", moved - before)
-    record.save_vector("after-first-step", moved if after is None else after)
-
-
 FIT = {"initial_epoch": 0, "epochs": 1, "steps_per_epoch": 4, "callbacks": [],
        "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
        "code": "model.fit(", "top_line": 350}  # fmt: skip
-SETTING = Setting(np=2, base_lr=0.0125, steps_per_epoch=8, log_dir="", shared_log_dir=True,
-                  resumed=False)  # fmt: skip
-
-
-def setting(**changes) -> Setting:
-    return Setting(**{**SETTING.__dict__, **changes})
-
-
-def good_ranks(folder: Path, **per_rank) -> dict:
-    """Two ranks that did everything right in one run; per_rank: {name: (rank0, rank1)}."""
-    folder.mkdir(parents=True, exist_ok=True)
-    update = weights(9) * 1e-3
-    records = {}
-    for rank in (0, 1):
-        data = {
-            "fit": dict(FIT),
-            "labels": [[rank, 1, 2], [3, 4, rank]],
-            "lr": {"0": [0.015625, 0.01875, 0.021875, 0.025]},
-            "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}},
-            "saved": ["/logs/checkpoint-1.h5"] if rank == 0 else [],
-            "finished": True,
-        }
-        for name, values in per_rank.items():
-            data[name] = values[rank]
-        records[rank] = write_rank(folder, rank, **data)
-        first_step(records[rank], weights(rank), update, after=weights(7))
-    return records
-
-
-def judged(folder: Path, step: int, **changes) -> dict:
-    found = findings(Evidence.read(folder, 2), setting(**changes), step)
-    return {finding.step: finding for finding in found}
-
-
-def test_the_right_run_holds_every_invariant_it_can_see(tmp_path):
-    good_ranks(tmp_path)
-    found = judged(tmp_path, 12)
-    assert list(found) == list(range(4, 13))
-    for step in (4, 5, 6, 7, 9):
-        assert found[step].status == PASSED, found[step]
-    assert found[10].status == PASSED and "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
-    assert found[11].status == PASSED and "rose from 0.01562 towards 0.025" in found[11].message
-    # No second run: the resume is not claimed either way; SGD is no NovoGrad.
-    assert found[8].status == CANT_TELL and found[8].message.startswith("can't tell")
-    assert found[12].status == FAILED and "rank 0 trains with SGD, not NovoGrad" in found[12].message
-
-
-def test_only_the_steps_done_so_far_are_judged(tmp_path):
-    good_ranks(tmp_path)
-    assert list(judged(tmp_path, 5)) == [4, 5]
-
-
-def test_updates_that_differ_beyond_rounding_fail(tmp_path):
-    records = good_ranks(tmp_path)
-    first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
-    found = judged(tmp_path, 4)[4]
-    assert (
-        found.status == FAILED
-        and "rank 0 and rank 1 changed their weights differently" in found.message
-    )
-    assert "hvd.DistributedOptimizer" in found.hint
-    records[0].data["fit"]["distributed_optimizer"] = False
-    records[0].save()
-    assert "(rank 0: a plain SGD, not wrapped)" in judged(tmp_path, 4)[4].message
-
-
-def test_different_weights_after_the_first_step_fail(tmp_path):
-    records = good_ranks(tmp_path)
-    records[1].save_vector("after-first-step", weights(8))
-    found = judged(tmp_path, 5)[5]
-    assert found.status == FAILED and "the weights of rank 1 differ from rank 0's" in found.message
-    assert "BroadcastGlobalVariablesCallback(0)" in found.hint
-
-
-def test_same_batches_on_every_rank_fail(tmp_path):
-    good_ranks(tmp_path, labels=([[1, 2], [3, 4]], [[1, 2], [3, 4]]))
-    found = judged(tmp_path, 6)[6]
-    assert found.status == FAILED and "trained on the same images" in found.message
-    assert ".shard(hvd.size(), hvd.rank())" in found.hint
-
-
-def test_undivided_steps_fail(tmp_path):
-    good_ranks(tmp_path, fit=({**FIT, "steps_per_epoch": 8}, {**FIT, "steps_per_epoch": 8}))
-    found = judged(tmp_path, 6)[6]
-    assert found.status == FAILED and "each trains 8 steps per epoch" in found.message
-
-
-def test_batches_of_no_dataset_cant_be_told(tmp_path):
-    good_ranks(
-        tmp_path, fit=({**FIT, "dataset": False}, {**FIT, "dataset": False}), labels=([], [])
-    )
-    assert judged(tmp_path, 6)[6].status == CANT_TELL
-
-
-def test_metrics_that_differ_fail(tmp_path):
-    good_ranks(tmp_path, epoch_logs=({"0": {"loss": 2.31}}, {"0": {"loss": 2.45}}))
-    found = judged(tmp_path, 7)[7]
-    assert found.status == FAILED and "rank 0 2.3100, rank 1 2.4500" in found.message
-
-
-def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
-    good_ranks(tmp_path)
-    for path in tmp_path.glob("run1-rank1*"):
-        path.unlink()
-    write_rank(tmp_path, 1, stages=[[0.0, "started"]])
-    found = judged(tmp_path, 7)
-    assert {f.status for f in found.values()} == {CANT_TELL}
-    assert found[4].message == "can't tell: rank 1 never finished a training step"
-    assert found[7].message == "can't tell: rank 1 never finished an epoch"
-
-
-def test_resume_epochs_that_differ_fail_and_agreeing_ones_hold(tmp_path):
-    good_ranks(tmp_path)
-    write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 1})
-    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
-    found = judged(tmp_path, 8, resumed=True)[8]
-    assert (
-        found.status == FAILED
-        and "rank 0 resumed after epoch 1, rank 1 started from scratch" in found.message
-    )
-    assert "hvd.broadcast(resume_from_epoch" in found.hint
-    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 1})
-    found = judged(tmp_path, 8, resumed=True)[8]
-    assert found.status == PASSED and "every rank resumed after epoch 1" in found.message
-    write_rank(tmp_path, 0, run=2, fit={**FIT, "initial_epoch": 0})
-    write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 0})
-    found = judged(tmp_path, 8, resumed=True)[8]
-    assert (
-        found.status == CANT_TELL and "although rank 0 had written checkpoint-1.h5" in found.message
-    )
-
-
-def test_a_second_writer_fails(tmp_path):
-    logs = tmp_path / "logs"
-    (logs / "train").mkdir(parents=True)
-    records = good_ranks(tmp_path / "records")
-    assert judged(tmp_path / "records", 9, log_dir=str(logs))[9].status == PASSED
-    pid = records[1].data["pid"] + 1  # the two ranks of a real run have two pids
-    records[1].data["pid"] = pid
-    records[1].save()
-    (logs / "train" / f"events.out.tfevents.1795400483.vm.{pid}.0.v2").write_bytes(b"")
-    found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
-    assert found.status == FAILED and "rank 1 also wrote TensorBoard logs" in found.message
-    records[1].data["saved"] = [str(logs / "checkpoint-1.h5")]
-    records[1].save()
-    found = judged(tmp_path / "records", 9, log_dir=str(logs))[9]
-    assert "rank 1 also wrote checkpoints (checkpoint-1.h5) and TensorBoard logs" in found.message
-    assert judged(tmp_path / "records", 9, shared_log_dir=False)[9].status == CANT_TELL
-
-
-def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
-    (tmp_path / "validation").mkdir()
-    (tmp_path / "validation" / "events.out.tfevents.17.my.host.42.3.v2").write_bytes(b"")
-    (tmp_path / "events.out.tfevents.17.host.43.1.v2").write_bytes(b"")
-    found = event_file_writers([tmp_path], {42: 1, 43: 0})
-    assert found == {1: ["validation/events.out.tfevents.17.my.host.42.3.v2"],
-                     0: ["events.out.tfevents.17.host.43.1.v2"]}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "rates, status, words",
-    [
-        ([0.0125] * 4, FAILED, "stays at --base-lr 0.0125"),
-        ([0.005, 0.01, 0.015, 0.02], CANT_TELL, "still rising at the end of the run"),
-        ([0.03] * 4, FAILED, "peaked at 0.03, not 0.025"),
-    ],
-)
-def test_learning_rates_that_are_not_scaled(tmp_path, rates, status, words):
-    good_ranks(tmp_path, lr=({"0": rates}, {"0": rates}))
-    found = judged(tmp_path, 10)[10]
-    assert found.status == status and words in found.message
-
-
-def test_no_warmup_and_ranks_that_disagree_fail(tmp_path):
-    good_ranks(tmp_path, lr=({"0": [0.025] * 4}, {"0": [0.025] * 4}))
-    found = judged(tmp_path, 11)[11]
-    assert found.status == FAILED and "already used the full rate 0.025 (" in found.message
-    assert "LearningRateWarmupCallback" in found.hint
-    rising = [0.015625, 0.01875, 0.021875, 0.025]
-    good_ranks(tmp_path, lr=({"0": rising}, {"0": [0.0125, 0.0125, 0.0125, 0.0125]}))
-    found = judged(tmp_path, 11)[11]
-    assert found.status == FAILED and "rank 1 used other learning rates than rank 0" in found.message
-
-
-def test_novograd_holds_on_every_rank(tmp_path):
-    novo = {**FIT, "optimizer": "NovoGrad"}
-    good_ranks(tmp_path, fit=(novo, novo))
-    assert judged(tmp_path, 12)[12].status == PASSED
 
 
 # --- how a run ended --------------------------------------------------------------------------
@@ -394,7 +194,7 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     data = json.loads(finished.to_json())
     assert data["passed"] is True and data["status"] == CANT_TELL
     assert data["run"]["outcome"] == FINISHED and data["details"][1]["status"] == CANT_TELL
-    assert data["details"][0]["title"] == "identical updates"
+    assert data["details"][0]["title"] == "averaged updates"
     failing = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
                          finding(5, FAILED, "differ")], seconds=9, workers=2)  # fmt: skip
     assert failing.status == FAILED and "1 of 2 hold, 1 fail (9 s)" in failing.message
@@ -415,19 +215,24 @@ def grader(*args, timeout=60):
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
-def test_a_script_without_horovod_is_not_run(tmp_path):
-    result = run_step(4, SOLUTIONS / "fashion_mnist.py", work_dir=tmp_path, quiet=True)
-    assert result.run.outcome == NOT_RUN and not result.passed and result.status == FAILED
-    assert "does not initialize Horovod yet (step 1)" in result.message
-    assert not list(tmp_path.iterdir())
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_script_without_horovod_runs_and_fails_every_step(tmp_path):
+    """The run is never refused because of the reading: the starting script shows each step
+    undone, by what its ranks did."""
+    result = checked(SOLUTIONS / "fashion_mnist.py", 12, tmp_path)
+    assert result.run.outcome == FINISHED and set(statuses(result).values()) == {FAILED}
+    assert "Horovod was not initialized on ranks 0 and 1" in detail(result, 1).message
+    assert "rank 0 never chose a GPU" in detail(result, 2).message
+    assert "rank 1 printed too" in detail(result, 3).message
 
 
 def test_command_line_refuses_what_it_cannot_run(tmp_path):
     done = grader("run", tmp_path / "missing.py", "--step", "5")
     assert done.returncode == 2 and "missing.py: no such file" in done.stderr
     assert "not run" not in done.stderr  # the same one line as the static check's
-    done = grader("run", reference(5), "--step", "3")
-    assert done.returncode == 2 and "--step must be 4..12" in done.stderr
+    done = grader("run", reference(5), "--step", "13")
+    assert done.returncode == 2 and "--step must be 1..12" in done.stderr
     (tmp_path / "broken.py").write_text("import horovod.tensorflow.keras as hvd\nhvd.init(\n")
     done = grader("run", tmp_path / "broken.py", "--step", "4")
     assert done.returncode == 1 and "not run:" in done.stdout
@@ -435,8 +240,8 @@ def test_command_line_refuses_what_it_cannot_run(tmp_path):
 
 
 def test_run_step_refuses_steps_without_an_invariant():
-    with pytest.raises(ValueError, match="step must be one of 4..12"):
-        run_step(2)
+    with pytest.raises(ValueError, match="step must be one of 1..12"):
+        run_step(13)
 
 
 # --- slow: real runs on 2 workers ---------------------------------------------------------
@@ -477,6 +282,10 @@ def statuses(result: Result) -> dict:
     return {finding.step: finding.status for finding in result.details}
 
 
+def detail(result: Result, step: int) -> Result:
+    return next(finding for finding in result.details if finding.step == step)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("step", [4, 12])
@@ -492,8 +301,8 @@ def test_the_reference_passes(tmp_path, step):
 def test_an_unwrapped_optimizer_gives_different_updates(tmp_path):
     path = variant(tmp_path, 4, "    opt = hvd.DistributedOptimizer(opt)\n", "")
     result = checked(path, 4, tmp_path / "runs")
-    assert result.run.outcome == FINISHED and statuses(result) == {4: FAILED}
-    message = result.details[0].message
+    assert result.run.outcome == FINISHED and statuses(result)[4] == FAILED
+    message = detail(result, 4).message
     assert "rank 0 and rank 1 changed their weights differently" in message
     assert "a plain SGD, not wrapped" in message
 
@@ -503,8 +312,8 @@ def test_an_unwrapped_optimizer_gives_different_updates(tmp_path):
 def test_a_missing_broadcast_gives_different_weights(tmp_path):
     path = variant(tmp_path, 5, "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n", "")
     result = checked(path, 5, tmp_path / "runs")
-    assert statuses(result) == {4: PASSED, 5: FAILED}, str(result)
-    assert "the weights of rank 1 differ from rank 0's" in result.details[1].message
+    assert statuses(result)[4] == PASSED and statuses(result)[5] == FAILED, str(result)
+    assert "the weights of rank 1 differ from rank 0's" in detail(result, 5).message
     assert Path(result.run.log_path).is_file()  # kept, to look into
 
 
@@ -513,8 +322,8 @@ def test_a_missing_broadcast_gives_different_weights(tmp_path):
 def test_an_unsharded_dataset_gives_the_same_batches(tmp_path):
     shard = "train_dataset = train_dataset.shard(hvd.size(), hvd.rank())\n"
     result = checked(variant(tmp_path, 6, shard, ""), 6, tmp_path / "runs")
-    assert statuses(result) == {4: PASSED, 5: PASSED, 6: FAILED}, str(result)
-    assert "rank 0 and rank 1 trained on the same images" in result.details[2].message
+    assert [statuses(result)[step] for step in (4, 5, 6)] == [PASSED, PASSED, FAILED], str(result)
+    assert "rank 0 and rank 1 trained on the same images" in detail(result, 6).message
 
 
 @pytest.mark.slow
@@ -540,9 +349,7 @@ def test_a_resume_epoch_found_on_every_rank_apart_is_caught(tmp_path):
     """Step 7's script resumes where each rank's own --log-dir says: rank 1's has nothing."""
     result = checked(reference(7), 8, tmp_path)
     assert statuses(result)[8] == FAILED, str(result)
-    assert (
-        "rank 0 resumed after epoch 1, rank 1 started from scratch" in result.details[-1].message
-    )
+    assert "rank 0 resumed after epoch 2, rank 1 started from scratch" in detail(result, 8).message
     assert result.run.outcome == HUNG and "train different numbers of steps" in result.message
     assert result.run.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
 

@@ -47,6 +47,16 @@ class RankRecord:
         return self._vector("after-first-step")
 
     @property
+    def local_gradient(self):
+        """This rank's own gradients of the first step, as they went into the allreduce."""
+        return self._vector("local-gradient")
+
+    @property
+    def reduced_gradient(self):
+        """The gradients of the first step as the allreduce gave them back."""
+        return self._vector("reduced-gradient")
+
+    @property
     def fit(self) -> dict | None:
         return self.data.get("fit")
 

@@ -8,27 +8,37 @@ states only what the records show.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from grader.live.evidence import Evidence, event_file_writers
+from grader.live.evidence import Evidence, event_file_writers, line_and_code
+from grader.live.expected import Recipe, corrected_momentum, same
 from grader.report import CANT_TELL, FAILED, PASSED, Result
 
 SAME_METRIC = 1e-5  # relative; averaged metrics are the same float on every rank
 SAME_RATE = 1e-3  # relative; learning rates are float32
+# relative; the reduced gradient against the mean of the ranks' own (float32 sums, or fp16
+# compression at worst)
+SAME_GRADIENT = 1e-2
 
 
 # What each step's invariant is, in a few words: the title of its finding.
 TITLES = {
-    4: "identical updates",
+    1: "Horovod on every worker",
+    2: "one GPU per worker",
+    3: "one rank prints",
+    4: "averaged updates",
     5: "the same weights",
-    6: "different batches",
+    6: "the data once per epoch",
     7: "averaged metrics",
     8: "the resume epoch",
     9: "one writer",
     10: "the scaled learning rate",
-    11: "the warmup",
+    11: "the warmup and schedule",
     12: "NovoGrad",
 }
+NOT_INITIALIZED = "Horovod has not been initialized"  # Horovod 0.28.1's error before hvd.init()
 
 
 def finding(step: int, status: str, message: str, hint: str = "") -> Result:
@@ -38,14 +48,44 @@ def finding(step: int, status: str, message: str, hint: str = "") -> Result:
 
 @dataclass
 class Setting:
-    """What the check asked of the script, for the invariants that compare against it."""
+    """How the check ran the script, for the invariants that compare against it.
+
+    The first run trains `first_epochs` epochs from scratch; the second, with the same
+    --log-dir on rank 0, is asked for `final_epochs` and must go on from the first run's last
+    checkpoint. Every other rank gets a --log-dir of its own in each run (empty, as if rank 0's
+    disk were on another machine): whatever it writes there, it wrote as a second writer.
+    `asked` holds the options passed (base_lr, warmup_epochs, lr_drops, train_images,
+    batch_size), used where the script did not parse them.
+    """
 
     np: int
-    base_lr: float
-    steps_per_epoch: int  # --steps-per-epoch given to the script
-    log_dir: str  # the first run's --log-dir
-    shared_log_dir: bool  # in the first run, whether every rank got the same --log-dir
-    resumed: bool  # whether a second run went on from the first run's checkpoint
+    log_dir: str
+    first_epochs: int
+    final_epochs: int
+    asked: dict
+
+    def private_log_dir(self, rank: int, run: int) -> str:
+        return self.log_dir if rank == 0 else f"{self.log_dir}-rank{rank}-run{run}"
+
+
+def parsed(evidence: Evidence, name: str, setting: Setting, rank: int = 0, run: int = 1):
+    """The value of option `name` as the script parsed it, else what the check asked."""
+    record = evidence.ranks(run).get(rank)
+    values = ((record.data.get("args") or {}).get("values") or {}) if record else {}
+    value = values.get(name)
+    return setting.asked.get(name) if value is None else value
+
+
+def recipe(evidence: Evidence, setting: Setting) -> Recipe:
+    """The rates the lesson's recipe gives for the options this run parsed. A script without
+    --warmup-epochs (before step 11) is held to the warmup the check asked for."""
+    drops = parsed(evidence, "lr_drops", setting)
+    return Recipe(
+        base_lr=float(parsed(evidence, "base_lr", setting)),
+        workers=setting.np,
+        warmup_epochs=float(parsed(evidence, "warmup_epochs", setting) or 0),
+        lr_drops=tuple(int(d) for d in (drops if isinstance(drops, list) else [drops])),
+    )
 
 
 def _ranks_with(evidence: Evidence, run: int, what) -> dict:
@@ -98,6 +138,97 @@ def rounding_excess(before: dict, updates: dict) -> tuple:
     return worst_rank, worst
 
 
+def _errors(evidence: Evidence) -> list:
+    """[(run, rank, error)] of every rank that stopped with an error."""
+    return [(run, rank, record.error) for run in sorted(evidence.runs)
+            for rank, record in sorted(evidence.ranks(run).items()) if record.error]  # fmt: skip
+
+
+def horovod_initialized(evidence: Evidence, setting: Setting) -> Result:
+    hint = ("Call hvd.init() once, near the top, before anything else of Horovod (hvd.rank(), "
+            "hvd.size(), a callback, DistributedOptimizer).")  # fmt: skip
+    for run, rank, error in _errors(evidence):
+        if NOT_INITIALIZED in (error.get("message") or ""):
+            return finding(1, FAILED, f"rank {rank} used Horovod before hvd.init()"
+                           f"{line_and_code(error)}: {error['message']}", hint)  # fmt: skip
+    states = _ranks_with(evidence, 1, lambda r: r.data.get("horovod"))
+    if len(states) < evidence.np:
+        return finding(1, CANT_TELL, _not_reached(evidence, states, "reached model.fit"))
+    alone = [rank for rank, state in states.items() if not state.get("initialized")]
+    if alone:
+        return finding(1, FAILED, f"at model.fit Horovod was not initialized on "
+                       f"{_ranks_text(alone)}: each worker trained alone, on its own", hint)  # fmt: skip
+    sizes = {state.get("size") for state in states.values()}
+    ranks = sorted(state.get("rank") for state in states.values())
+    if sizes != {setting.np} or ranks != list(range(setting.np)):
+        return finding(1, FAILED, f"the {setting.np} workers did not form one job: they saw "
+                       f"sizes {sorted(sizes)} and ranks {ranks}", hint)  # fmt: skip
+    return finding(1, PASSED, f"every worker initialized Horovod before training: ranks "
+                   f"{ranks[0]}..{ranks[-1]} of {setting.np}")  # fmt: skip
+
+
+def one_gpu_each(evidence: Evidence, setting: Setting) -> Result:
+    gpus = _ranks_with(evidence, 1, lambda r: r.data.get("gpus"))
+    states = _ranks_with(evidence, 1, lambda r: r.data.get("horovod"))
+    if len(gpus) < evidence.np:
+        if len(_ranks_with(evidence, 1, lambda r: r.fit)) == evidence.np:
+            return finding(2, CANT_TELL, "can't tell: this machine has GPUs of its own, and the "
+                           "check only simulates them where there are none")  # fmt: skip
+        return finding(2, CANT_TELL, _not_reached(evidence, gpus, "reached model.fit"))
+    count = next(iter(gpus.values()))["count"]
+    seen = "; ".join(f"rank {rank} {_gpu_list(state['visible'])}" for rank, state in gpus.items())
+    hint = ("List the GPUs with tf.config.list_physical_devices('GPU') and make one visible per "
+            "worker: tf.config.set_visible_devices(gpus[hvd.local_rank()], 'GPU').")  # fmt: skip
+    wrong = []
+    for rank, state in gpus.items():
+        local = (states.get(rank) or {}).get("local_rank", rank)
+        if state["visible"] != [local]:
+            wrong.append(rank)
+    if not wrong:
+        return finding(2, PASSED, f"with {count} GPUs simulated per host, each worker made only "
+                       f"the GPU of its local rank visible ({seen})")  # fmt: skip
+    rank = wrong[0]
+    visible = gpus[rank]["visible"]
+    if not gpus[rank]["set"]:
+        why = f"rank {rank} never chose a GPU, so it would use all {len(visible)}"
+    elif not visible:
+        why = f"rank {rank} made no GPU visible: it would train on the CPU"
+    elif len(visible) > 1:
+        why = f"rank {rank} kept {len(visible)} GPUs visible"
+    else:
+        why = f"rank {rank} chose GPU {visible[0]}, not the GPU of its local rank"
+    return finding(2, FAILED, f"with {count} GPUs simulated on this host: {why} ({seen})", hint)
+
+
+def _gpu_list(visible: list) -> str:
+    if not visible:
+        return "no GPU"
+    return ("GPU " if len(visible) == 1 else "GPUs ") + ", ".join(map(str, visible))
+
+
+def one_rank_prints(evidence: Evidence, setting: Setting) -> Result:
+    printed = {rank: record.data.get("printed") or {}
+               for run in sorted(evidence.runs) for rank, record in evidence.ranks(run).items()
+               if (record.data.get("printed") or {}).get("chars")}  # fmt: skip
+    others = [rank for rank in sorted(printed) if rank]
+    hint = ("Print on rank 0 only: verbose = 1 if hvd.rank() == 0 else 0, passed to model.fit "
+            "and to every callback that prints; other prints under `if hvd.rank() == 0:`.")  # fmt: skip
+    if others:
+        first = " ".join(printed[others[0]].get("first", "").split())[:80]
+        return finding(3, FAILED, f"rank {others[0]} printed too ({printed[others[0]]['chars']} "
+                       f"characters, beginning `{first}`): every worker shows the same progress",
+                       hint)  # fmt: skip
+    fits = _ranks_with(evidence, 1, lambda r: r.fit)
+    if 0 not in fits or not evidence.ranks(1)[0].finished:
+        return finding(3, CANT_TELL, "can't tell: rank 0 did not finish the first run, and the "
+                       "others printed nothing before that")  # fmt: skip
+    if 0 not in printed:
+        return finding(3, FAILED, "no rank printed anything: rank 0 should show the training's "
+                       "progress and results", hint)  # fmt: skip
+    return finding(3, PASSED, f"only rank 0 printed ({printed[0]['chars']} characters); the "
+                   "other ranks printed nothing")  # fmt: skip
+
+
 def identical_updates(evidence: Evidence, setting: Setting) -> Result:
     updates = _ranks_with(evidence, 1, lambda r: r.first_update)
     before = _ranks_with(evidence, 1, lambda r: r.weights_before_first_step)
@@ -111,8 +242,7 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
         return finding(4, FAILED, "the ranks train models of different sizes")
     rank, excess = rounding_excess(before, updates)
     if excess <= 1:
-        return finding(4, PASSED, "in the first training step every rank changed its weights by "
-                       "the same amount (up to float32 rounding): the gradients are averaged")  # fmt: skip
+        return averaged_not_summed(evidence)
     plain = [rank for rank, record in sorted(evidence.ranks(1).items())
              if record.fit and not record.fit.get("distributed_optimizer")]  # fmt: skip
     why = (f" ({_ranks_text(plain)}: a plain {evidence.ranks(1)[plain[0]].fit.get('optimizer')}"
@@ -126,6 +256,35 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
         "Wrap the optimizer: opt = hvd.DistributedOptimizer(opt), and compile the model with it; "
         "it averages the gradients of all workers before every update.",
     )
+
+
+def averaged_not_summed(evidence: Evidence) -> Result:
+    """Every rank made the same update: was it the average of their gradients (or the sum)?"""
+    same_update = "in the first training step every rank changed its weights by the same amount"
+    local = _ranks_with(evidence, 1, lambda r: r.local_gradient)
+    reduced = _ranks_with(evidence, 1, lambda r: r.reduced_gradient)
+    if len(local) < evidence.np or 0 not in reduced:
+        return finding(4, PASSED, f"{same_update} (up to float32 rounding)")
+    if len({vector.shape for vector in local.values()}) > 1:
+        return finding(4, CANT_TELL, f"can't tell: {same_update}, but the ranks' gradients have "
+                       "different sizes")  # fmt: skip
+    total = sum(local.values())
+    mean = total / evidence.np
+    if _relative(mean, reduced[0]) <= SAME_GRADIENT:
+        return finding(4, PASSED, f"{same_update}: the average of the {evidence.np} ranks' "
+                       "gradients")  # fmt: skip
+    if _relative(total, reduced[0]) <= SAME_GRADIENT:
+        return finding(
+            4,
+            FAILED,
+            f"{same_update}, but by the sum of the {evidence.np} ranks' gradients, not their "
+            f"average: every update is {evidence.np} times too large",
+            "Average the gradients: hvd.DistributedOptimizer(opt) with its default op "
+            "(hvd.Average), not op=hvd.Sum.",
+        )
+    return finding(4, CANT_TELL, f"can't tell: {same_update}, but by neither the average nor "
+                   "the sum of the ranks' gradients of that step (gradients accumulated over "
+                   "several steps?)")  # fmt: skip
 
 
 def same_weights(evidence: Evidence, setting: Setting) -> Result:
@@ -158,36 +317,50 @@ def different_batches(evidence: Evidence, setting: Setting) -> Result:
     if len(labels) < evidence.np:
         return finding(6, CANT_TELL, _not_reached(evidence, labels, "read a batch"))
     batches = min(len(seen) for seen in labels.values())
-    same = [rank for rank, seen in labels.items() if rank and seen[:batches] == labels[0][:batches]]
-    if same:
+    alike = [rank for rank, seen in labels.items() if rank and seen[:batches] == labels[0][:batches]]
+    if alike:
         return finding(
             6,
             FAILED,
-            f"rank 0 and rank {same[0]} trained on the same images: their first {batches} "
+            f"rank 0 and rank {alike[0]} trained on the same images: their first {batches} "
             "batches have the same labels in the same order (this check gives every rank's "
             "shuffle the same seed, so ranks that read the same images show it)",
             "Shard the training dataset before shuffling it: "
             "train_dataset.shard(hvd.size(), hvd.rank()) gives each worker its own part.",
         )
-    steps = {rank: fit.get("steps_per_epoch") for rank, fit in fits.items()}
-    expected = setting.steps_per_epoch // setting.np
-    if steps and all(isinstance(value, int) for value in steps.values()):
-        too_many = [
-            rank for rank, value in steps.items() if value * setting.np > setting.steps_per_epoch
-        ]
-        if too_many:
-            return finding(
-                6,
-                FAILED,
-                f"the ranks read different batches, but each trains {steps[too_many[0]]} steps "
-                f"per epoch, as many as one process would: with {setting.np} workers each should "
-                f"train {setting.steps_per_epoch} // {setting.np} = {expected}, so that an epoch "
-                "still goes over the data once",
-                "Divide the steps: steps_per_epoch = steps_per_epoch // hvd.size().",
-            )
-    per_rank = f", {expected} steps per epoch each" if steps else ""
-    return finding(6, PASSED, f"every rank trained on different batches{per_rank} (with the "
-                   "same shuffle seed on every rank)")  # fmt: skip
+    return data_once(evidence, setting, labels, fits)
+
+
+def data_once(evidence: Evidence, setting: Setting, labels: dict, fits: dict) -> Result:
+    """Different batches on every rank: do their epochs together go over the data set once?"""
+    hint = ("Divide the steps once: steps_per_epoch = steps_per_epoch // hvd.size() (each worker "
+            "trains 1/N of them, on its own 1/N of the data), and keep --epochs as it is.")  # fmt: skip
+    asked = int(parsed(evidence, "epochs", setting))
+    epochs = {rank: fit.get("epochs") for rank, fit in fits.items()}
+    if any(value != asked for value in epochs.values()):
+        rank = next(rank for rank, value in epochs.items() if value != asked)
+        return finding(6, FAILED, f"rank {rank} trained until epoch {epochs[rank]}, though "
+                       f"--epochs asked for {asked}: an epoch of N workers already goes over "
+                       "the whole data set", hint)  # fmt: skip
+    steps = {rank: (record.data.get("steps") or {}).get("0")
+             for rank, record in evidence.ranks(1).items()}  # fmt: skip
+    images = parsed(evidence, "train_images", setting)
+    batch = len(labels[0][0]) if labels.get(0) else parsed(evidence, "batch_size", setting)
+    if None in steps.values() or len(steps) < evidence.np or not images or not batch:
+        return finding(6, CANT_TELL, "can't tell: every rank trained on different batches, but "
+                       "not every rank finished its first epoch")  # fmt: skip
+    together = sum(steps.values()) * batch
+    per_rank = ", ".join(f"rank {rank} {count} steps" for rank, count in sorted(steps.items()))
+    seen = (f"in epoch 1 the ranks together trained on {together} images ({per_rank} of "
+            f"{batch}), and the data set has {images}")  # fmt: skip
+    if together > images + evidence.np * batch:
+        return finding(6, FAILED, f"{seen}: {together / images:.3g} times over the data in one "
+                       "epoch", hint)  # fmt: skip
+    if together < images - evidence.np * batch:
+        return finding(6, FAILED, f"{seen}: an epoch covers only {together / images:.0%} of the "
+                       "data", hint)  # fmt: skip
+    return finding(6, PASSED, f"every rank trained on different batches; {seen}: the data once "
+                   "per epoch (with the same shuffle seed on every rank)")  # fmt: skip
 
 
 def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
@@ -215,33 +388,54 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
 
 
 def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
-    if not setting.resumed:
+    scene = (f"a second run, asked for {setting.final_epochs} epochs, went on from the first "
+             f"run's checkpoints, which only rank 0 could see (the others had an empty --log-dir, "
+             "as on another machine)")  # fmt: skip
+    hint = ("Let rank 0 look for the checkpoint and broadcast its epoch to every rank: "
+            'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").')  # fmt: skip
+    second = evidence.ranks(2)
+    if not second:
         return finding(8, CANT_TELL, "can't tell: there was no second run to resume")
     reached = _ranks_with(evidence, 2, lambda r: r.fit)
     starts = {rank: fit.get("initial_epoch") or 0 for rank, fit in reached.items()}
-    scene = ("a second run went on from the first one's checkpoint, which only rank 0 could "
-             "see (every other rank got an empty --log-dir, as on another machine)")  # fmt: skip
     if len(set(starts.values())) > 1:
-        shown = ", ".join(
-            f"rank {rank} {_resumed(epoch)}" for rank, epoch in sorted(starts.items())
-        )
-        return finding(
-            8,
-            FAILED,
-            f"{scene}; the ranks disagree on where to go on: {shown}",
-            "Let rank 0 look for the checkpoint and broadcast its epoch to every rank: "
-            'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").',
-        )
+        shown = ", ".join(f"rank {rank} {_resumed(epoch)}" for rank, epoch in sorted(starts.items()))
+        return finding(8, FAILED, f"{scene}; the ranks disagree on where to go on: {shown}", hint)
+    crashed = [(rank, record.error) for rank, record in sorted(second.items()) if record.error]
+    if crashed:
+        rank, error = crashed[0]
+        return finding(8, FAILED, f"{scene}; rank {rank} stopped with an error there"
+                       f"{line_and_code(error)}: {error['type']}: {error.get('message', '')}",
+                       "Run the script twice with the same --log-dir: the second run must load "
+                       "the checkpoint and go on.")  # fmt: skip
     if len(reached) < evidence.np:
         return finding(8, CANT_TELL, _not_reached(evidence, reached, "reached model.fit", 2))
     epoch = next(iter(starts.values()))
-    if epoch == 0:
-        first = evidence.ranks(1).get(0)
-        wrote = first.data.get("saved") if first else None
-        why = ("although rank 0 had written " + ", ".join(_names(wrote))) if wrote else (
-            "the first run wrote no checkpoint")  # fmt: skip
-        return finding(8, CANT_TELL, f"can't tell: {scene}, but no rank resumed ({why})")
-    return finding(8, PASSED, f"{scene}; every rank {_resumed(epoch)}")
+    first = evidence.ranks(1).get(0)
+    wrote = (first.data.get("saved") or []) if first else []
+    if not wrote:
+        return finding(8, CANT_TELL, f"can't tell: {scene}, but the first run wrote no "
+                       "checkpoint")  # fmt: skip
+    newest = _newest_epoch(wrote, setting.first_epochs)
+    if epoch != newest:
+        said = "started from scratch" if epoch == 0 else f"went on after epoch {epoch}"
+        return finding(8, FAILED, f"{scene}; every rank {said}, but the newest checkpoint, "
+                       f"{_names(wrote)[-1]}, is of epoch {newest}", hint)  # fmt: skip
+    finals = {rank: fit.get("epochs") for rank, fit in reached.items()}
+    if set(finals.values()) != {setting.final_epochs}:
+        rank = next(r for r, value in finals.items() if value != setting.final_epochs)
+        return finding(8, FAILED, f"{scene}; rank {rank} resumed after epoch {epoch} but trained "
+                       f"until epoch {finals[rank]}, not the {setting.final_epochs} asked for",
+                       "Pass initial_epoch=resume_from_epoch and epochs=args.epochs to "
+                       "model.fit: epochs is the last epoch, not how many more.")  # fmt: skip
+    return finding(8, PASSED, f"{scene}; every rank {_resumed(epoch)} and trained until epoch "
+                   f"{setting.final_epochs}")  # fmt: skip
+
+
+def _newest_epoch(paths, default: int) -> int:
+    """The highest epoch number in the checkpoints' names (checkpoint-2.h5: 2), else `default`."""
+    numbers = [int(found[-1]) for name in _names(paths) if (found := re.findall(r"(?<![A-Za-z])\d+", name))]
+    return max(numbers) if numbers else default
 
 
 def _resumed(epoch: int) -> str:
@@ -253,37 +447,48 @@ def _names(paths) -> list:
     return sorted({str(path).replace("\\", "/").rsplit("/", 1)[-1] for path in paths})
 
 
+def _files_under(folder: str) -> list:
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
+
+
 def one_writer(evidence: Evidence, setting: Setting) -> Result:
     records = evidence.ranks(1)
     if len(records) < evidence.np:
         return finding(9, CANT_TELL, _not_reached(evidence, records, "started"))
-    if not setting.shared_log_dir:
-        return finding(9, CANT_TELL, "can't tell: the ranks had log folders of their own")
     pids = {record.data["pid"]: rank for rank, record in records.items()}
     logs = event_file_writers([setting.log_dir], pids)
+    saved, private = {}, {}
+    for run in sorted(evidence.runs):
+        for rank, record in sorted(evidence.ranks(run).items()):
+            saved.setdefault(rank, []).extend(record.data.get("saved") or [])
+            if rank:
+                private.setdefault(rank, []).extend(_files_under(setting.private_log_dir(rank, run)))
     writers = {}
-    for rank, record in sorted(records.items()):
-        wrote = []
-        if record.data.get("saved"):
-            wrote.append("checkpoints (" + ", ".join(_names(record.data["saved"])) + ")")
-        if logs.get(rank):
-            wrote.append("TensorBoard logs")
-        if wrote:
-            writers[rank] = wrote
-    others = [rank for rank in writers if rank]
+    for rank in sorted(set(saved) | set(private)):
+        wrote = writers.setdefault(rank, [])
+        if saved.get(rank):
+            wrote.append("checkpoints (" + ", ".join(_names(saved[rank])) + ")")
+        if private.get(rank):
+            wrote.append(f"{len(private[rank])} files into its own --log-dir "
+                         f"({_names(private[rank])[0]}...)")  # fmt: skip
+    if logs.get(0):
+        writers.setdefault(0, []).append("TensorBoard logs")
+    others = [rank for rank, wrote in writers.items() if rank and wrote]
     if others:
         rank = others[0]
         return finding(
             9,
             FAILED,
-            f"rank {rank} also wrote {' and '.join(writers[rank])} into the --log-dir every "
-            "rank shares",
+            f"rank {rank} wrote {' and '.join(writers[rank])} too: on one disk "
+            "the workers' files would clash",
             "Add ModelCheckpoint and TensorBoard to the callbacks only under "
             "`if hvd.rank() == 0:`: one writer, no clashes.",
         )
-    if 0 not in writers:
-        return finding(9, CANT_TELL, "can't tell: no rank wrote checkpoints or TensorBoard logs "
-                       "in the first epoch")  # fmt: skip
+    if not writers.get(0):
+        return finding(9, CANT_TELL, "can't tell: no rank wrote checkpoints or TensorBoard logs")
     return finding(9, PASSED, f"only rank 0 wrote {' and '.join(writers[0])}")
 
 
@@ -312,51 +517,85 @@ def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
     epochs = _rates(evidence, 0)
     if not epochs:
         return finding(10, CANT_TELL, "can't tell: rank 0 reported no learning rate")
-    scaled = setting.base_lr * setting.np
+    base_lr = recipe(evidence, setting).base_lr
+    scaled = base_lr * setting.np
     highest = max(max(rates) for _, _, rates in epochs)
     schedule = _schedule(epochs)
     if abs(highest - scaled) <= SAME_RATE * scaled:
         return finding(10, PASSED, f"the learning rate reached {scaled:.4g} = --base-lr "
-                       f"{setting.base_lr:g} × {setting.np} workers ({schedule})")  # fmt: skip
-    last = epochs[-1][2]
-    if highest < scaled and len(last) > 1 and last[-1] > last[0]:
-        return finding(10, CANT_TELL, f"can't tell: the learning rate was still rising at the end "
-                       f"of the run ({schedule})")  # fmt: skip
+                       f"{base_lr:g} × {setting.np} workers ({schedule})")  # fmt: skip
     hint = "Multiply it by the number of workers: scaled_lr = args.base_lr * hvd.size()."
-    if abs(highest - setting.base_lr) <= SAME_RATE * setting.base_lr:
-        return finding(10, FAILED, f"the learning rate stays at --base-lr {setting.base_lr:g} "
+    if abs(highest - base_lr) <= SAME_RATE * base_lr:
+        return finding(10, FAILED, f"the learning rate stays at --base-lr {base_lr:g} "
                        f"({schedule}), though every step averages {setting.np} workers' "
                        "batches", hint)  # fmt: skip
     return finding(10, FAILED, f"the learning rate peaked at {highest:.4g}, not {scaled:.4g} = "
-                   f"--base-lr {setting.base_lr:g} × {setting.np} workers ({schedule})", hint)  # fmt: skip
+                   f"--base-lr {base_lr:g} × {setting.np} workers ({schedule})", hint)  # fmt: skip
 
 
-def warmup(evidence: Evidence, setting: Setting) -> Result:
+def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
     epochs = {rank: _rates(evidence, rank) for rank in evidence.ranks(1)}
     if not epochs.get(0):
         return finding(11, CANT_TELL, "can't tell: rank 0 reported no learning rate")
-    scaled = setting.base_lr * setting.np
-    first = epochs[0][0][2]
     schedule = _schedule(epochs[0])
+    ours = {(run, epoch): rates for run, epoch, rates in epochs[0]}
     for rank, seen in sorted(epochs.items()):
-        if rank and seen and seen != epochs[0][: len(seen)]:
-            return finding(11, FAILED, f"rank {rank} used other learning rates than rank 0: "
-                           f"{_schedule(seen)}, and rank 0 {schedule}",
+        differ = [(run, epoch, rates) for run, epoch, rates in seen
+                  if rank and (run, epoch) in ours and ours[run, epoch] != rates]  # fmt: skip
+        if differ:
+            run, epoch, rates = differ[0]
+            return finding(11, FAILED, f"rank {rank} used other learning rates than rank 0 in "
+                           f"epoch {epoch + 1}: {_rate_list(rates)}, and rank 0 "
+                           f"{_rate_list(ours[run, epoch])}",
                            "Give every rank the same callbacks for the learning rate.")  # fmt: skip
-    hint = ("Start from a smaller rate: hvd.callbacks.LearningRateWarmupCallback(initial_lr="
-            "scaled_lr, warmup_epochs=args.warmup_epochs) raises it from base-lr to scaled_lr.")  # fmt: skip
-    if first[0] >= 0.75 * scaled:
-        near = "" if abs(first[0] - scaled) <= SAME_RATE * scaled else f"{first[0]:.4g}, near "
-        return finding(11, FAILED, f"the first training step already used {near}the full rate "
-                       f"{scaled:.4g} ({schedule}): no warmup", hint)  # fmt: skip
-    if any(later < earlier * (1 - SAME_RATE) for earlier, later in zip(first, first[1:])):
-        return finding(11, FAILED, f"the learning rate went down in the first epoch "
-                       f"({schedule}); a warmup raises it", hint)  # fmt: skip
-    if len(first) < 2 or first[-1] <= first[0] * (1 + SAME_RATE):
-        return finding(11, FAILED, f"the learning rate did not rise in the first epoch "
-                       f"({schedule})", hint)  # fmt: skip
-    return finding(11, PASSED, f"the learning rate rose from {first[0]:.4g} towards {scaled:.4g} "
-                   f"on every rank alike ({schedule})")  # fmt: skip
+    wanted = recipe(evidence, setting)
+    told = (f"the recipe: a warmup over {wanted.warmup_epochs:g} epoch(s) from {wanted.base_lr:g} "
+            f"towards {wanted.scaled_lr:.4g}, then ×0.1 from epoch(s) "
+            f"{', '.join(str(d + 1) for d in wanted.lr_drops) or 'none'}")  # fmt: skip
+    hint = ("hvd.callbacks.LearningRateWarmupCallback(initial_lr=scaled_lr, warmup_epochs="
+            "args.warmup_epochs), then hvd.callbacks.LearningRateScheduleCallback(initial_lr="
+            "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
+            "itself, not step_decay(...) or a number.")  # fmt: skip
+    for run, epoch, rates in epochs[0]:
+        expected = wanted.rates(epoch, len(rates))
+        for batch, (got, want) in enumerate(zip(rates, expected)):
+            if not same(got, want, SAME_RATE):
+                where = f"epoch {epoch + 1}" + (" (after resuming)" if run == 2 else "")
+                why = _schedule_mistake(epoch, rates, expected, wanted)
+                return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
+                               f"{got:.4g}; {told} gives {want:.4g}{why} (rank 0: {schedule})",
+                               hint)  # fmt: skip
+    resumed = any(run == 2 for run, _, _ in epochs[0])
+    after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
+    return finding(11, PASSED, f"every step's learning rate followed {told}{after}; on every "
+                   f"rank alike{_momentum_note(evidence, setting)} ({schedule})")  # fmt: skip
+
+
+def _schedule_mistake(epoch: int, rates: list, expected: list, wanted: Recipe) -> str:
+    """What the difference looks like, when it is one learners make."""
+    if epoch < wanted.warmup_epochs and epoch == 0:
+        if rates[0] >= 0.75 * wanted.scaled_lr:
+            return ": no warmup"
+        if len(rates) > 1 and rates[-1] < expected[-1] and rates[-1] > rates[0]:
+            return (": the warmup rises too slowly (told more steps per epoch than each worker "
+                    "trains?)")  # fmt: skip
+    return ""
+
+
+def _momentum_note(evidence: Evidence, setting: Setting) -> str:
+    """", with Horovod's momentum correction" or "" (no momentum to correct, or none made)."""
+    record = evidence.ranks(1).get(0)
+    momenta = (record.data.get("momentum") or {}) if record else {}
+    base = parsed(evidence, "momentum", setting)
+    if not momenta or not base:
+        return ""
+    previous, corrected = None, True
+    for epoch, rates in sorted(record.learning_rates().items()):
+        for rate, value in zip(rates, momenta.get(str(epoch), [])):
+            if previous is not None and rate != previous:
+                corrected &= same(value, corrected_momentum(float(base), rate, previous))
+            previous = rate
+    return ", with Horovod's momentum correction" if corrected else ""
 
 
 def novograd(evidence: Evidence, setting: Setting) -> Result:
@@ -373,8 +612,11 @@ def novograd(evidence: Evidence, setting: Setting) -> Result:
     return finding(12, PASSED, "every rank trains with NovoGrad")
 
 
-# The invariant of each step, checked once the step is done (steps 1-3 show no such thing).
+# The invariant of each step, checked once the step is done.
 INVARIANTS = {
+    1: horovod_initialized,
+    2: one_gpu_each,
+    3: one_rank_prints,
     4: identical_updates,
     5: same_weights,
     6: different_batches,
@@ -382,7 +624,7 @@ INVARIANTS = {
     8: agreed_resume_epoch,
     9: one_writer,
     10: scaled_learning_rate,
-    11: warmup,
+    11: warmup_and_schedule,
     12: novograd,
 }
 FIRST_STEP = min(INVARIANTS)

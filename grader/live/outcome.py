@@ -24,6 +24,8 @@ class Outcome:
     message: str
     hint: str = ""
     error: str = ""  # the failing rank's error output
+    line: int | None = None  # the script's line where it crashed or waits in vain
+    code: str = ""
 
 
 def _current(evidence: Evidence) -> dict:
@@ -140,7 +142,10 @@ def judge(
     """The outcome of a finished RunResult; `stuck` is why the watcher stopped it (doomed())."""
     stuck = stuck or doomed(evidence, runs)
     if stuck:
-        return Outcome(HUNG, stuck, HANG_HINT)
+        waiting = next((record.waiting for _, record in _current(evidence).values()
+                        if record.waiting), None) or {}  # fmt: skip
+        return Outcome(HUNG, stuck, HANG_HINT, line=waiting.get("line"),
+                       code=waiting.get("code") or "")  # fmt: skip
     if run.timed_out:
         return Outcome(
             UNFINISHED,
@@ -175,6 +180,8 @@ def _crash(run, evidence: Evidence) -> Outcome:
             CRASHED,
             f"rank {failed} stopped with an error{line_and_code(error)}{second}: {what}",
             error=from_the_script_on(run.error, script),
+            line=error.get("line"),
+            code=error.get("code") or "",
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()

@@ -13,6 +13,14 @@ The script runs unchanged (runpy, as `__main__`) after a few hooks are installed
   them in the same order, which shows (different data alone would never look alike).
 - Horovod's collectives, called from the script, note the line they wait on; Model.save and
   save_weights note the files they write.
+- The script's argparse keeps only the options it knows (the check passes the lesson's options,
+  --warmup-epochs and --lr-drops among them, to every script) and notes what it parsed; what each
+  rank prints is counted; the first allreduce of the gradients keeps what went in (this rank's
+  gradients) and what came out (the reduced ones); each batch notes the learning rate and the
+  momentum every callback left.
+- GPUs are simulated: tf.config lists one per worker of this host (CUDA_VISIBLE_DEVICES
+  respected), and set_visible_devices or set_memory_growth on them only note what was asked, so
+  a run on CPUs shows which GPU each rank would use.
 
 What rank N saw in run M of the script goes to $WORKBOOK_PROBE_DIR/runM-rankN.json, rewritten
 at every stage, so that a run stopped early still tells how far each rank got; the weights
@@ -38,6 +46,8 @@ PRIVATE_LOG_DIR_VARIABLE = "WORKBOOK_PROBE_PRIVATE_LOG_DIR"
 SECOND_RUN_VARIABLE = "WORKBOOK_PROBE_SECOND_RUN"
 SHUFFLE_SEED = 20240601
 LABEL_BATCHES = 3  # the batches whose labels are kept
+SIMULATED_GPUS_VARIABLE = "WORKBOOK_PROBE_GPUS"  # how many GPUs to simulate on this host
+PRINTED_KEPT = 200  # characters of the first output kept
 COLLECTIVES = ("allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall",
                "reducescatter", "broadcast_object", "allgather_object", "broadcast_variables",
                "join", "barrier")  # fmt: skip
@@ -67,6 +77,13 @@ class Record:
             "lr": {},
             "epoch_logs": {},
             "saved": [],
+            "args": None,  # what the script's argparse parsed, and the options it did not know
+            "printed": {"chars": 0, "first": ""},  # what this rank wrote to stdout
+            "steps": {},  # {epoch: training steps done}
+            "momentum": {},  # {epoch: [the optimizer's momentum at each step]}, SGD only
+            "horovod": None,  # at model.fit: {"initialized", "size", "rank", "local_rank"}
+            "gpus": None,  # at model.fit: {"listed", "visible"}: the simulated GPUs
+            "gradients": False,  # whether the first allreduce of the gradients was kept
             "error": None,
             "finished": False,
         }
@@ -138,13 +155,214 @@ def learning_rate(optimizer):
         return None
 
 
+def momentum(optimizer):
+    """The optimizer's momentum as a float, or None when it has none (NovoGrad, Adam...)."""
+    import tensorflow as tf
+
+    try:
+        return float(tf.keras.backend.get_value(optimizer.momentum))
+    except Exception:  # no momentum hyperparameter
+        return None
+
+
+def horovod_state() -> dict:
+    """Whether Horovod is initialized in this process, and what it says this rank is."""
+    try:
+        import horovod.tensorflow.keras as hvd
+
+        if not hvd.is_initialized():
+            return {"initialized": False}
+        return {"initialized": True, "size": hvd.size(), "rank": hvd.rank(),
+                "local_rank": hvd.local_rank()}  # fmt: skip
+    except Exception as error:  # Horovod not importable: the check says so
+        return {"initialized": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def jsonable(value):
+    """`value` as JSON can hold it: lists for tuples, text for anything else unusual."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    return str(value)
+
+
+def known_options(parser, tokens: list) -> tuple:
+    """(tokens the parser knows, options it doesn't): an option it lacks goes, with its values."""
+    kept, ignored, dropping = [], [], False
+    for token in tokens:
+        if token.startswith("--"):
+            name = token.split("=", 1)[0]
+            dropping = name not in parser._option_string_actions
+            if dropping:
+                ignored.append(name)
+                continue
+        elif dropping:
+            continue
+        kept.append(token)
+    return kept, ignored
+
+
+class CountedOutput:
+    """This rank's stdout as it was, counting what the script prints into the record."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        record = Current.record
+        shown = text.strip() if isinstance(text, str) else ""
+        if record is not None and shown:
+            printed = record.data["printed"]
+            printed["chars"] += len(shown)
+            room = PRINTED_KEPT - len(printed["first"])
+            if room > 0:
+                printed["first"] += text[:room]
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def install_argparse_hook() -> None:
+    """parse_args() of the command line keeps the options the script knows and notes the rest."""
+    import argparse
+
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_args(self, args=None, namespace=None):
+        if args is not None:
+            return original(self, args, namespace)
+        kept, ignored = known_options(self, sys.argv[1:])
+        parsed = original(self, kept, namespace)
+        Current.record.data["args"] = {"values": jsonable(vars(parsed)), "ignored": ignored}
+        Current.record.save()
+        return parsed
+
+    argparse.ArgumentParser.parse_args = parse_args
+
+
+class SimulatedGpus:
+    """`count` GPUs for tf.config's device functions; what the script asks of them is noted."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.physical = {}  # device name -> the physical GPU behind it
+        self.visible = None  # physical GPUs made visible, None until the script sets them
+
+    def listed(self) -> list:
+        import tensorflow as tf
+
+        numbers = list(range(self.count))
+        chosen = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if chosen is not None:  # CUDA renumbers the GPUs it shows from 0
+            numbers = [int(n) for n in chosen.split(",") if n.strip().isdigit()]
+            numbers = [n for n in numbers if n < self.count]
+        devices = []
+        for index, number in enumerate(numbers):
+            device = tf.config.PhysicalDevice(f"/physical_device:GPU:{index}", "GPU")
+            self.physical[device.name] = number
+            devices.append(device)
+        return devices
+
+    def is_simulated(self, device) -> bool:
+        return getattr(device, "device_type", None) == "GPU" and device.name in self.physical
+
+    def state(self) -> dict:
+        listed = [self.physical[d.name] for d in self.listed()]
+        visible = listed if self.visible is None else self.visible
+        return {"count": self.count, "listed": listed, "visible": visible,
+                "set": self.visible is not None}  # fmt: skip
+
+    def install(self) -> None:
+        import tensorflow as tf
+
+        config, experimental = tf.config, tf.config.experimental
+        original_list = config.list_physical_devices
+        original_set = config.set_visible_devices
+        original_get = config.get_visible_devices
+
+        def list_physical_devices(device_type=None):
+            if device_type == "GPU":
+                return self.listed()
+            found = original_list(device_type)
+            return found + self.listed() if device_type is None else found
+
+        def set_visible_devices(devices, device_type=None):
+            # One device is a PhysicalDevice, a namedtuple: not a list of devices.
+            many = [devices] if hasattr(devices, "device_type") else list(devices)
+            if device_type == "GPU" or any(self.is_simulated(d) for d in many):
+                self.visible = [self.physical[d.name] for d in many if self.is_simulated(d)]
+                return None
+            return original_set(devices, device_type)
+
+        def get_visible_devices(device_type=None):
+            if device_type == "GPU":
+                return [d for d in self.listed() if self.visible is None
+                        or self.physical[d.name] in self.visible]  # fmt: skip
+            return original_get(device_type)
+
+        def passed_over(original):
+            def call(device, *args, **kwargs):
+                return None if self.is_simulated(device) else original(device, *args, **kwargs)
+
+            return call
+
+        for module in (config, experimental):
+            module.list_physical_devices = list_physical_devices
+            module.set_visible_devices = set_visible_devices
+            module.get_visible_devices = get_visible_devices
+        experimental.set_memory_growth = passed_over(experimental.set_memory_growth)
+        for name in ("set_logical_device_configuration", "set_virtual_device_configuration"):
+            for module in (config, experimental):
+                if hasattr(module, name):
+                    setattr(module, name, passed_over(getattr(module, name)))
+
+
+def keep_first_allreduce(optimizer, record) -> None:
+    """The optimizer's first allreduce of the gradients keeps this rank's gradients (what went
+    in) and the reduced ones (what came out), as .npy files beside the record."""
+    import numpy as np
+    import tensorflow as tf
+
+    original = optimizer._allreduce
+    kept = []
+
+    def keep(local, reduced):
+        if not kept:
+            kept.append(True)
+            record.save_vector("local-gradient", local)
+            record.save_vector("reduced-gradient", reduced)
+            record.data["gradients"] = True
+            record.save()
+        return np.array(True)
+
+    def flat(tensors):
+        return tf.concat([tf.reshape(tf.cast(t, tf.float64), [-1]) for t in tensors], 0)
+
+    def allreduce(grads, variables):
+        reduced = original(grads, variables)
+        pairs = [(g, r) for g, r in zip(grads, reduced)
+                 if isinstance(g, tf.Tensor) and isinstance(r, tf.Tensor)]  # fmt: skip
+        if not pairs:
+            return reduced
+        done = tf.numpy_function(keep, [flat([g for g, _ in pairs]), flat([r for _, r in pairs])],
+                                 Tout=tf.bool)  # fmt: skip
+        with tf.control_dependencies([done]):
+            return [tf.identity(r) if isinstance(r, tf.Tensor) else r for r in reduced]
+
+    optimizer._allreduce = allreduce
+
+
 class Current:
     """The record of the run going on: the hooks write to it, main() replaces it per run."""
 
     record: Record = None
 
 
-def install_hooks(script: str) -> None:
+def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
     import tensorflow as tf
 
     model_class = tf.keras.Model
@@ -179,10 +397,15 @@ def install_hooks(script: str) -> None:
             self.record.data["lr"][str(epoch)] = []
 
         def on_train_batch_begin(self, batch, logs=None):
-            rates = self.record.data["lr"].setdefault(str(self.epoch), [])
-            rates.append(learning_rate(self.model.optimizer))
+            epoch = str(self.epoch)
+            self.record.data["lr"].setdefault(epoch, []).append(learning_rate(self.model.optimizer))
+            value = momentum(self.model.optimizer)
+            if value is not None:
+                self.record.data["momentum"].setdefault(epoch, []).append(value)
 
         def on_train_batch_end(self, batch, logs=None):
+            steps = self.record.data["steps"]
+            steps[str(self.epoch)] = steps.get(str(self.epoch), 0) + 1
             self.steps += 1
             if self.steps == 1:
                 self.record.save_vector("after-first-step", trainable_vector(self.model))
@@ -233,8 +456,14 @@ def install_hooks(script: str) -> None:
             # hvd.DistributedOptimizer's class has the name of the one it wraps; this is its mark.
             "distributed_optimizer": hasattr(optimizer, "_allreduce_grads"),
             "dataset": isinstance(arguments.get("x"), tf.data.Dataset),
+            "verbose": jsonable(arguments.get("verbose")),
             **script_lines(script, sys._getframe(1)),
         }
+        record.data["horovod"] = horovod_state()
+        if gpus is not None:
+            record.data["gpus"] = gpus.state()
+        if hasattr(optimizer, "_allreduce_grads") and hasattr(optimizer, "_allreduce"):
+            keep_first_allreduce(optimizer, record)
         if record.data["fit"]["dataset"]:
             arguments["x"] = tapped(arguments["x"], record)
         arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]
@@ -335,8 +564,18 @@ def main() -> None:
     runs = [args] + ([args + json.loads(second)] if second else [])
     sys.path[0] = os.path.dirname(script)  # as `python SCRIPT` would have it, not this folder
     first = Record(folder, script, 1)
+    Current.record = first
     first.stage("started")
-    install_hooks(script)
+    sys.stdout = CountedOutput(sys.stdout)
+    install_argparse_hook()
+    gpus = None
+    if os.environ.get(SIMULATED_GPUS_VARIABLE):
+        import tensorflow as tf
+
+        if not tf.config.list_physical_devices("GPU"):  # real GPUs are left as they are
+            gpus = SimulatedGpus(int(os.environ.get("HOROVOD_LOCAL_SIZE", "1")))
+            gpus.install()
+    install_hooks(script, gpus)
     for number, run_args in enumerate(runs, start=1):
         record = first if number == 1 else Record(folder, script, number)
         if private == "all" or (private == "second" and number == 2):

@@ -1,10 +1,21 @@
-"""Runs the learner's script for real: 2 workers, a few steps, then checks what the ranks did.
+"""Runs the learner's script for real: 2 workers, twice, then checks what the ranks did.
 
 The script runs unchanged under the runner's horovodrun (Gloo), each worker through the probe
-(grader/live/probe.py), on part of the committed sample with the smallest WideResNet (depth 4)
-for one epoch of a few steps. From step 8 on, the same workers run it a second time, for one
-more epoch, so that it resumes from the first run's checkpoint. The probe's records then show
-the invariants of the steps done so far (grader/live/invariants.py).
+(grader/live/probe.py), on part of the committed sample with the smallest WideResNet (depth 4).
+One configuration shows every step at once, whichever step is asked for:
+
+- the first run trains FIRST_EPOCHS epochs from scratch, with a warmup of one epoch, so that
+  the warmup and the full rate both show; GPUs are simulated (one per worker), so that GPU
+  pinning shows on a machine without them;
+- from step 8 on, the same workers then run the script again, asked for FINAL_EPOCHS, with the same --log-dir
+  on rank 0: it must go on from the first run's last checkpoint, into the epoch where the
+  learning rate drops;
+- every other rank gets an empty --log-dir of its own in each run (as on another machine), so
+  a second writer, and a rank that looks for checkpoints itself, show.
+
+The probe's records then show the invariant of each step (grader/live/invariants.py). The run
+is never refused because the reading of the script disagrees: a script that never initializes
+Horovod runs too, and shows it.
 
 While it runs, the records are watched: a rank that waits in a collective which another rank
 went past can never be answered, so the run is stopped then and there and called a hang,
@@ -20,95 +31,91 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader.names import Script
-from grader.source import FileProblem, read_source
+from grader.source import FileProblem, parse, read_source
 from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
 from grader.live.outcome import doomed, judge
-from grader.live.probe import PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, SECOND_RUN_VARIABLE
+from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, SECOND_RUN_VARIABLE,
+                               SIMULATED_GPUS_VARIABLE)  # fmt: skip
 from grader.live.report import not_run, run_result
 from grader.report import Result
-from grader.rules import RULES
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
 PROBE = Path(__file__).with_name("probe.py")
 WORKERS = 2
-# The hard limit for the whole check. A quiet 2-core machine needs about 30 s for the two runs
-# of step 8 and later; a busy one twice that. A hang is stopped as soon as it shows.
+# The hard limit for the whole check. A quiet 2-core machine needs about 20 s for the two
+# runs; a busy one twice that. A hang is stopped as soon as it shows.
 TIMEOUT_S = 120
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
-BASE_LR = 0.0125
-STEPS_PER_EPOCH = 8  # for one process; 4 for each of 2 workers once the steps are divided
-RUN_ARGS = ["--data-dir", str(REPO / "data" / "sample"), "--train-images", "512",
-            "--test-images", "128", "--depth", "4", "--width", "1", "--preset", "cpu",
-            "--base-lr", str(BASE_LR), "--steps-per-epoch", str(STEPS_PER_EPOCH),
-            "--epochs", "1"]  # fmt: skip
-SECOND_RUN_ARGS = ["--epochs", "2"]  # one epoch more: resume from the first run's checkpoint
-RESUME_STEP = 8  # from here on there is a second run
-# Before step 9 every rank writes checkpoints: into one folder, they would clash.
-ONE_WRITER_STEP = 9
+FIRST_EPOCHS, FINAL_EPOCHS = 2, 3
+# The options the lesson's script takes, in the smallest form that still shows every step:
+# 256 images in batches of 32 make 4 steps per worker and epoch; the warmup takes epoch 1,
+# the full rate epoch 2, and the rate drops in epoch 3 (--lr-drops counts from 0).
+ASKED = {"base_lr": 0.0125, "warmup_epochs": 1, "lr_drops": [2], "train_images": 256,
+         "batch_size": 32, "momentum": 0.9}  # fmt: skip
+RUN_ARGS = ["--data-dir", str(REPO / "data" / "sample"), "--train-images", "256",
+            "--test-images", "64", "--batch-size", "32", "--val-batch-size", "32",
+            "--depth", "4", "--width", "1", "--preset", "cpu", "--base-lr", "0.0125",
+            "--momentum", "0.9", "--warmup-epochs", "1", "--lr-drops", "2",
+            "--epochs", str(FIRST_EPOCHS)]  # fmt: skip
+SECOND_RUN_ARGS = ["--epochs", str(FINAL_EPOCHS)]  # go on from the first run's checkpoint
+RESUME_STEP = 8  # the step whose invariant needs the second run
 STEP_RANGE = f"{FIRST_STEP}..{LAST_STEP}"
 
 
 def run_step(
-    step: int,
+    step: int = LAST_STEP,
     path=LEARNER_SCRIPT_NAME,
     *,
     timeout: float = TIMEOUT_S,
     np: int = WORKERS,
     work_dir=None,
     quiet: bool = False,
+    sandbox=None,
 ) -> Result:
-    """Runs the script at `path` on `np` workers and checks the invariants of steps 4..`step`.
+    """Runs the script at `path` on `np` workers and checks the invariants of steps 1..`step`.
 
     The run's files go to a new folder under `work_dir` (default: the system's temporary
     folder); it is deleted when the check passes, and kept, for its horovodrun.log, otherwise.
+    `sandbox` (grader/live/sandbox.py), when given, confines the whole run.
     """
     if step not in INVARIANTS:
         raise ValueError(f"step must be one of {STEP_RANGE}, not {step!r}")
     script = Path(path).resolve()
     try:
-        refusal = _not_runnable(Path(path))
+        parse(read_source(path))
     except FileProblem as problem:
         return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable)
-    if refusal:
-        return not_run(step, path, refusal, workers=np)
 
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"run-check-step{step:02d}-", dir=work_dir))
     records, log_dir = folder / "records", folder / "logs"
     records.mkdir()
-    resume = step >= RESUME_STEP
-    env = {PROBE_DIR_VARIABLE: str(records),
-           PRIVATE_LOG_DIR_VARIABLE: "second" if step >= ONE_WRITER_STEP else "all"}  # fmt: skip
-    if resume:
+    env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all",
+           SIMULATED_GPUS_VARIABLE: "1"}  # fmt: skip
+    # Before step 8 the ranks can't agree on a resume (and need not): one run shows the rest.
+    runs = 2 if step >= RESUME_STEP else 1
+    if runs == 2:
         env[SECOND_RUN_VARIABLE] = json.dumps(SECOND_RUN_ARGS)
-    runs = 2 if resume else 1
     if not quiet:
         print(
-            f"Running {script.name} on {np} workers for a few steps"
-            f"{', twice' if resume else ''} (under a minute on 2 cores; stopped after "
-            f"{timeout:g} s)...",
+            f"Running {script.name} on {np} workers{', twice' if runs == 2 else ''} (a few "
+            f"steps{', then a resume' if runs == 2 else ''}; 10-20 s on 2 quiet cores, stopped "
+            f"after {timeout:g} s)...",
             flush=True,
         )
     try:
-        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs)
+        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs, sandbox)
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         shutil.rmtree(folder, ignore_errors=True)
         return not_run(step, path, f"the run could not start: {error}", workers=np)
     evidence = Evidence.read(records, np)
     outcome = judge(run, evidence, np, timeout, stuck, runs)
-    setting = Setting(
-        np=np,
-        base_lr=BASE_LR,
-        steps_per_epoch=STEPS_PER_EPOCH,
-        log_dir=str(log_dir),
-        shared_log_dir=step >= ONE_WRITER_STEP,
-        resumed=resume and bool(evidence.ranks(2)),
-    )
+    setting = Setting(np=np, log_dir=str(log_dir), first_epochs=FIRST_EPOCHS,
+                      final_epochs=FINAL_EPOCHS, asked=ASKED)  # fmt: skip
     result = run_result(step, path, outcome, findings(evidence, setting, step),
                         seconds=run.wall_seconds, workers=np)  # fmt: skip
     if result.passed:
@@ -118,36 +125,15 @@ def run_step(
     return result
 
 
-def _not_runnable(script: Path) -> str:
-    """Why the script can't be run by this check yet ("" when it can); FileProblem when it
-    can't even be read."""
-    text = read_source(script)
-    try:
-        parsed = Script.from_text(text)
-    except FileProblem as problem:
-        return problem.message
-    except RecursionError:
-        return "the file is too deeply nested to read"
-    try:
-        initializes = RULES[1].check(parsed) is None
-    except Exception:  # the static rule's bug must not stop the real run
-        initializes = True
-    if not initializes:
-        return (
-            "the script does not initialize Horovod yet (step 1); on 2 workers it would only "
-            "train twice, side by side"
-        )
-    return ""
-
-
 def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float,
-                 records: Path, runs: int):  # fmt: skip
+                 records: Path, runs: int, sandbox=None):  # fmt: skip
     """Runs the probe under horovodrun; stops it early on a hang. (RunResult, hang or None)."""
     from workbook.runner import RunOptions, start_in_background  # here: the grader stays light
 
     command = [str(PROBE), str(script), *RUN_ARGS, "--log-dir", str(log_dir)]
     options = RunOptions(np=np, timeout=timeout, run_name=log_dir.parent.name, env=env,
-                         cwd=script.parent, logs_root=log_dir.parent)  # fmt: skip
+                         cwd=script.parent, logs_root=log_dir.parent,
+                         sandbox=sandbox)  # fmt: skip
     run = start_in_background(command, options=options)
     stuck, since = None, None
     try:

@@ -1,0 +1,132 @@
+"""Each step's verdict from both checks: what the run showed decides, the reading advises.
+
+    decide(static_results, run_result) -> Results
+
+The static check (grader/rules/) reads the script in milliseconds and can explain why; the run
+for real (grader/live/) shows what the script does. Per step:
+
+1. The run showed the step's invariant (PASSED or FAILED): the run decides. Where a run on this
+   machine can't show part of a step (READING_ONLY), a failed reading of that part overrules a
+   passed run, and the message says so.
+2. The run crashed or hung before the step showed: the crash is the step's if its line is one
+   of that step's lines in the reference chain (or, when no step's lines match, the first step
+   the run did not show): FAILED, decided by the run.
+3. Otherwise the reading decides when it is sure (PASSED or FAILED).
+4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
+   documented default, instructor/README.md), and the class report lists it with both pieces
+   of evidence for the instructor.
+
+Every decided Result names who decided in `decided_by`, which the learner's check cell and
+the student's feedback show.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import replace
+
+from grader import reference
+from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
+
+RUN, READING, NEITHER = "the run", "the reading", "neither"
+DECIDERS = (RUN, READING, NEITHER)
+
+# What a run on this machine can't show, per step; the reading decides that part.
+READING_ONLY = {
+    2: "which GPU a worker picks when a host has workers of other ranks (on one host the rank "
+    "and the local rank are equal)",
+}
+SAME_LINE = 0.6  # how alike (difflib's ratio) a crash's line and a step's line must be
+ENDED_EARLY = ("crashed", "hung")  # grader.live.outcome's kinds a crash can be blamed for
+
+
+def decide(static: Results, run: Result | None) -> Results:
+    """The decided verdict of each step of `static`, given the run's Result (or None)."""
+    findings = {detail.step: detail for detail in (run.details if run else [])}
+    blamed = blamed_step(run, findings) if run is not None else None
+    return Results(_decide_step(result, findings.get(result.step), run, blamed)
+                   for result in static)  # fmt: skip
+
+
+def _decide_step(static: Result, found: Result | None, run: Result | None, blamed) -> Result:
+    if found is not None and found.status != CANT_TELL:
+        if found.status == PASSED and static.status == FAILED and static.step in READING_ONLY:
+            return replace(static, decided_by=READING, message=(
+                f"{static.message} (the run showed {found.message}; it can't show "
+                f"{READING_ONLY[static.step]}: the reading decides that)"))  # fmt: skip
+        return replace(static, status=found.status, message=found.message,
+                       hint=found.hint or static.hint if found.status == FAILED else "",
+                       expected_diff=static.expected_diff if found.status == FAILED else "",
+                       line=static.line if found.status == FAILED else None,
+                       decided_by=RUN)  # fmt: skip
+    if blamed == static.step:
+        return replace(static, status=FAILED, decided_by=RUN,
+                       message=f"the script did not get through this step on {run.run.workers} "
+                       f"workers: {run.message}",
+                       hint=static.hint or "Run the script on 2 workers and read the error.",
+                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
+                       line=run.run.line)  # fmt: skip
+    unseen = _why_unseen(found, run)
+    if static.status != CANT_TELL:
+        return replace(static, decided_by=READING,
+                       message=f"{static.message} (decided by reading the script: {unseen})")  # fmt: skip
+    return replace(static, decided_by=NEITHER,
+                   message=f"neither check could decide; counted as done for now. The run: "
+                   f"{unseen}. The reading: {static.message}")  # fmt: skip
+
+
+def _why_unseen(found: Result | None, run: Result | None) -> str:
+    if run is None:
+        return "the script was not run"
+    if found is not None:
+        return found.message
+    return f"the run did not show it ({run.message})"
+
+
+def blamed_step(run: Result, findings: dict) -> int | None:
+    """The step a crash or a hang is blamed on, or None (the run finished, or timed out)."""
+    if run.run is None or run.run.outcome not in ENDED_EARLY:
+        return None
+    unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
+    if not unseen:
+        return None
+    return step_of_line(run.run.code, unseen) or unseen[0]
+
+
+def step_of_line(code: str, steps: list) -> int | None:
+    """The step among `steps` whose lines in the reference chain `code` is most like, if any
+    is alike enough."""
+    code = _normalized(code)
+    if not code:
+        return None
+    best, best_ratio = None, SAME_LINE
+    for step in steps:
+        for line in added_lines(step):
+            ratio = difflib.SequenceMatcher(None, code, line).ratio()
+            if ratio >= best_ratio:
+                best, best_ratio = step, ratio
+    return best
+
+
+def added_lines(step: int) -> list:
+    """The code lines step `step` adds in the reference chain, normalized."""
+    lines = []
+    for line in reference.expected_diff(step).splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            text = _normalized(line[1:])
+            if text and not text.startswith("#"):
+                lines.append(text)
+    return lines
+
+
+def _normalized(code: str) -> str:
+    return re.sub(r"\s+", " ", (code or "").replace('"', "'")).strip()
+
+
+def decided_counts(results: Results) -> dict:
+    """{decider: how many steps it decided}."""
+    return {who: sum(r.decided_by == who for r in results) for who in DECIDERS}
+
+
+__all__ = ["decide", "RUN", "READING", "NEITHER", "READING_ONLY", "PASSED", "FAILED"]

@@ -1,0 +1,102 @@
+"""Before nbgrader grades: each submission's script run for real, its steps decided.
+
+Every student's fashion_mnist.py runs once in the sandbox (grader/live/sandbox.py) through the
+run-for-real check, which shows all 12 steps at once; grader.judge_file decides each step from
+the run where it shows it and from the reading elsewhere. The decided verdicts are saved as
+logs/autograde/judged/<student>.json, in the course (never in a submission); the grading kernel
+is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the
+decided verdict of step N, so nbgrader's score and feedback come from behaviour.
+
+A script judged before with the same contents is not run again. With runs=False (a quick pass)
+only the reading decides, and every verdict says so: such grades are advisory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from instructor.course import Course
+from workbook.facts import LEARNER_SCRIPT_NAME
+
+JUDGED_DIR = Path("logs") / "autograde" / "judged"
+
+
+@dataclass
+class Judged:
+    student: str
+    ran: bool  # a real run decided (else the reading alone: advisory)
+    seconds: float
+    reused: bool  # judged before, the same script
+    undecided: list  # steps neither check could decide
+
+
+def judged_path(course: Course, student: str) -> Path:
+    return course.root / JUDGED_DIR / f"{student}.json"
+
+
+def script_of(course: Course, student: str) -> Path:
+    return course.folder("submitted", student) / LEARNER_SCRIPT_NAME
+
+
+def fingerprint(script: Path) -> str:
+    """The script's SHA-256 ("" when it is missing or not a plain file)."""
+    try:
+        if script.is_symlink() or not script.is_file():
+            return ""
+        return hashlib.sha256(script.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def load(course: Course, student: str) -> dict | None:
+    """The saved judgement of `student`: {"sha256", "ran", "seconds", "results"}, or None."""
+    try:
+        return json.loads(judged_path(course, student).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=None,
+                echo=print) -> list:  # fmt: skip
+    """Judges each student's script (a run each, one after another: a run uses both cores)."""
+    from grader import check_all, judge_file
+    from grader.judge import decide
+
+    judged = []
+    for student in students:
+        script = script_of(course, student)
+        digest = fingerprint(script)
+        saved = load(course, student)
+        if saved and digest and saved.get("sha256") == digest and saved.get("ran") == runs:
+            judged.append(_summary(student, saved, reused=True))
+            continue
+        started = time.monotonic()
+        work = course.root / JUDGED_DIR / "runs"
+        if runs:
+            results = judge_file(script, sandbox=sandbox, work_dir=work)
+        else:
+            results = decide(check_all(script), None)
+        data = {"sha256": digest, "ran": runs, "seconds": round(time.monotonic() - started, 1),
+                "results": [result.to_dict() for result in results]}  # fmt: skip
+        path = judged_path(course, student)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        summary = _summary(student, data, reused=False)
+        undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
+        passed = sum(item.get("passed", False) for item in data["results"])
+        how = "run and read" if runs else "read only (advisory)"
+        echo(f"{student}: judged, {how}, {passed}/{len(results)} steps{undecided} "
+             f"({data['seconds']:.0f} s)")  # fmt: skip
+        judged.append(summary)
+    return judged
+
+
+def _summary(student: str, data: dict, reused: bool) -> Judged:
+    results = data.get("results") or []
+    undecided = [item.get("step") for item in results if item.get("decided_by") == "neither"]
+    return Judged(student, bool(data.get("ran")), float(data.get("seconds") or 0), reused,
+                  undecided)  # fmt: skip

@@ -1,0 +1,296 @@
+"""The run check's invariants (grader/live/invariants.py), judged from records written the way
+the probe writes them (grader/live/probe.py's Record): each step's invariant is seen to hold,
+to fail with its own words, and to say "can't tell". No run here: milliseconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.live.evidence import Evidence, event_file_writers
+from grader.live.expected import Recipe
+from grader.live.invariants import Setting, findings
+from grader.live.probe import Record, known_options
+from grader.live.run import ASKED
+from grader.report import CANT_TELL, FAILED, PASSED
+
+WARMUP = [0.015625, 0.01875, 0.021875, 0.025]  # Horovod's warmup over 4 steps, 2 workers
+ARGS = {"values": {"base_lr": 0.0125, "warmup_epochs": 1.0, "lr_drops": [2], "epochs": 2,
+                   "train_images": 256, "batch_size": 32, "momentum": 0.9}, "ignored": []}  # fmt: skip
+FIT = {"initial_epoch": 0, "epochs": 2, "steps_per_epoch": 4, "callbacks": [],
+       "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
+       "code": "model.fit(", "top_line": 350}  # fmt: skip
+
+
+def write_rank(folder: Path, rank: int, run: int = 1, **data) -> Record:
+    record = Record(str(folder), "/x/fashion_mnist.py", run, rank)
+    record.data.update(data)
+    record.save()
+    return record
+
+
+def weights(seed: int, size: int = 50) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=size).astype(np.float32).astype(np.float64)
+
+
+def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=None) -> None:
+    """The vectors the probe saves, with float32 rounding as in a real step."""
+    moved = (before.astype(np.float32) + update.astype(np.float32)).astype(np.float64)
+    record.save_vector("before-first-step", before)
+    record.save_vector("first-update", moved - before)
+    record.save_vector("after-first-step", moved if after is None else after)
+
+
+def setting(tmp_path: Path) -> Setting:
+    return Setting(np=2, log_dir=str(tmp_path / "logs"), first_epochs=2, final_epochs=3,
+                   asked=ASKED)  # fmt: skip
+
+
+def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
+    """Two ranks that did everything right, in both runs; per_rank: {name: (rank0, rank1)}
+    of the first run."""
+    folder = tmp_path / "records"
+    folder.mkdir(parents=True, exist_ok=True)
+    update = weights(9) * 1e-3
+    records = {}
+    for rank in (0, 1):
+        data = {
+            "fit": dict(FIT),
+            "args": ARGS,
+            "labels": [[rank] * 32, [2 + rank] * 32],
+            "lr": {"0": WARMUP, "1": [0.025] * 4},
+            "steps": {"0": 4, "1": 4},
+            "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}},
+            "saved": ["/logs/checkpoint-1.h5", "/logs/checkpoint-2.h5"] if rank == 0 else [],
+            "printed": {"chars": 120 if rank == 0 else 0, "first": "Epoch 1/2" if rank == 0 else ""},
+            "horovod": {"initialized": True, "size": 2, "rank": rank, "local_rank": rank},
+            "gpus": {"count": 2, "listed": [0, 1], "visible": [rank], "set": True},
+            "finished": True,
+        }
+        for name, values in per_rank.items():
+            data[name] = values[rank]
+        records[rank] = write_rank(folder, rank, **data)
+        first_step(records[rank], weights(rank), update, after=weights(7))
+        if second:
+            write_rank(folder, rank, run=2, args=ARGS, fit={**FIT, "initial_epoch": 2, "epochs": 3},
+                       lr={"2": [0.0025] * 4}, steps={"2": 4}, finished=True)  # fmt: skip
+    return records
+
+
+def judged(tmp_path: Path, step: int = 12) -> dict:
+    found = findings(Evidence.read(tmp_path / "records", 2), setting(tmp_path), step)
+    return {finding.step: finding for finding in found}
+
+
+def test_the_right_run_holds_every_invariant(tmp_path):
+    good_ranks(tmp_path, fit=(dict(FIT, optimizer="NovoGrad"), dict(FIT, optimizer="NovoGrad")))
+    found = judged(tmp_path)
+    assert list(found) == list(range(1, 13))
+    assert {step: f.status for step, f in found.items() if f.status != PASSED} == {}
+    assert "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
+    assert "and after resuming" in found[11].message
+    assert "every rank resumed after epoch 2 and trained until epoch 3" in found[8].message
+
+
+def test_only_the_steps_done_so_far_are_judged(tmp_path):
+    good_ranks(tmp_path)
+    assert list(judged(tmp_path, 5)) == [1, 2, 3, 4, 5]
+
+
+def test_horovod_used_before_init_or_never_fails_step_1(tmp_path):
+    good_ranks(tmp_path, horovod=({"initialized": False}, {"initialized": False}))
+    assert "not initialized on ranks 0 and 1" in judged(tmp_path, 1)[1].message
+    error = {"type": "ValueError", "message": "Horovod has not been initialized; use hvd.init().",
+             "line": 280, "code": "verbose = 1 if hvd.rank() == 0 else 0"}  # fmt: skip
+    good_ranks(tmp_path, error=(error, None))
+    found = judged(tmp_path, 1)[1]
+    assert found.status == FAILED and "rank 0 used Horovod before hvd.init() at line 280" in found.message
+
+
+@pytest.mark.parametrize("visible, words", [
+    (([0, 1], [0, 1]), "rank 0 never chose a GPU, so it would use all 2"),
+    (([0], [0]), "rank 1 chose GPU 0, not the GPU of its local rank"),
+    (([], []), "rank 0 made no GPU visible"),
+])  # fmt: skip
+def test_gpus_simulated_show_each_rank_pinning_its_own(tmp_path, visible, words):
+    states = tuple({"count": 2, "listed": [0, 1], "visible": v, "set": v != [0, 1]} for v in visible)
+    good_ranks(tmp_path, gpus=states)
+    found = judged(tmp_path, 2)[2]
+    assert found.status == FAILED and words in found.message, found.message
+
+
+def test_a_second_rank_printing_fails_and_no_print_at_all_fails(tmp_path):
+    good_ranks(tmp_path, printed=({"chars": 90, "first": "Epoch"}, {"chars": 40, "first": "Throughput: 100 images/s"}))
+    found = judged(tmp_path, 3)[3]
+    assert found.status == FAILED and "rank 1 printed too (40 characters, beginning `Throughput" in found.message
+    good_ranks(tmp_path, printed=({"chars": 0, "first": ""}, {"chars": 0, "first": ""}))
+    assert "no rank printed anything" in judged(tmp_path, 3)[3].message
+
+
+def test_updates_that_differ_beyond_rounding_fail(tmp_path):
+    records = good_ranks(tmp_path)
+    first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
+    found = judged(tmp_path, 4)[4]
+    assert found.status == FAILED and "rank 0 and rank 1 changed their weights differently" in found.message
+    assert "hvd.DistributedOptimizer" in found.hint
+
+
+def test_summed_gradients_fail_and_averaged_ones_hold(tmp_path):
+    records = good_ranks(tmp_path)
+    local = {0: weights(3), 1: weights(4)}
+    for rank, record in records.items():
+        record.save_vector("local-gradient", local[rank])
+        record.save_vector("reduced-gradient", (local[0] + local[1]) / 2)
+    found = judged(tmp_path, 4)[4]
+    assert found.status == PASSED and "the average of the 2 ranks' gradients" in found.message
+    for record in records.values():
+        record.save_vector("reduced-gradient", local[0] + local[1])
+    found = judged(tmp_path, 4)[4]
+    assert found.status == FAILED and "by the sum of the 2 ranks' gradients" in found.message
+    assert "op=hvd.Sum" in found.hint
+
+
+def test_different_weights_after_the_first_step_fail(tmp_path):
+    records = good_ranks(tmp_path)
+    records[1].save_vector("after-first-step", weights(8))
+    found = judged(tmp_path, 5)[5]
+    assert found.status == FAILED and "the weights of rank 1 differ from rank 0's" in found.message
+
+
+def test_same_batches_fail(tmp_path):
+    good_ranks(tmp_path, labels=([[1] * 32], [[1] * 32]))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED and "trained on the same images" in found.message
+
+
+@pytest.mark.parametrize("steps, epochs, words", [
+    (8, 2, "2 times over the data in one epoch"),
+    (2, 2, "an epoch covers only 50% of the data"),
+    (4, 1, "rank 0 trained until epoch 1, though --epochs asked for 2"),
+])  # fmt: skip
+def test_the_data_once_per_epoch(tmp_path, steps, epochs, words):
+    fit = dict(FIT, epochs=epochs)
+    good_ranks(tmp_path, steps=({"0": steps}, {"0": steps}), fit=(fit, fit))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED and words in found.message, found.message
+
+
+def test_metrics_that_differ_fail(tmp_path):
+    good_ranks(tmp_path, epoch_logs=({"0": {"loss": 2.31}}, {"0": {"loss": 2.45}}))
+    found = judged(tmp_path, 7)[7]
+    assert found.status == FAILED and "rank 0 2.3100, rank 1 2.4500" in found.message
+
+
+def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
+    good_ranks(tmp_path, second=False)
+    for path in (tmp_path / "records").glob("run1-rank1*"):
+        path.unlink()
+    write_rank(tmp_path / "records", 1, stages=[[0.0, "started"]])
+    found = judged(tmp_path, 7)
+    assert found[4].message == "can't tell: rank 1 never finished a training step"
+    assert found[7].status == CANT_TELL
+
+
+@pytest.mark.parametrize("starts, finals, words", [
+    ((2, 0), (3, 3), "rank 0 resumed after epoch 2, rank 1 started from scratch"),
+    ((3, 3), (3, 3), "every rank went on after epoch 3, but the newest checkpoint"),
+    ((2, 2), (5, 5), "trained until epoch 5, not the 3 asked for"),
+])  # fmt: skip
+def test_the_resume(tmp_path, starts, finals, words):
+    good_ranks(tmp_path)
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": [0.0025] * 4},
+                   fit={**FIT, "initial_epoch": starts[rank], "epochs": finals[rank]})  # fmt: skip
+    found = judged(tmp_path, 8)[8]
+    assert found.status == FAILED and words in found.message, found.message
+
+
+def test_a_crash_when_resuming_fails_step_8(tmp_path):
+    good_ranks(tmp_path)
+    error = {"type": "NameError", "message": "name 'tfa' is not defined", "line": 370, "code": "x"}
+    write_rank(tmp_path / "records", 0, run=2, error=error)
+    found = judged(tmp_path, 8)[8]
+    assert found.status == FAILED and "NameError: name 'tfa' is not defined" in found.message
+
+
+def test_a_second_writer_fails(tmp_path):
+    good_ranks(tmp_path)
+    assert judged(tmp_path, 9)[9].status == PASSED
+    private = Path(setting(tmp_path).private_log_dir(1, 1))
+    (private / "train").mkdir(parents=True)
+    (private / "train" / "events.out.tfevents.1.vm.2.0.v2").write_bytes(b"")
+    found = judged(tmp_path, 9)[9]
+    assert found.status == FAILED and "rank 1 wrote 1 files into its own --log-dir" in found.message
+
+
+def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
+    (tmp_path / "validation").mkdir()
+    (tmp_path / "validation" / "events.out.tfevents.17.my.host.42.3.v2").write_bytes(b"")
+    (tmp_path / "events.out.tfevents.17.host.43.1.v2").write_bytes(b"")
+    found = event_file_writers([tmp_path], {42: 1, 43: 0})
+    assert found == {1: ["validation/events.out.tfevents.17.my.host.42.3.v2"],
+                     0: ["events.out.tfevents.17.host.43.1.v2"]}  # fmt: skip
+
+
+@pytest.mark.parametrize("rates, words", [
+    ([0.0125] * 4, "stays at --base-lr 0.0125"),
+    ([0.003125] * 4, "peaked at 0.003125, not 0.025"),
+])  # fmt: skip
+def test_learning_rates_that_are_not_scaled(tmp_path, rates, words):
+    good_ranks(tmp_path, lr=({"0": rates, "1": rates}, {"0": rates, "1": rates}))
+    good = judged(tmp_path, 10)
+    assert good[10].status == FAILED and words in good[10].message
+
+
+@pytest.mark.parametrize("first, second, resumed, words", [
+    ([0.025] * 4, [0.025] * 4, [0.0025] * 4, "no warmup"),
+    ([0.0140625, 0.015625, 0.0171875, 0.01875], [0.025] * 4, [0.0025] * 4, "rises too slowly"),
+    (WARMUP, [0.025] * 4, [0.025] * 4, "in epoch 3 (after resuming), step 1"),
+    (WARMUP, [0.0025] * 4, [0.0025] * 4, "in epoch 2, step 1, the learning rate was 0.0025"),
+])  # fmt: skip
+def test_every_steps_rate_is_compared_with_the_recipe(tmp_path, first, second, resumed, words):
+    good_ranks(tmp_path, lr=({"0": first, "1": second}, {"0": first, "1": second}))
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": resumed},
+                   fit={**FIT, "initial_epoch": 2, "epochs": 3})  # fmt: skip
+    found = judged(tmp_path, 11)[11]
+    assert found.status == FAILED and words in found.message, found.message
+
+
+def test_ranks_with_other_rates_fail(tmp_path):
+    good_ranks(tmp_path, lr=({"0": WARMUP, "1": [0.025] * 4}, {"0": [0.0125] * 4, "1": [0.025] * 4}))
+    found = judged(tmp_path, 11)[11]
+    assert found.status == FAILED and "rank 1 used other learning rates than rank 0 in epoch 1" in found.message
+
+
+def test_the_recipe_is_horovods_warmup_then_the_drops():
+    recipe = Recipe(base_lr=0.0125, workers=2, warmup_epochs=1, lr_drops=(2,))
+    assert recipe.rates(0, 4) == pytest.approx(WARMUP)
+    assert recipe.rates(1, 4) == pytest.approx([0.025] * 4)
+    assert recipe.rates(2, 4) == pytest.approx([0.0025] * 4)
+
+
+def test_a_momentum_corrected_warmup_is_named(tmp_path):
+    corrected = [0.5, 0.9 * 0.01875 / 0.015625, 0.9 * 0.021875 / 0.01875, 0.9 * 0.025 / 0.021875]
+    good_ranks(tmp_path, momentum=({"0": corrected, "1": [0.9] * 4}, {}))
+    assert "with Horovod's momentum correction" in judged(tmp_path, 11)[11].message
+
+
+def test_novograd_holds_on_every_rank_and_sgd_fails(tmp_path):
+    good_ranks(tmp_path)
+    assert "rank 0 trains with SGD, not NovoGrad" in judged(tmp_path, 12)[12].message
+
+
+def test_the_probe_passes_only_the_options_a_script_knows():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--lr-drops", type=int, nargs="*")
+    kept, ignored = known_options(parser, ["--epochs", "2", "--warmup-epochs", "1",
+                                           "--lr-drops", "2", "3", "--depth=4"])  # fmt: skip
+    assert kept == ["--epochs", "2", "--lr-drops", "2", "3"]
+    assert ignored == ["--warmup-epochs", "--depth"]
