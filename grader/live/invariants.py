@@ -549,9 +549,10 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                            f"{_rate_list(ours[run, epoch])}",
                            "Give every rank the same callbacks for the learning rate.")  # fmt: skip
     wanted = recipe(evidence, setting)
-    told = (f"the recipe: a warmup over {wanted.warmup_epochs:g} epoch(s) from {wanted.base_lr:g} "
-            f"towards {wanted.scaled_lr:.4g}, then ×0.1 from epoch(s) "
-            f"{', '.join(str(d + 1) for d in wanted.lr_drops) or 'none'}")  # fmt: skip
+    drops = [str(d + 1) for d in wanted.lr_drops]
+    told = (f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
+            f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
+            + (f", then ×0.1 from epoch {' and '.join(drops)}" if drops else "") + ")")  # fmt: skip
     hint = ("hvd.callbacks.LearningRateWarmupCallback(initial_lr=scaled_lr, warmup_epochs="
             "args.warmup_epochs), then hvd.callbacks.LearningRateScheduleCallback(initial_lr="
             "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
@@ -563,12 +564,16 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                 where = f"epoch {epoch + 1}" + (" (after resuming)" if run == 2 else "")
                 why = _schedule_mistake(epoch, rates, expected, wanted)
                 return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
-                               f"{got:.4g}; {told} gives {want:.4g}{why} (rank 0: {schedule})",
-                               hint)  # fmt: skip
+                               f"{got:.4g} where {told} gives {want:.4g}{why} (rank 0: "
+                               f"{schedule})", hint)  # fmt: skip
     resumed = any(run == 2 for run, _, _ in epochs[0])
     after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
     return finding(11, PASSED, f"every step's learning rate followed {told}{after}; on every "
                    f"rank alike{_momentum_note(evidence, setting)} ({schedule})")  # fmt: skip
+
+
+def _count(number: float, word: str) -> str:
+    return f"{number:g} {word}" + ("" if number == 1 else "s")
 
 
 def _schedule_mistake(epoch: int, rates: list, expected: list, wanted: Recipe) -> str:
