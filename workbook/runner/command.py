@@ -114,6 +114,9 @@ class RunOptions:
         `horovodrun` does; the benchmarks measure that too.
     group: a name for runs started together on purpose (the benchmarks' side-by-side
         processes): their processes are not counted as each other's contention.
+    sandbox: None, or an object whose wrap(argv, env, cwd=, writable=) returns the command that
+        runs argv (the launcher and all it starts) in a sandbox that can read `cwd` and write
+        the run's folder (grader.live.sandbox.Sandbox).
     """
 
     np: int | str = "auto"
@@ -130,6 +133,7 @@ class RunOptions:
     timeline: bool | str | Path = False
     tf_threads: bool = True
     group: str | None = None
+    sandbox: object | None = None
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **fields) -> RunOptions:
@@ -426,10 +430,13 @@ def plan_run(
     shown_paths = {str(timeline_path): _shown_path(timeline_path, cwd)} if timeline_path else {}
     argv, shown = launch_command(options, layout, launch_options, worker, bool(elsewhere),
                                  shown_paths)  # fmt: skip
+    env = run_env(layout, options.env, timeline_path is not None, options.group)
+    if options.sandbox is not None:
+        argv = options.sandbox.wrap(argv, env, cwd=cwd, writable=[run_dir])
     return RunPlan(
         argv=argv,
         display_command=shlex.join(shown),
-        env=run_env(layout, options.env, timeline_path is not None, options.group),
+        env=env,
         cwd=cwd,
         layout=layout,
         np=layout.workers,
