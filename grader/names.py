@@ -4,6 +4,7 @@
 imported or run):
 - what a name is: `qualified_name` (import aliases resolved: `hvd.size` is
   `horovod.tensorflow.keras.size` whatever `hvd` is called), `call_name`, `imported_modules`,
+  `import_reaches` (has an import of it run where it is used),
   `calls_to`, `calls` and `calls_by_method`, `uncalled` (functions named but not called),
   `attributes` (every `.name` used), `bindings` (every module-level assignment, by name);
 - what a value is where it is used: `bindings_before`, `values_of`, `resolve`, `constant`,
@@ -295,6 +296,7 @@ class Script:
     def _collect_imports(self, nodes) -> tuple:
         """({name: the dotted module or member it is bound to}, {every module imported})."""
         imports, imported = {}, set()
+        self._import_statements: dict = {}  # {name: the import statements that bind it}
         for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -304,13 +306,50 @@ class Script:
                     else:
                         head = alias.name.split(".")[0]
                         imports[head] = head
+                    bound = alias.asname or alias.name.split(".")[0]
+                    self._import_statements.setdefault(bound, []).append(node)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
                         full = f"{node.module}.{alias.name}"
                         imported.add(canonical(full))
                         imports[alias.asname or alias.name] = full
+                        bound = alias.asname or alias.name
+                        self._import_statements.setdefault(bound, []).append(node)
         return imports, imported
+
+    def import_reaches(self, name):
+        """Has an import of `name` (a Name node, or the head of a dotted use) run where it is
+        used, outside any function? True if one before it always runs on the way; False if
+        none can: each is further down, in a function, or in another branch of an `if` the
+        use is in (`import tensorflow_addons as tfa` in the `else:` only, used in the `if`);
+        None if the grader can't tell (a branch, a loop)."""
+        while isinstance(name, ast.Attribute):
+            name = name.value
+        statements = self._import_statements.get(getattr(name, "id", None), [])
+        if not statements or self.in_function(name):
+            return True if statements else None
+        maybe = False
+        for statement in statements:
+            if self.in_function(statement):
+                continue  # binds a name of its function
+            loops = [a for a in self.ancestors(statement) if isinstance(a, (ast.For, ast.While))]
+            if any(loop in set(self.ancestors(name)) for loop in loops):
+                maybe = True
+                continue
+            if position(statement) > position(name):
+                continue
+            own, used = self._branch_chain(statement), self._branch_chain(name)
+            if own <= used:
+                return True
+            exclusive = any(
+                (branch, other) in used
+                for branch, field in own
+                for other in ("body", "orelse", "handlers", "cases")
+                if other != field and field in ("body", "orelse")
+            )
+            maybe = maybe or not exclusive
+        return None if maybe else False
 
     def imported_modules(self) -> set:
         """Every module (or module member) the script imports, with its full dotted name."""

@@ -277,10 +277,29 @@ class Ranks:
         if test is not None:
             return _rank_holds(test, rank0)
         if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+            size = self._size_comparison(expr)
+            if size is not None:
+                return size
             return self._epoch_comparison(expr, resuming)
         if self.is_shared_epoch(expr):
             return resuming  # the epoch is at least 1 when resuming, else 0
         return None
+
+    def _size_comparison(self, compare):
+        """`hvd.size() == 1`, `hvd.size() > 1`... in a run on more than one worker (the runs
+        the checks are about): True or False if it is the same for every such size, else None."""
+        left, op, right = compare.left, compare.ops[0], compare.comparators[0]
+        size = f"{HVD}.size"
+        if self.script.call_name(left) != size:
+            left, right, op = right, left, flipped(op)
+        bound = self.script.constant(right)
+        function = _COMPARISONS.get(type(op))
+        if self.script.call_name(left) != size or function is None:
+            return None
+        if not isinstance(bound, int) or isinstance(bound, bool):
+            return None
+        answers = {function(n, bound) for n in (2, bound - 1, bound, bound + 1) if n >= 2}
+        return answers.pop() if len(answers) == 1 else None
 
     def _epoch_comparison(self, compare, resuming: bool):
         left, op, right = compare.left, compare.ops[0], compare.comparators[0]

@@ -22,7 +22,8 @@ class Scale:
 
     `mixed` means its branches (`a or b`, `x if c else y`, two assignments) scale differently;
     `unclear` that it adds terms that scale differently (`n // (hvd.rank() + 1)`); `opaque`
-    that it calls a function of the script that uses Horovod in a way the grader can't follow.
+    that it calls a function of the script that uses Horovod in a way the grader can't follow;
+    `factors` the values it multiplies that the grader can't work out (args.base_lr).
     """
 
     powers: tuple = ()  # sorted (horovod quantity, power) pairs, zero powers left out
@@ -30,6 +31,9 @@ class Scale:
     mixed: bool = False
     unclear: bool = False
     opaque: bool = False
+    # The other factors, values the grader can't work out (args.base_lr, args.batch_size), as
+    # sorted (expression as written, power) pairs; None when it can't say which they are.
+    factors: tuple | None = ()
 
     def power(self, quantity: str) -> int:
         return dict(self.powers).get(quantity, 0)
@@ -39,12 +43,19 @@ class Scale:
         for quantity, power in other.powers:
             powers[quantity] = powers.get(quantity, 0) + sign * power
         kept = tuple(sorted((q, p) for q, p in powers.items() if p))
+        factors = None
+        if self.factors is not None and other.factors is not None:
+            counted = dict(self.factors)
+            for factor, power in other.factors:
+                counted[factor] = counted.get(factor, 0) + sign * power
+            factors = tuple(sorted((f, p) for f, p in counted.items() if p))
         return Scale(
             kept,
             coef,
             self.mixed or other.mixed,
             self.unclear or other.unclear,
             self.opaque or other.opaque,
+            factors,
         )
 
 
@@ -69,11 +80,15 @@ class Scaling:
             if id(expr) not in self._scales:
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
+        if isinstance(expr, (ast.Name, ast.Attribute)):  # a value the grader can't work out
+            return Scale(factors=((ast.unparse(expr), 1),))
         if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
             return Scale((), _factor(expr.value)) if not isinstance(expr.value, bool) else Scale()
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             inner = self.scale(expr.operand, depth + 1)
-            return Scale(inner.powers, -inner.coef, inner.mixed, inner.unclear, inner.opaque)
+            return Scale(
+                inner.powers, -inner.coef, inner.mixed, inner.unclear, inner.opaque, inner.factors
+            )
         if isinstance(expr, ast.Call):
             return self._scale_of_call(expr, depth)
         if isinstance(expr, ast.BinOp):
@@ -91,18 +106,19 @@ class Scaling:
                     left.mixed or right.mixed,
                     total.mixed,
                     total.opaque,
+                    None,
                 )
             if isinstance(expr.op, ast.Pow):
                 return _power(left, right, _number(self.script.constant(expr.right)))
             # x % hvd.size(), x << hvd.rank(): a Horovod value in a way the grader can't follow.
-            return Scale(opaque=True) if left.powers or right.powers else Scale()
+            return Scale(opaque=True, factors=None) if left.powers or right.powers else Scale()
         if isinstance(expr, ast.BoolOp):
             return _same_scale([self.scale(value, depth + 1) for value in expr.values])
         if isinstance(expr, ast.IfExp):
             return _same_scale(
                 [self.scale(expr.body, depth + 1), self.scale(expr.orelse, depth + 1)]
             )
-        return Scale()
+        return Scale(factors=None)
 
     def _scale_of_name(self, name: ast.Name, depth: int) -> Scale:
         values = self.script.values_of(name)
@@ -112,7 +128,9 @@ class Scaling:
         first = scales[0]
         if any(s.powers != first.powers or s.mixed for s in scales):
             opaque = any(s.opaque for s in scales)
-            return Scale(first.powers, first.coef, True, first.unclear, opaque)
+            return Scale(first.powers, first.coef, True, first.unclear, opaque, None)
+        if any(s.factors != first.factors or s.coef != first.coef for s in scales):
+            return Scale(first.powers, first.coef, first.mixed, first.unclear, first.opaque, None)
         return first
 
     def _scale_of_call(self, call: ast.Call, depth: int) -> Scale:
@@ -125,7 +143,7 @@ class Scaling:
             and self.script.qualified_name(node).startswith(HVD + ".")
             for node in ast.walk(function)
         ):
-            return Scale(opaque=True)
+            return Scale(opaque=True, factors=None)
         name = self.script.qualified_name(call.func)
         if name.startswith(HVD + ".") and not call.args:
             quantity = name[len(HVD) + 1 :]
@@ -146,7 +164,7 @@ class Scaling:
             # max(1, n // size) still scales like n // size.
             varying = [arg for arg in call.args if self.script.constant(arg) is None]
             return _same_scale([self.scale(arg, depth + 1) for arg in varying] or [Scale()])
-        return Scale()
+        return Scale(factors=None)
 
     def is_rank_slice(self, node) -> bool:
         """True for x[hvd.rank()::hvd.size()], this worker's 1/N of x."""
@@ -179,17 +197,22 @@ def _power(base: Scale, exponent: Scale, written) -> Scale:
     a number: `2 ** 70` is a factor of 2 ** 70, `hvd.size() ** 2` is size squared."""
     if written is None:
         # x ** n: a number the grader can't work out, unless Horovod takes part in it.
-        return Scale(opaque=True) if base.powers or exponent.powers else Scale()
+        return Scale(opaque=True, factors=None) if base.powers or exponent.powers else Scale()
     if base.powers and isinstance(written, float) and not written.is_integer():
-        return Scale(opaque=True)  # hvd.size() ** 0.5, hvd.size() ** 1e999
+        return Scale(opaque=True, factors=None)  # hvd.size() ** 0.5, hvd.size() ** 1e999
     try:
         coef = math.pow(base.coef, written)
     except OverflowError:
         coef = math.inf
     except ValueError:  # (-2) ** 0.5
-        return Scale(opaque=True)
+        return Scale(opaque=True, factors=None)
     powers = tuple((quantity, power * int(written)) for quantity, power in base.powers)
-    return Scale(tuple(p for p in powers if p[1]), coef, base.mixed, base.unclear, base.opaque)
+    factors = None
+    if base.factors is not None and float(written).is_integer():
+        factors = tuple((f, p * int(written)) for f, p in base.factors)
+    return Scale(
+        tuple(p for p in powers if p[1]), coef, base.mixed, base.unclear, base.opaque, factors
+    )
 
 
 def _same_scale(scales: list) -> Scale:
@@ -198,6 +221,8 @@ def _same_scale(scales: list) -> Scale:
     unclear = any(s.unclear for s in scales)
     opaque = any(s.opaque for s in scales)
     if any(s.powers != first.powers for s in scales[1:]):
-        return Scale(first.powers, 1.0, True, unclear, opaque)
+        return Scale(first.powers, 1.0, True, unclear, opaque, None)
     coef = first.coef if all(s.coef == first.coef for s in scales) else 1.0
-    return Scale(first.powers, coef, any(s.mixed for s in scales), unclear, opaque)
+    same = all(s.factors == first.factors and s.coef == first.coef for s in scales)
+    factors = first.factors if same else None
+    return Scale(first.powers, coef, any(s.mixed for s in scales), unclear, opaque, factors)

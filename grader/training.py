@@ -3,8 +3,9 @@
 A question module on the names layer (grader.names): `training.of(script)` is the script's
 `Training`, whose public questions are `fit_call()` (the script's model.fit call),
 `compile_calls()`, `callbacks()` (the `CallbackEntry`s that reach model.fit, in order, each with
-the conditions it is added under; None if the grader can't follow them) and
-`method_chain(expr)` (the method calls that built a dataset, first applied first).
+the conditions it is added under; None if the grader can't follow them),
+`method_chain(expr)` (the method calls that built a dataset, first applied first, through the
+script's straight-line helpers) and `unfollowed_source(expr)` (a helper it could not follow).
 """
 
 from __future__ import annotations
@@ -203,7 +204,31 @@ class Training:
             return [] if value is expr else self.method_chain(value, depth + 1)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             return self.method_chain(expr.func.value, depth + 1) + [(expr.func.attr, expr)]
+        returned = self.script.returned(expr) if isinstance(expr, ast.Call) else None
+        if returned is not None:  # def sharded(x, y): ...; return ds.shard(...)
+            return self.method_chain(returned, depth + 1)
         return []
+
+    def unfollowed_source(self, expr, depth: int = 0):
+        """The call of one of the script's own functions that a dataset's method chain starts
+        from and that the grader could not follow into (a helper with branches or loops), or
+        None: then method_chain is not the whole story."""
+        while depth <= MAX_DEPTH * 4:
+            depth += 1
+            if isinstance(expr, ast.Name):
+                value = self.script.resolve(expr)
+                if value is expr:
+                    return None
+                expr = value
+            elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+                expr = expr.func.value
+            elif isinstance(expr, ast.Call) and self.script.returned(expr) is not None:
+                expr = self.script.returned(expr)
+            elif isinstance(expr, ast.Call) and self.script.function_of(expr) is not None:
+                return expr
+            else:
+                return None
+        return None
 
 
 def _contains(statements, node) -> bool:

@@ -108,3 +108,25 @@ def horovod_call_in(script, expr, *functions: str):
         return name.startswith("horovod.") and name.rsplit(".", 1)[-1] in functions
 
     return script.first_mention(expr, is_one)
+
+
+def factor_failure(script, expr, what: str, line: int):
+    """A Failure if `expr`, a multiple of hvd.size(), also multiplies the one setting it scales
+    by other settings or numbers: `args.base_lr * args.batch_size * hvd.size() / 256` is not
+    the base rate times hvd.size(). None when the grader can't tell the factors apart."""
+    scale = scaling.of(script).scale(expr)
+    if scale.factors is None or scale.opaque or scale.mixed or scale.unclear:
+        return None
+    settings = [factor for factor, power in scale.factors]
+    if len(settings) == 1 and scale.factors[0][1] == 1 and abs(scale.coef - 1) < 1e-9:
+        return None
+    if not settings:
+        return None  # a written number times hvd.size(): the base rate written out
+    extra = f" and by {scale.coef:g}" if abs(scale.coef - 1) >= 1e-9 else ""
+    named = ", ".join(f"`{factor}`" + (f" ** {power}" if power != 1 else "")
+                      for factor, power in scale.factors)
+    return Failure(
+        f"line {line}: {what} (`{script.source(expr)}`) multiplies hvd.size() by {named}{extra}: "
+        "the workbook scales the base rate by hvd.size() alone (args.base_lr * hvd.size())",
+        line,
+    )

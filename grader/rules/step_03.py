@@ -1,5 +1,7 @@
 """Step 3: progress and results are printed by rank 0 only."""
 
+import ast
+
 from grader import training
 from grader.rules.fit import NO_FIT
 from grader.rules.workers import rank0_guard_failure, rank0_value_failure
@@ -39,10 +41,10 @@ def _printing_failure(script, call):
         return rank0_guard_failure(script, script.guards(call), call.lineno, "this print(...)")
     if method not in PRINTING_METHODS + ("Throughput",):
         return None
-    given = argument(call, "verbose")
+    given = argument(call, "verbose", 1 if method == "Throughput" else None)
     if given is None:
         if method == "Throughput":
-            return None
+            return _default_verbosity_failure(script, call)
         return Failure(
             f"line {call.lineno}: {script.source(call.func)}(...) shows a progress bar on every "
             "worker: pass verbose=0",
@@ -52,3 +54,27 @@ def _printing_failure(script, call):
         return None
     what = f"{script.source(call.func)}(verbose=...)"
     return rank0_value_failure(script, given, what, call.lineno)
+
+
+def _default_verbosity_failure(script, call):
+    """The script's own Throughput without verbose=...: its default decides who prints."""
+    reaching = script.bindings_before(call.func) if isinstance(call.func, ast.Name) else []
+    if len(reaching) != 1 or not isinstance(reaching[0].statement, ast.ClassDef):
+        return None  # not the workbook's class: nothing known of what it prints
+    for statement in reaching[0].statement.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
+            arguments = statement.args
+            positional = arguments.posonlyargs + arguments.args
+            defaults = dict(
+                zip([a.arg for a in positional[len(positional) - len(arguments.defaults) :]],
+                    arguments.defaults)
+            )
+            default = defaults.get("verbose")
+            if default is not None and script.constant(default):
+                return Failure(
+                    f"line {call.lineno}: Throughput(...) gets no verbose, so it takes its "
+                    f"default, {script.source(default)}, and every worker prints its throughput: "
+                    "pass verbose=verbose",
+                    call.lineno,
+                )
+    return None

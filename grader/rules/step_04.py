@@ -39,6 +39,7 @@ def check(script):
     return first_verdict(
         lambda: _wrapping_failure(script),
         lambda: _every_worker_wraps(script),
+        lambda: _every_compile_wraps(script),
         lambda: _every_worker_trains(script),
     )
 
@@ -94,6 +95,47 @@ def _wrapping_failure(script):
             "wrap it first, opt = hvd.DistributedOptimizer(opt)",
             line,
         )
+    return None
+
+
+def _every_compile_wraps(script):
+    for compile_call in training.of(script).compile_calls():
+        given = argument(compile_call, "optimizer", 0)
+        if given is not None:
+            verdict = _unwrapped_somewhere(script, compile_call, given, compile_call.lineno)
+            if verdict:
+                return verdict
+    return None
+
+
+def _unwrapped_somewhere(script, compile_call, given, line):
+    """A Failure if, on a run with more than one worker, the optimizer that reaches
+    model.compile is a plain one on some path (`if hvd.size() == 1: opt = hvd.Distributed...`),
+    read once for each case of CASES; a Note if the grader can't tell which assignment reaches."""
+    if len(script.bindings_before(given)) < 2:
+        return None
+    values = {}
+    for (rank0, resuming), who in CASES.items():
+        if ranks.of(script).runs(compile_call, rank0, resuming) is False:
+            continue
+        value = ranks.of(script).value_on(given, rank0, resuming)
+        if value is None:
+            return Note(
+                f"line {line}: it can't tell which assignment of `{script.source(given)}` reaches "
+                f"model.compile on {who}; it looked for opt = hvd.DistributedOptimizer(opt) on "
+                "every worker",
+                line,
+            )
+        values[who] = script.followed(value)
+    for who, value in values.items():
+        if not is_wrapper(script, value) and known_optimizer(script, value):
+            return Failure(
+                f"line {line}: on {who}, with more than one worker, model.compile gets the "
+                f"plain optimizer (`{script.source(value)}`, line {value.lineno}): the "
+                "condition around hvd.DistributedOptimizer(...) is false there: "
+                f"{_wrap_consequence()}",
+                line,
+            )
     return None
 
 

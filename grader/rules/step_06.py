@@ -8,7 +8,7 @@ from grader.rules import uncalled
 from grader.rules.fit import NO_FIT
 from grader.rules.scaled import DIVIDED, scaling_failure
 from grader.syntax import HVD, argument, method_name
-from grader.verdicts import Advice, Failure, first_verdict
+from grader.verdicts import Advice, Failure, Note, first_verdict
 
 STEP = 6
 HINT = (
@@ -131,6 +131,15 @@ def _sharding_failure(script, dataset, line, what, other):
     Shard calls in the chain of the `other` dataset passed to model.fit are not this one's."""
     chain = training.of(script).method_chain(dataset) if dataset is not None else []
     shards = [(index, call) for index, (name, call) in enumerate(chain) if name == "shard"]
+    helper = training.of(script).unfollowed_source(dataset) if dataset is not None else None
+    if not shards and helper is not None:
+        return Note(
+            f"line {helper.lineno}: the {what} data comes from "
+            f"{script.source(helper.func)}(...), which the grader did not follow (it follows "
+            "helpers made of assignments and a return); it looked for "
+            ".shard(hvd.size(), hvd.rank()) on it",
+            helper.lineno,
+        )
     if not shards:
         if any(_rank_seeded(script, call) for name, call in chain if name == "shuffle"):
             return None  # a rank-dependent shuffle also gives each worker other batches
@@ -211,6 +220,13 @@ def _no_shard_failure(script, line, what, other):
             return Failure(
                 f"line {call.lineno}: shard(...) returns a new dataset, and the result is thrown "
                 "away: assign it to the dataset variable",
+                call.lineno,
+            )
+        if script.in_function(call):
+            return Note(
+                f"line {call.lineno}: this shard(...) is inside a function, and the grader can't "
+                f"tell whether it reaches the {what} data passed to model.fit (line {line}); it "
+                f"looked for .shard(hvd.size(), hvd.rank()) on the {what} dataset",
                 call.lineno,
             )
         return Failure(

@@ -22,7 +22,7 @@ from grader.rules.fit import NO_FIT, optimizer_call
 from grader.rules.optimizer_weights import HOW_WEIGHTS, WEIGHTS_HINT, WHY_WEIGHTS  # noqa: F401
 from grader.rules.workers import collective_failure, rank0_guard_failure
 from grader.syntax import HVD, argument
-from grader.verdicts import Failure, first_verdict
+from grader.verdicts import Failure, Note, first_verdict
 
 STEP = 8
 HINT = (
@@ -47,19 +47,28 @@ def check(script):
 
 
 def _finding_failure(script):
-    finders = [c for c in script.calls_to("restart_epoch") if not script.in_function(c)]
+    reached = script.calls_reached("restart_epoch")
+    finders = [(call, chain) for call, chain in reached if chain is not None]
     if not finders:
+        if reached:
+            line = reached[0][0].lineno
+            return Note(
+                f"line {line}: restart_epoch(...) is in a function the grader can't tell when it "
+                "runs (it follows functions the script calls by name); it looked for it on "
+                "rank 0 only",
+                line,
+            )
         return Failure("restart_epoch(...) is never called: rank 0 must look for checkpoints")
     return first_verdict(
         *(
-            lambda call=call: rank0_guard_failure(
+            lambda call=call, chain=chain: rank0_guard_failure(
                 script,
-                script.guards(call),
+                script.guards_through(call, chain),
                 call.lineno,
                 "restart_epoch(...)",
                 "; the others get the epoch from rank 0 by broadcast",
             )
-            for call in finders
+            for call, chain in finders
         )
     )
 
@@ -109,7 +118,9 @@ def _broadcast_failure(script, fit):
                 line,
             )
         value = argument(call, "obj" if is_object else "value", 0)
-        if value is None or not script.mentions_call(value, "restart_epoch"):
+        if value is None or not script.mentions_call(
+            value, "restart_epoch", through_functions=True
+        ):
             shown = script.source(value) if value is not None else "nothing"
             return Failure(
                 f"line {line}: the broadcast sends `{shown}`, not the epoch that "

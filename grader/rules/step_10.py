@@ -3,7 +3,7 @@
 import ast
 
 from grader.rules.fit import callbacks, optimizer_call
-from grader.rules.scaled import scaling_failure
+from grader.rules.scaled import factor_failure, scaling_failure
 from grader.syntax import argument
 from grader.verdicts import Failure
 
@@ -23,7 +23,9 @@ def check(script):
             "the scaled learning rate",
             line,
         )
-    failure = scaling_failure(script, rate, "the learning rate", line)
+    failure = scaling_failure(script, rate, "the learning rate", line) or factor_failure(
+        script, rate, "the learning rate", line
+    )
     if failure:
         return failure
     entries, _ = callbacks(script, "a LearningRateScheduler")

@@ -14,6 +14,12 @@ HINT = (
     "custom_optimizers=[tfa.optimizers.NovoGrad]."
 )
 NOVOGRAD = f"{TFA}.optimizers.NovoGrad"
+# The keywords NovoGrad accepts (TensorFlow Addons 0.23: its own, and those of Keras's legacy
+# OptimizerV2); any other is a TypeError when it is made.
+NOVOGRAD_KEYWORDS = {
+    "learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay", "grad_averaging", "amsgrad",
+    "name", "clipnorm", "clipvalue", "global_clipnorm", "lr", "decay",
+}
 
 
 def check(script):
@@ -34,10 +40,42 @@ def check(script):
             "tfa.optimizers.NovoGrad, with the scaled learning rate",
             line,
         )
+    failure = _keyword_failure(script, optimizer) or _unimported_failure(script, optimizer.func)
+    if failure:
+        return failure
     for load in script.calls_to(LOAD_MODEL):
         failure = _load_failure(script, load)
         if failure:
             return failure
+    return None
+
+
+def _keyword_failure(script, optimizer):
+    """NovoGrad (a legacy Keras optimizer underneath) refuses keywords it doesn't know, such as
+    SGD's momentum: TypeError when the optimizer is made."""
+    for keyword in optimizer.keywords:
+        if keyword.arg is not None and keyword.arg not in NOVOGRAD_KEYWORDS:
+            line = optimizer.lineno
+            return Failure(
+                f"line {line}: NovoGrad has no {keyword.arg}= setting (SGD's momentum is "
+                "NovoGrad's beta_1): creating it fails with TypeError (\"Unexpected keyword "
+                f"argument passed to optimizer: {keyword.arg}\"): drop it",
+                line,
+            )
+    return None
+
+
+def _unimported_failure(script, *uses):
+    """A Failure if a name a use needs is imported only where that import has not run."""
+    for use in uses:
+        for node in ast.walk(use):
+            if isinstance(node, ast.Name) and script.import_reaches(node) is False:
+                return Failure(
+                    f"line {node.lineno}: `{node.id}` is not imported where this runs (its "
+                    "import is further down, in a function, or in another branch of the `if`): "
+                    f"NameError: import it with the other imports at the top",
+                    node.lineno,
+                )
     return None
 
 
@@ -47,6 +85,10 @@ def _load_failure(script, load):
     it only picks among Keras's own optimizers)."""
     line = load.lineno
     customs = argument(load, "custom_optimizers", 1)
+    if customs is not None:
+        failure = _unimported_failure(script, customs)
+        if failure:
+            return failure
     is_novograd = lambda node: script.qualified_name(node) == NOVOGRAD  # noqa: E731
     if customs is None or not script.mentions(customs, is_novograd):
         objects = argument(load, "custom_objects", 2)

@@ -1937,4 +1937,121 @@ CASES = [
         "is 1 on every worker but rank 0",
         base=12,
     ),
+    Case(
+        3,
+        "throughput left at its default verbosity",
+        "Throughput(images_per_step, verbose=verbose)",
+        "Throughput(images_per_step)",
+        False,
+        "gets no verbose, so it takes its default, 1",
+        base=12,
+    ),
+    Case(
+        4,
+        "optimizer wrapped only on one worker",
+        WRAP,
+        "    if hvd.size() == 1:\n        opt = hvd.DistributedOptimizer(opt)\n",
+        False,
+        "model.compile gets the plain optimizer",
+        base=12,
+    ),
+    Case(
+        4,
+        "optimizer wrapped only with more than one worker",
+        WRAP,
+        "    if hvd.size() > 1:\n        opt = hvd.DistributedOptimizer(opt)\n",
+        True,
+        base=12,
+    ),
+    Case(
+        6,
+        "sharded in a helper that returns the dataset",
+        "train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))\n"
+        "# Horovod: give each worker its own 1/N of the images, so that no two workers train on "
+        "one batch.\n" + SHARD,
+        "def sharded(x, y):\n    dataset = tf.data.Dataset.from_tensor_slices((x, y))\n"
+        "    return dataset.shard(hvd.size(), hvd.rank())\n\n\n"
+        "train_dataset = sharded(x_train, y_train)\n",
+        True,
+        base=12,
+    ),
+    Case(
+        6,
+        "sharded in a helper with a branch",
+        "train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))\n"
+        "# Horovod: give each worker its own 1/N of the images, so that no two workers train on "
+        "one batch.\n" + SHARD,
+        "def sharded(x, y, shard=True):\n    dataset = tf.data.Dataset.from_tensor_slices((x, y))\n"
+        "    if shard:\n        dataset = dataset.shard(hvd.size(), hvd.rank())\n"
+        "    return dataset\n\n\ntrain_dataset = sharded(x_train, y_train)\n",
+        True,
+        "which the grader did not follow",
+        base=12,
+    ),
+    Case(
+        6,
+        "helper that does not shard",
+        "train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))\n"
+        "# Horovod: give each worker its own 1/N of the images, so that no two workers train on "
+        "one batch.\n" + SHARD,
+        "def sharded(x, y):\n    dataset = tf.data.Dataset.from_tensor_slices((x, y))\n"
+        "    return dataset.shuffle(len(x))\n\n\ntrain_dataset = sharded(x_train, y_train)\n",
+        False,
+        "every worker trains on the same images",
+        base=12,
+    ),
+    Case(
+        8,
+        "restart_epoch in a helper with an early return",
+        FIND,
+        "def find_epoch():\n    if hvd.rank() != 0:\n        return 0\n"
+        "    return restart_epoch(args.log_dir)\n\n\nresume_from_epoch = find_epoch()\n",
+        True,
+        base=12,
+    ),
+    Case(
+        8,
+        "restart_epoch in a helper on every worker",
+        FIND,
+        "def find_epoch():\n    return restart_epoch(args.log_dir)\n\n\n"
+        "resume_from_epoch = find_epoch()\n",
+        False,
+        "restart_epoch(...) runs on every worker",
+        base=12,
+    ),
+    Case(
+        10,
+        "rate scaled by batch size times workers over 256",
+        SCALED,
+        "scaled_lr = args.base_lr * args.batch_size * hvd.size() / 256",
+        False,
+        "multiplies hvd.size() by `args.base_lr`, `args.batch_size`",
+        base=12,
+    ),
+    Case(
+        10,
+        "base rate in a variable, then scaled",
+        SCALED,
+        "base_lr = args.base_lr\nscaled_lr = hvd.size() * base_lr",
+        True,
+        base=12,
+    ),
+    Case(
+        12,
+        "addons imported only on the fresh path",
+        ("import tensorflow_addons as tfa  # noqa: E402\n", "    opt = tfa.optimizers.NovoGrad("),
+        ("\n", "    import tensorflow_addons as tfa\n\n    opt = tfa.optimizers.NovoGrad("),
+        False,
+        "`tfa` is not imported where this runs",
+        base=12,
+    ),
+    Case(
+        12,
+        "NovoGrad given SGD's momentum",
+        "tfa.optimizers.NovoGrad(learning_rate=scaled_lr, beta_1=0.9, beta_2=0.98)",
+        "tfa.optimizers.NovoGrad(learning_rate=scaled_lr, momentum=args.momentum)",
+        False,
+        "NovoGrad has no momentum= setting",
+        base=12,
+    ),
 ]
