@@ -30,6 +30,7 @@ from grader import budget, judge, reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
 from grader.live import run_step
+from grader.live.outcome import NOT_RUN
 from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
 from grader.rules import RULES
@@ -88,7 +89,13 @@ def judge_file(path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None,
         return judge.decide(static, None)
     options = {"timeout": timeout} if timeout else {}
     run = run_step(LAST_STEP, path, quiet=True, sandbox=sandbox, work_dir=work_dir, **options)
+    if run.run is not None and run.run.outcome == NOT_RUN and not run.file_problem:
+        raise RunUnavailable(run.message)  # this machine's fault, not the script's
     return judge.decide(static, run)
+
+
+class RunUnavailable(RuntimeError):
+    """A run could not start here (no horovodrun, no sandbox...): no verdict may rest on it."""
 
 
 def judged_result(judged_file, step: int, path) -> Result:

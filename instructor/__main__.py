@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, metavar="N",
         help="nbgrader runs at once over disjoint students (default: usable cores + 1)",
     )
+    grade.add_argument(
+        "--no-run", action="store_true",
+        help="a quick pass: decide by reading the scripts only, without running them "
+        "(advisory grades; about 1 s per student instead of 20)",
+    )
     feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
     feedback.add_argument(
         "--release", action="store_true", help="also put the feedback into the exchange"
@@ -113,7 +118,8 @@ def run(args) -> int:
         print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'} "
               f"({len(new)} new)")
     elif args.command == "autograde":
-        outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs)
+        outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs,
+                                       runs=not args.no_run)
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submissions")
         if failed:

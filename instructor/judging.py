@@ -1,10 +1,10 @@
 """Before nbgrader grades: each submission's script run for real, its steps decided.
 
-Every student's fashion_mnist.py runs once in the sandbox (grader/live/sandbox.py) through the
-run-for-real check, which shows all 12 steps at once; grader.judge_file decides each step from
-the run where it shows it and from the reading elsewhere. The decided verdicts are saved as
-logs/autograde/judged/<student>.json, in the course (never in a submission); the grading kernel
-is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the
+Every student's fashion_mnist.py runs once in the sandbox (grader/live/sandbox.py, the course
+hidden) through the run-for-real check, which shows all 12 steps at once; grader.judge_file
+decides each step from the run where it shows it and from the reading elsewhere. The decided
+verdicts are saved as logs/autograde/judged/<student>.json, in the course (never in a
+submission); the grading kernel is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the
 decided verdict of step N, so nbgrader's score and feedback come from behaviour.
 
 A script judged before with the same contents is not run again. With runs=False (a quick pass)
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from instructor.course import Course
+from instructor.course import Course, CourseError
 from workbook.facts import LEARNER_SCRIPT_NAME
 
 JUDGED_DIR = Path("logs") / "autograde" / "judged"
@@ -62,9 +62,13 @@ def load(course: Course, student: str) -> dict | None:
 
 def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=None,
                 echo=print) -> list:  # fmt: skip
-    """Judges each student's script (a run each, one after another: a run uses both cores)."""
-    from grader import check_all, judge_file
+    """Judges each student's script (a run each, one after another: a run uses both cores),
+    in `sandbox` (default: grading_sandbox(course))."""
+    from grader import RunUnavailable, check_all, judge_file
     from grader.judge import decide
+
+    if runs and sandbox is None:
+        sandbox = grading_sandbox(course)
 
     judged = []
     for student in students:
@@ -75,9 +79,15 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
             judged.append(_summary(student, saved, reused=True))
             continue
         started = time.monotonic()
-        work = course.root / JUDGED_DIR / "runs"
         if runs:
-            results = judge_file(script, sandbox=sandbox, work_dir=work)
+            try:
+                results = judge_file(script, sandbox=sandbox)
+            except RunUnavailable as error:
+                raise CourseError(f"{student}'s script could not be run for grading: {error} "
+                                  "(--no-run grades by reading only, advisory)") from None
+            finally:
+                if sandbox is not None:
+                    sandbox.close()  # this run's mounts and cgroups
         else:
             results = decide(check_all(script), None)
         data = {"sha256": digest, "ran": runs, "seconds": round(time.monotonic() - started, 1),
@@ -93,6 +103,14 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
              f"({data['seconds']:.0f} s)")  # fmt: skip
         judged.append(summary)
     return judged
+
+
+def grading_sandbox(course: Course):
+    """The box every student's run goes into (grader/live/sandbox.py): the course, with its
+    gradebook and the other students' folders, is hidden in it."""
+    from grader.live.sandbox import HIDDEN, Sandbox
+
+    return Sandbox(hidden=(*HIDDEN, course.root))
 
 
 def _summary(student: str, data: dict, reused: bool) -> Judged:

@@ -107,6 +107,8 @@ def run_step(
             f"after {timeout:g} s)...",
             flush=True,
         )
+    if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
+        sandbox = sandbox.with_folders(writable=[folder])
     try:
         run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs, sandbox)
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
