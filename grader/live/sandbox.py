@@ -195,17 +195,17 @@ class Sandbox:
         folders.mounts += [(Path("/proc"), False), (Path("/dev"), False)]
         folders.tmpfs(Path("/tmp"), "1777", self.limits.tmp_bytes)
         folders.tmpfs(Path("/dev/shm"), "1777", self.limits.tmp_bytes)
-        for path in sorted({REPO, *python_folders()}, key=lambda p: len(p.parts)):
-            folders.bind("--ro-bind", path)
-        hidden = [Path(p) for p in self.hidden if Path(p).exists()]
-        for path in hidden:  # an empty folder over each (read-only once the binds are made)
-            folders.tmpfs(path, "0555", MiB)
-        for path in self.readable:
-            folders.bind("--ro-bind", path)
-        for path in self.writable:
-            folders.bind("--bind", path)
-        for path in hidden:
-            args += ["--remount-ro", str(path)]
+        # Outer folders first, so that each mount lands on the ones around it: the course hidden
+        # inside the repository, the student's folder shown again inside the course.
+        mounts = [*((p, "--ro-bind") for p in sorted(python_folders()) if p != REPO),
+                  (REPO, "--ro-bind"), *((Path(p), "hidden") for p in self.hidden),
+                  *((p, "--ro-bind") for p in self.readable),
+                  *((p, "--bind") for p in self.writable)]  # fmt: skip
+        for path, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
+            if how != "hidden":
+                folders.bind(how, path)
+            elif path.exists():  # an empty folder over it, root's: the box can't write it
+                folders.tmpfs(path, "0555", MiB)
         return args
 
     def _environment(self, env: Mapping[str, str]) -> list[str]:
