@@ -1,0 +1,556 @@
+"""The sandbox of a graded run (grader/live/sandbox.py), attacked.
+
+Each attack is a hostile script run through the runner (plan_run + execute, with a time limit,
+every process stopped afterwards), once in the real sandbox (bubblewrap, as root) where it must
+fail, and, where that means something, once without it, where it must succeed: so each test
+can fail. The last one runs the reference solution on 2 horovodrun workers inside the box.
+
+The attacks need root (the sandbox account, tmpfs mounts, cgroups): not root, they are skipped;
+as root (CI) they run, and a missing bwrap fails them (tests/setup_sandbox.sh installs it).
+The tests of the command's construction need neither.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from grader.live import sandbox as sandbox_module
+from grader.live.sandbox import Limits, Sandbox, SandboxUnavailable
+from workbook.paths import REPO
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the sandbox's attacks need root (its account, mounts, cgroups)"
+)
+REFERENCE = REPO / "solutions" / "fashion_mnist_solution.py"
+RESULT = "RESULT "
+
+
+# --- running a hostile script ----------------------------------------------------------------
+
+
+def run_hostile(code: str, folder: Path, *args, sandbox: Sandbox | None, timeout: float = 30,
+                env: dict | None = None):  # fmt: skip
+    """Runs `code` as a learner's script (one plain process, through the runner) from its own
+    folder; returns (the runner's result, the script's RESULT dict or None, the plan)."""
+    from workbook.runner import RunOptions, plan_run
+    from workbook.runner.display import SilentConsole
+    from workbook.runner.execute import execute
+
+    student = folder / "student"
+    student.mkdir(parents=True, exist_ok=True)
+    script = student / "hostile.py"
+    script.write_text(textwrap.dedent(code))
+    plan = plan_run([str(script), *map(str, args)], options=RunOptions(
+        np=1, launcher="python", log_dir=False, logs_root=folder / "runs", run_name="run",
+        timeout=timeout, cwd=student, env=env, sandbox=sandbox))  # fmt: skip
+    result, _ = execute(plan, SilentConsole())
+    found = [line[len(RESULT):] for line in result.output.splitlines() if line.startswith(RESULT)]
+    return result, (json.loads(found[-1]) if found else None), plan
+
+
+def processes_with(text: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if any(text in part for part in process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+def kill_all(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(processes, timeout=10)
+
+
+def no_mount_under(folder: Path) -> bool:
+    return str(folder) not in Path("/proc/mounts").read_text()
+
+
+@pytest.fixture
+def box():
+    """A sandbox with small limits, closed (cgroups and mounts released) after the test."""
+    with Sandbox(Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=20,
+                        disk_bytes=32 << 20, tmp_bytes=16 << 20)) as sandbox:  # fmt: skip
+        yield sandbox
+    assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
+
+
+# --- the command (no root, no bwrap needed) ---------------------------------------------------
+
+
+def not_root(monkeypatch):
+    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: False))
+    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: True)
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+
+def test_the_command_runs_the_argv_last_in_new_namespaces(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    argv = Sandbox().wrap(["horovodrun", "-np", "2", "python", "x.py"], {}, cwd=tmp_path)
+    assert argv[-5:] == ["horovodrun", "-np", "2", "python", "x.py"]
+    assert argv[0] == "prlimit" and "--cpu=300" in argv
+    bwrap = argv.index("/usr/bin/bwrap")
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv[bwrap:]
+    assert "--share-net" not in argv
+
+
+def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monkeypatch,
+                                                                            tmp_path):
+    not_root(monkeypatch)
+    runs, student = tmp_path / "runs", tmp_path / "student"
+    student.mkdir()
+    argv = Sandbox().wrap(["true"], {}, cwd=student, writable=[runs])
+    binds = [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"]
+    assert binds == [str(runs)]
+    assert runs.is_dir()  # made for the run
+    assert argv.index("/tmp") < argv.index(str(runs))  # the private /tmp first, then the folder
+    ro = [argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"]
+    assert str(student) in ro and str(REPO) in ro and "/home" not in ro and "/" not in ro
+    sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
+    assert str(Limits().tmp_bytes) in sizes
+
+
+def test_the_probe_folder_of_the_environment_is_writable(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    records = tmp_path / "records"
+    argv = Sandbox().wrap(["true"], {"WORKBOOK_PROBE_DIR": str(records)})
+    assert ["--bind", str(records), str(records)] == argv[argv.index("--bind"):][:3]
+
+
+def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatch,
+                                                                                tmp_path):
+    not_root(monkeypatch)
+    course = tmp_path / "course"
+    alice = course / "submitted" / "alice"
+    alice.mkdir(parents=True)
+    argv = Sandbox(hidden=(course,), readable=(tmp_path,)).wrap(["true"], {}, cwd=alice)
+    text = " ".join(argv)
+    assert f"--perms 0555 --size {1 << 20} --tmpfs {course}" in text
+    assert text.index(f"--tmpfs {course}") < text.index(f"--ro-bind {alice}")
+    assert f"--perms 0755 --dir {course / 'submitted'}" in text  # open to the sandbox user
+
+
+def test_secret_variables_are_taken_out_and_home_is_the_private_tmp(monkeypatch):
+    not_root(monkeypatch)
+    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "y", "PATH": "/usr/bin",
+           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0"}  # fmt: skip
+    argv = Sandbox().wrap(["true"], env)
+    unset = {argv[i + 1] for i, word in enumerate(argv) if word == "--unsetenv"}
+    assert unset == {"JUPYTERHUB_API_TOKEN", "AWS_SECRET_ACCESS_KEY"}
+    assert ["--setenv", "HOME", "/tmp"] == argv[argv.index("HOME") - 1:][:3]
+
+
+def test_not_root_is_said_to_be_weaker_and_limits_by_rlimits(monkeypatch):
+    not_root(monkeypatch)
+    argv = Sandbox().wrap(["true"], {})
+    assert "--unshare-user" in argv and "setpriv" not in argv
+    assert f"--nproc={Limits().processes}" in argv and f"--data={Limits().memory_bytes}" in argv
+    assert "rlimits" in Sandbox().weaker
+
+
+def test_without_bwrap_it_refuses_to_run_at_all(monkeypatch):
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="no bubblewrap.*apt-get install bubblewrap"):
+        Sandbox().wrap(["true"], {})
+
+
+def test_not_root_without_user_namespaces_it_refuses(monkeypatch):
+    not_root(monkeypatch)
+    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: False)
+    with pytest.raises(SandboxUnavailable, match="not root and no user namespaces"):
+        Sandbox().wrap(["true"], {})
+
+
+def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_path):
+    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: True))
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox_module, "ensure_user", lambda name: (990, 991))
+    mounted = []
+    monkeypatch.setattr(sandbox_module, "mount_tmpfs",
+                        lambda folder, size, uid, gid: mounted.append((folder, size)) or folder)
+    procs = [tmp_path / "memory" / "cgroup.procs", tmp_path / "pids" / "cgroup.procs"]
+    monkeypatch.setattr(sandbox_module, "make_cgroups", lambda limits: procs)
+    sandbox = Sandbox()
+    argv = sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[4] == " ".join(map(str, procs))
+    drop = argv.index("setpriv")
+    assert argv[drop:drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
+    assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
+    assert mounted == [(tmp_path / "logs", Limits().disk_bytes)]
+    assert sandbox._held["cgroups"] == [procs]  # close() removes them
+    sandbox._held["cgroups"].clear()
+    sandbox._held["mounts"].clear()
+
+
+def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
+    from workbook.runner import RunOptions, plan_run
+
+    class Recorder:
+        def wrap(self, argv, env, *, cwd, writable):
+            self.seen = (list(argv), dict(env), cwd, list(writable))
+            return ["boxed", *argv]
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    recorder = Recorder()
+    plain = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r"))
+    boxed = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r",
+                                                       sandbox=recorder))  # fmt: skip
+    assert boxed.argv == ["boxed", *plain.argv]
+    assert boxed.display_command == plain.display_command
+    argv, env, cwd, writable = recorder.seen
+    assert env == boxed.env and cwd == boxed.cwd and writable == [boxed.run_dir]
+
+
+# --- the attacks (real bwrap, as root) --------------------------------------------------------
+
+READ_AND_WRITE = """
+    import json, os, sys
+    course = sys.argv[1]
+    out = {}
+    try:
+        out["gradebook"] = open(os.path.join(course, "gradebook.db")).read()
+    except OSError as error:
+        out["gradebook"] = "error: " + error.strerror
+    for name, path in (("bob", "submitted/bob/fashion_mnist.py"),
+                       ("own", "submitted/alice/student/fashion_mnist.py")):
+        try:
+            with open(os.path.join(course, path), "a") as file:
+                file.write("# changed by alice\\n")
+            out[name] = "written"
+        except OSError as error:
+            out[name] = "error: " + error.strerror
+    out["home"] = os.path.exists("/home/instructor") or os.path.exists("/srv/nbgrader")
+    out["uid"] = os.getuid()
+    print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A fake course outside /tmp (so /tmp's privacy is not why it can't be seen): its
+    gradebook, Bob's submission, and Alice's folder, from which her script runs."""
+    root = Path("/var/tmp") / f"workbook-sandbox-test-{uuid.uuid4().hex[:8]}"
+    course = root / "course"
+    (course / "submitted" / "bob").mkdir(parents=True)
+    (course / "submitted" / "alice").mkdir(parents=True)
+    (course / "gradebook.db").write_text("bob: 12/12")
+    (course / "submitted" / "bob" / "fashion_mnist.py").write_text("# bob's\n")
+    yield course
+    subprocess.run(["rm", "-rf", str(root)], timeout=60)
+
+
+@needs_root
+@pytest.mark.slow
+def test_reading_the_gradebook_and_writing_into_another_students_folder(course):
+    alice = course / "submitted" / "alice"
+    # Her folder is inside the course: the course's own folder shown, the course hidden.
+    box = Sandbox(hidden=(course,), readable=(course.parent,))
+    with box:
+        result, boxed, _ = run_hostile(READ_AND_WRITE, alice, course, sandbox=box)
+    assert boxed is not None, result.output
+    assert boxed["gradebook"].startswith("error"), boxed
+    assert boxed["bob"].startswith("error") and boxed["own"].startswith("error"), boxed
+    assert boxed["uid"] != 0 and not boxed["home"]
+    assert (course / "submitted" / "bob" / "fashion_mnist.py").read_text() == "# bob's\n"
+
+    result, plain, _ = run_hostile(READ_AND_WRITE, alice, course, sandbox=None)
+    assert plain["gradebook"] == "bob: 12/12" and plain["bob"] == "written", plain
+
+
+FORKS = """
+    import json, os, sys, time
+    made = 0
+    for _ in range(int(sys.argv[1])):
+        try:
+            if os.fork() == 0:
+                time.sleep(60)
+                os._exit(0)
+            made += 1
+        except OSError:
+            break
+    print("RESULT " + json.dumps({"made": made}), flush=True)
+    os.kill(0, 9)
+"""
+FORK_BOMB = """
+    import os
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_fork_bomb_ends_within_the_process_limit(box, tmp_path):
+    wanted = box.limits.processes + 36
+    _, boxed, _ = run_hostile(FORKS, tmp_path / "a", wanted, sandbox=box)
+    assert boxed["made"] < box.limits.processes, boxed
+    _, plain, _ = run_hostile(FORKS, tmp_path / "b", wanted, sandbox=None)
+    assert plain["made"] == wanted, plain
+
+    seen, stop = [0], threading.Event()
+
+    def watch():  # the most tasks the run's cgroup held, and this machine can still fork
+        while not stop.is_set():
+            for procs in list(box._held["cgroups"]):
+                try:
+                    current = procs[1].with_name("pids.current").read_text()
+                    seen[0] = max(seen[0], int(current))
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        result, _, plan = run_hostile(FORK_BOMB, tmp_path / "c", sandbox=box, timeout=8)
+        assert subprocess.run(["true"], timeout=10).returncode == 0  # the machine is fine
+    finally:
+        stop.set()
+        watcher.join()
+    assert result.timed_out and time.monotonic() - started < 60
+    assert 0 < seen[0] <= box.limits.processes
+    assert not result.leftover_pids
+    assert not processes_with(str(plan.argv[-1]))  # not one copy of the bomb is left
+
+
+FILL = """
+    import json, os, sys
+    out = {}
+    chunk = b"x" * (1 << 20)
+    for name, folder, most in (("run", sys.argv[1], int(sys.argv[2])),
+                               ("tmp", "/tmp", int(sys.argv[2])),
+                               ("repo", sys.argv[3], 1)):
+        path, written = os.path.join(folder, "fill.bin"), 0
+        try:
+            with open(path, "wb") as file:
+                while written < most:
+                    file.write(chunk)
+                    file.flush()
+                    written += len(chunk)
+            out[name] = [written, "ok"]
+        except OSError as error:
+            out[name] = [written, error.strerror]
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    print("RESULT " + json.dumps(out))
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_filling_the_disk_stops_at_the_limit(box, tmp_path):
+    most = box.limits.disk_bytes + (16 << 20)  # unsandboxed, it stops here by itself
+    runs = tmp_path / "a" / "runs" / "run"
+    _, boxed, _ = run_hostile(FILL, tmp_path / "a", runs, most, REPO, sandbox=box)
+    assert boxed is not None
+    written, error = boxed["run"]
+    assert written <= box.limits.disk_bytes and error == "No space left on device", boxed
+    assert boxed["tmp"][0] <= box.limits.tmp_bytes and boxed["tmp"][1] != "ok", boxed
+    assert boxed["repo"] == [0, "Read-only file system"], boxed
+
+    runs = tmp_path / "b" / "runs" / "run"
+    _, plain, _ = run_hostile(FILL, tmp_path / "b", runs, most, tmp_path / "b", sandbox=None)
+    assert plain["run"] == [most, "ok"], plain
+
+
+CONNECT = """
+    import json, socket, sys
+    out = {}
+    for name, host in (("outside", sys.argv[1]), ("host_loopback", "127.0.0.1")):
+        try:
+            socket.create_connection((host, int(sys.argv[2])), timeout=3).close()
+            out[name] = "connected"
+        except OSError as error:
+            out[name] = "error: " + str(error)
+    server = socket.create_server(("127.0.0.1", 0))
+    socket.create_connection(server.getsockname(), timeout=3).close()
+    out["own_loopback"] = "connected"
+    print("RESULT " + json.dumps(out))
+"""
+
+
+def outside_address() -> str | None:
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family == socket.AF_INET and not address.address.startswith("127."):
+                return address.address
+    return None
+
+
+@needs_root
+@pytest.mark.slow
+def test_connecting_outwards_fails_and_loopback_inside_works(box, tmp_path):
+    address = outside_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    servers = [socket.create_server((address, 0)), socket.create_server(("127.0.0.1", 0))]
+    port = servers[0].getsockname()[1]
+    servers[1].close()
+    servers[1] = socket.create_server(("127.0.0.1", port))  # the same port on both
+    try:
+        _, boxed, _ = run_hostile(CONNECT, tmp_path / "a", address, port, sandbox=box)
+        assert boxed["outside"].startswith("error") and "unreachable" in boxed["outside"], boxed
+        assert boxed["host_loopback"].startswith("error"), boxed
+        assert boxed["own_loopback"] == "connected"
+        _, plain, _ = run_hostile(CONNECT, tmp_path / "b", address, port, sandbox=None)
+        assert plain["outside"] == plain["host_loopback"] == "connected", plain
+    finally:
+        for server in servers:
+            server.close()
+
+
+KILL = """
+    import json, os, signal, sys
+    out = {}
+    targets = [("grader", int(sys.argv[1])), ("other_box", int(sys.argv[2]))]
+    if sys.argv[3] == "all":
+        targets += [("parent", os.getppid()), ("everyone", -1)]
+    for name, pid in targets:
+        try:
+            if name == "everyone":
+                print("RESULT " + json.dumps(out), flush=True)
+            os.kill(pid, signal.SIGKILL)
+            out[name] = "killed"
+        except OSError as error:
+            out[name] = "error: " + error.strerror
+    print("RESULT " + json.dumps(out), flush=True)
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_killing_the_grader_its_parent_and_everyone(box, tmp_path):
+    grader = subprocess.Popen(["sleep", "120"])  # stands in for the grading process
+    # Another sandboxed run, as the same sandbox account: kill -9 -1 must not reach it either.
+    with Sandbox() as other:
+        neighbour = subprocess.Popen(other.wrap(["sleep", "120"], {}), start_new_session=True)
+        try:
+            time.sleep(1)
+            inner = [p for p in psutil.Process(neighbour.pid).children(recursive=True)
+                     if p.name() == "sleep"]  # fmt: skip
+            assert inner and inner[0].uids().real != 0
+            result, boxed, _ = run_hostile(KILL, tmp_path / "a", grader.pid, inner[0].pid, "all",
+                                           sandbox=box)  # fmt: skip
+            assert boxed is not None, result.output
+            assert boxed["grader"].startswith("error") and boxed["other_box"].startswith("error")
+            assert boxed["parent"].startswith("error"), boxed  # bwrap's init, root's
+            assert grader.poll() is None and inner[0].is_running() and neighbour.poll() is None
+            # kill -9 -1 found nobody it may signal: init is spared, and nothing else is in view.
+            assert boxed["everyone"] == "error: No such process"
+
+            # Without the box, the grader's process dies (the others are not tried here).
+            _, plain, _ = run_hostile(KILL, tmp_path / "b", grader.pid, inner[0].pid, "one",
+                                      sandbox=None)  # fmt: skip
+            assert plain["grader"] == plain["other_box"] == "killed"
+            grader.wait(timeout=10)
+        finally:
+            for process in (grader, neighbour):
+                process.kill()
+                process.wait(timeout=10)
+
+
+DAEMON = """
+    import os, sys, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)",
+                                       sys.argv[1]], {})  # no marker in its environment
+        os._exit(0)
+    time.sleep(1)
+    print("RESULT {}")
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_daemon_left_behind_does_not_survive_the_run(box, tmp_path):
+    token = f"daemon-{uuid.uuid4().hex}"
+    try:
+        result, boxed, _ = run_hostile(DAEMON, tmp_path / "a", token, sandbox=box)
+        assert boxed == {} and not result.timed_out
+        assert not processes_with(token)
+
+        _, plain, _ = run_hostile(DAEMON, tmp_path / "b", token, sandbox=None)
+        assert plain == {} and processes_with(token), "unsandboxed, the daemon should survive"
+    finally:
+        kill_all(processes_with(token))
+
+
+SLEEP = """
+    import signal, time
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("RESULT {}", flush=True)
+    time.sleep(10 ** 6)
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_sleeping_forever_is_stopped_at_the_wall_time(box, tmp_path):
+    started = time.monotonic()
+    result, boxed, plan = run_hostile(SLEEP, tmp_path, sandbox=box, timeout=5)
+    assert boxed == {} and result.timed_out
+    assert time.monotonic() - started < 5 + 3 * 3 + 10  # the timeout and the stop's stages
+    assert not result.leftover_pids
+    for procs in box._held["cgroups"][0]:  # the memory and the pids cgroup
+        assert procs.read_text().split() == [], "nothing is left in the run's cgroup"
+    assert not processes_with(str(plan.argv[-1]))
+
+
+@needs_root
+@pytest.mark.slow
+def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
+    from grader.live.run import run_step
+
+    work = tmp_path / "work"
+    with Sandbox() as sandbox:
+        result = run_step(12, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
+        assert result.passed, result
+        assert sandbox._held["cgroups"] and sandbox._held["mounts"]
+    assert no_mount_under(work)
+    assert not any(work.iterdir()), "a passed run's folder is deleted"
+
+
+@needs_root
+@pytest.mark.slow
+def test_a_failed_runs_files_stay_readable_after_the_sandbox_is_closed(box, tmp_path):
+    code = "import sys\nopen(sys.argv[1] + '/note.txt', 'w').write('kept')\nsys.exit(3)\n"
+    runs = tmp_path / "runs" / "run"
+    result, _, plan = run_hostile(code, tmp_path, runs, sandbox=box)
+    assert result.exit_code == 3
+    box.close()
+    assert no_mount_under(runs)
+    assert (runs / "note.txt").read_text() == "kept"
+    assert plan.log_path.is_file()
