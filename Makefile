@@ -17,7 +17,7 @@ BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HO
 # OpenMPI is there, and a test that needs MPI fails instead of being skipped.
 BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
-.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench hub
+.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench hub sandbox
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -29,6 +29,7 @@ help:
 	@echo "make browser    install Chromium for the browser test (Debian: apt-get)"
 	@echo "make sshd       install OpenSSH's server for the multi-host test (Debian: apt-get)"
 	@echo "make mpi        install OpenMPI (Debian: apt-get) so that Horovod is built with MPI"
+	@echo "make sandbox    install bubblewrap, the grader's sandbox for students' scripts (apt-get)"
 	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
@@ -49,7 +50,7 @@ preflight: env
 lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
-test: mpi env browser sshd
+test: mpi env browser sshd sandbox
 	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: every test file, without the tests marked slow (but with the few real
@@ -63,6 +64,11 @@ browser:
 
 sshd:
 	@sh tests/setup_sshd.sh
+
+# bubblewrap for grader/live/sandbox.py: `make grade` fails without it (a student's script is
+# never run unsandboxed); `make test` needs it too (as root, tests/test_sandbox.py fails without it).
+sandbox:
+	@SANDBOX_REQUIRED=$(if $(filter grade,$(MAKECMDGOALS)),1,0) sh tests/setup_sandbox.sh
 
 # OpenMPI for Horovod's MPI controller and tests/test_mpirun.py. Before env: the bootstrap
 # builds Horovod with MPI only when it finds mpicxx (the extra line keeps that order under -j).
@@ -88,7 +94,7 @@ course: env
 
 # Collect (skipped when nothing came through the exchange), autograde, feedback, grades.csv and
 # the class report; then exit 1 if autograde could not grade a submission (the report says why).
-grade: env
+grade: env sandbox
 	@$(RUN) $(VPY) -m instructor collect $(COURSE)
 	@$(RUN) $(VPY) -m instructor autograde $(COURSE); graded=$$?; \
 	test $$graded -le 1 || exit $$graded; \
