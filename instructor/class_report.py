@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grader.report import FAILED as STEP_FAILED
 from grader.report import PASSED as STEP_PASSED
-from instructor import intake, submission
+from instructor import intake, judging, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
@@ -47,6 +47,10 @@ class StudentRow:
     reason: str = ""  # why it is not graded
     bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
     recovery: list = field(default_factory=list)  # shell commands that recover it
+    # How the steps were decided (instructor/judging.py): "step N: both checks' evidence" of
+    # each graded step neither could decide, and whether a run decided at all.
+    undecided: list = field(default_factory=list)
+    advisory: bool = False  # graded by reading only (--no-run)
 
     def verdict(self, step: int) -> str | None:
         """The step's verdict: STEP_PASSED, STEP_FAILED, or None when nbgrader gave no grade."""
@@ -157,6 +161,13 @@ def read_class(course: Course) -> tuple:
                 f"{entry.get('path')}: {entry.get('why')}, set aside"
                 for entry in intake.recorded(course.root / "set_aside" / student)
             ]
+            judged = judging.load(course, student)
+            if judged and graded is not None:
+                row.advisory = not judged.get("ran")
+                row.undecided = [f"step {item['step']}: {item['message']}"
+                                 for item in judged.get("results") or []
+                                 if item.get("decided_by") == "neither" and item.get("step") in
+                                 row.steps]  # fmt: skip
             if student in submitted:
                 folder = course.folder("submitted", student)
                 row.script_problem = submission.script_problem(folder)
@@ -215,6 +226,15 @@ class ClassReport:
                 "Extra files (not in the release; grading never uses them):",
                 [f"{row.student}: {_listed(row.extra_files)}" for row in self.rows
                  if row.extra_files],
+            ),
+            (
+                "Undecided steps: neither the run nor the reading could tell; counted as done "
+                "by default (instructor/README.md), please review:",
+                [f"{row.student}: {entry}" for row in self.rows for entry in row.undecided],
+            ),
+            (
+                "Graded by reading the script only (--no-run): advisory grades:",
+                [row.student for row in self.rows if row.advisory],
             ),
             (
                 "Missing notebooks (their steps score 0):",

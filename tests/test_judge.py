@@ -1,0 +1,91 @@
+"""Each step decided from both checks (grader/judge.py): the run where it shows the step, the
+reading elsewhere, "neither" said as such; and the decided verdict as a check cell reads it
+while an instructor grades (grader.check_step with WORKBOOK_JUDGED). No run here: the runs'
+Results are made the way grader/live/report.py makes them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grader import JUDGED_VARIABLE, check_step
+from grader.judge import NEITHER, READING, RUN, decide, step_of_line
+from grader.live.invariants import finding
+from grader.report import CANT_TELL, FAILED, PASSED, Result, Results, Run
+from workbook.paths import REPO
+
+SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
+
+
+def static(*statuses) -> Results:
+    return Results(Result(status, f"title {step}", f"read {step}", step=step, hint=f"hint {step}")
+                   for step, status in enumerate(statuses, start=1))  # fmt: skip
+
+
+def run(*statuses, outcome="finished", code="") -> Result:
+    details = [finding(step, status, f"ran {step}") for step, status in enumerate(statuses, 1)]
+    return Result(FAILED if outcome != "finished" else PASSED, "run", f"the run {outcome}",
+                  details=details, run=Run(outcome, seconds=9, line=7 if code else None,
+                                           code=code))  # fmt: skip
+
+
+def test_what_the_run_showed_decides_against_the_reading():
+    decided = decide(static(FAILED, PASSED), run(PASSED, FAILED))
+    assert [(r.status, r.decided_by, r.message) for r in decided] == [
+        (PASSED, RUN, "ran 1"), (FAILED, RUN, "ran 2")]  # fmt: skip
+    assert decided[1].hint == "hint 2" and decided[0].hint == ""
+
+
+def test_the_reading_decides_what_the_run_did_not_show_and_neither_is_said():
+    decided = decide(static(FAILED, CANT_TELL, PASSED), run(CANT_TELL, CANT_TELL, CANT_TELL))
+    assert [(r.status, r.decided_by) for r in decided] == [
+        (FAILED, READING), (CANT_TELL, NEITHER), (PASSED, READING)]  # fmt: skip
+    assert "decided by reading the script: ran 1" in decided[0].message
+    assert decided[1].message.startswith("neither check could decide; counted as done for now")
+    assert "The run: ran 2. The reading: read 2" in decided[1].message
+    assert decided[1].passed  # the documented default, listed in the class report
+
+
+def test_without_a_run_the_reading_decides_and_says_so():
+    decided = decide(static(PASSED, CANT_TELL), None)
+    assert [r.decided_by for r in decided] == [READING, NEITHER]
+    assert "the script was not run" in decided[0].message
+
+
+def test_a_crash_is_blamed_on_the_step_whose_line_it_is():
+    novograd = "opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, momentum=args.momentum)"
+    statuses = [PASSED] * 11 + [PASSED]
+    shown = [PASSED] * 3 + [CANT_TELL] * 9
+    decided = decide(static(*statuses), run(*shown, outcome="crashed", code=novograd))
+    assert decided[11].status == FAILED and decided[11].decided_by == RUN
+    assert "did not get through this step on 2 workers: the run crashed" in decided[11].message
+    assert decided[11].expected_diff  # the step's change, to compare with
+    assert {r.decided_by for r in decided[3:11]} == {READING}
+    assert step_of_line(novograd, list(range(1, 13))) == 12
+
+
+def test_a_crash_no_step_owns_fails_the_first_step_the_run_did_not_show():
+    decided = decide(static(PASSED, PASSED, PASSED),
+                     run(PASSED, CANT_TELL, CANT_TELL, outcome="crashed", code="x = 1 / 0"))  # fmt: skip
+    assert [(r.status, r.decided_by) for r in decided] == [
+        (PASSED, RUN), (FAILED, RUN), (PASSED, READING)]  # fmt: skip
+
+
+def test_a_passed_run_does_not_overrule_what_only_the_reading_shows():
+    decided = decide(static(PASSED, FAILED), run(PASSED, PASSED))
+    assert decided[1].status == FAILED and decided[1].decided_by == READING
+    assert "on one host the rank and the local rank are equal" in decided[1].message
+
+
+def test_a_check_cell_returns_the_verdict_decided_beforehand(tmp_path, monkeypatch):
+    decided = decide(static(*[PASSED] * 12), run(*[FAILED] * 12))
+    judged = tmp_path / "judged.json"
+    judged.write_text(json.dumps({"results": [r.to_dict() for r in decided]}))
+    monkeypatch.setenv(JUDGED_VARIABLE, str(judged))
+    result = check_step(4, SOLUTION)
+    assert (result.status, result.decided_by, result.message) == (FAILED, RUN, "ran 4")
+    assert "Decided by the run." in str(result) and "Decided by the run." in result._repr_html_()
+    judged.write_text("{not json")
+    result = check_step(4, SOLUTION)
+    assert result.passed and result.decided_by == READING
+    assert "by reading only: its decided verdicts could not be read" in result.message
