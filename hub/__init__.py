@@ -1,13 +1,19 @@
 """A JupyterHub workshop server for a class: `make hub` (`python -m hub up`, as root).
 
 One Unix account per attendee of the roster (and the instructor); each attendee logs in with
-the workshop's shared password and lands in JupyterLab in their own copy of the workbook, on
-their own CPU cores, with nbgrader's Assignments list; the instructor gets the formgrader.
+their own password (a sheet to hand out) and lands in JupyterLab in their own copy of the
+workbook, on their own CPU cores, within their own memory and process limits, with nbgrader's
+Assignments list; the instructor gets the formgrader. No attendee can log in as, slow down to a
+halt, or read another (issue 29).
 
-    settings          the hub's settings (port, TLS, roster, folders), kept in one JSON file
+    settings          the hub's settings (port, TLS, roster, passwords, folders), in one JSON file
     roster            the attendees of the roster CSV (the one `python -m instructor add-students` reads)
+    auth              the log-in: each attendee's own password; the sheet to hand out
     accounts          their Unix accounts: created, private homes, removed
     cores             each attendee's CPU set: cgroup v1 cpuset where mounted, affinity otherwise
+    limits            each attendee's memory and process limits: cgroup v1 memory and pids
+    isolation         TensorBoard's ports per account (iptables), hidepid on /proc, the terminal's PATH
+    tls               `--https`: a self-signed certificate and its fingerprint
     workbook_copy     an attendee's own copy of the workbook, made on first login, never overwritten
     classroom         nbgrader the hub way: the shared exchange, per-role Jupyter settings, the course
     spawner           the spawner: the copy, the CPU set and the environment of each server

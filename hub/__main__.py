@@ -1,12 +1,15 @@
 """The workshop hub's command line (root).
 
-    python -m hub up --roster roster.csv [--port 8000] [--ssl-cert F --ssl-key F]
+    python -m hub up --roster roster.csv [--port 8000] [--https | --ssl-cert F --ssl-key F]
+                     [--memory-per-attendee 3G] [--pids-per-attendee 1024]
                      [--instructor NAME] [--state-dir DIR]        what `make hub` runs
     python -m hub status [--state-dir DIR]                        the URL, or that it is stopped
+    python -m hub password NAME [--state-dir DIR]                 a new password for NAME
     python -m hub down [--remove-accounts] [--state-dir DIR]      stop it (and delete the accounts)
 
-`up` is idempotent: it installs what is missing, makes what is missing (accounts, CPU sets, the
-exchange, the course) and starts JupyterHub unless it runs; the passwords stay the same.
+`up` is idempotent: it installs what is missing, makes what is missing (accounts, passwords,
+CPU sets, limits, the exchange, the course) and starts JupyterHub unless it runs; the passwords
+stay the same.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hub import accounts, classroom, cores, roster, server, settings
+from hub import (accounts, auth, classroom, cores, isolation, limits, roster, server,
+                 settings, tls)
 
 SETUP_PROXY = Path(__file__).with_name("setup_proxy.sh")
 
@@ -37,32 +41,71 @@ def reachable(path: Path) -> list[str]:
     return changed
 
 
-def banner(s: settings.HubSettings, plan: dict) -> str:
+def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
     how = "cgroup cpusets" if cores.cpuset_available() else "CPU affinity"
+    each = s.memory_mib or limits.memory_each(len(s.attendees), limits.machine_mib())
+    pids = s.pids_max or limits.DEFAULT_PIDS
+    cores_each = min((len(c) for c in plan.values()), default=1)
     lines = [
         "=" * 72,
         f"  Workshop hub: {s.url}   (from other machines: this host's name or address)",
-        f"  Attendees ({len(s.attendees)}): log in with their roster id and the password "
-        f"{s.user_password}",
-        f"  Instructor: {s.instructor}, password {s.admin_password} (admin; Nbgrader menu: "
-        "Formgrader)",
+        f"  Attendees ({len(s.attendees)}): each logs in with their roster id and their own "
+        "password,",
+        f"    from the sheet {s.passwords_path} (print it, hand out one line each;",
+        f"    a new one: {sys.executable} -m hub password NAME --state-dir {s.state_dir})",
+        f"  Instructor: {s.instructor}, password {s.admin_password} (admin; lands in Formgrader)",
+    ]
+    if s.ssl_cert and s.self_signed:
+        lines.append(f"  HTTPS, self-signed: each browser warns once; attendees check this "
+                     f"fingerprint, then accept it")
+        lines.append(f"    (Advanced > Proceed): SHA-256 {tls.fingerprint(Path(s.ssl_cert))}")
+    elif not s.ssl_cert:
+        lines.append("  Plain HTTP: passwords cross the room's network in clear. For HTTPS: "
+                     "make hub HUB_ARGS=--https")
+    lines += [
         f"  Course: {classroom.course_dir(s)}; after the workshop: "
         f"make grade COURSE={classroom.course_dir(s)}",
         f"  Cores per attendee ({how}): "
         + ", ".join(f"{user} {cores.as_list(c)}" for user, c in plan.items()),
+        f"  Limits per attendee: {limits.describe(each, pids, limits.available())}",
     ]
     if cores.oversubscribed(plan):
         lines.append(f"  Oversubscribed: {len(plan)} attendees on {len(cores.machine_cores())} "
                      "cores, so some share a core and take turns (see INSTALL.md for sizing)")
+    if each < limits.needed(cores_each):
+        lines.append(f"  Too little memory: notebook 13's run needs about "
+                     f"{limits.needed(cores_each) / 1024:.1f} GiB per attendee (INSTALL.md, "
+                     "sizing); it will be killed at the limit")
+    lines += [f"  Note: {note}" for note in notes]
     lines += [f"  Stop: cd {s.repo} && {sys.executable} -m hub down --state-dir {s.state_dir}",
-              f"  Log: {server.log_path(s)}", "=" * 72]
+              f"  Log: {server.log_path(s)} (root only)", "=" * 72]
     return "\n".join(lines)
 
 
+def guard(s: settings.HubSettings) -> list[str]:
+    """What keeps attendees apart beyond their homes; the notes for what could not be done."""
+    notes = []
+    why = isolation.guard_tensorboard(s)
+    if why:
+        notes.append(why)
+    before, why = isolation.hide_processes()
+    if why:
+        notes.append(why)
+    elif s.proc_options is None and before not in ("2", "invisible"):
+        s.proc_options = before  # `down` puts it back
+    isolation.write_profile(s)
+    return notes
+
+
 def up(args) -> int:
+    memory = limits.parse_size(args.memory_per_attendee) if args.memory_per_attendee else None
     given = dict(roster=args.roster and str(Path(args.roster).resolve()), port=args.port,
                  ip=args.ip, instructor=args.instructor, ssl_cert=args.ssl_cert,
-                 ssl_key=args.ssl_key, exchange=args.exchange, course=args.course)
+                 ssl_key=args.ssl_key, exchange=args.exchange, course=args.course,
+                 memory_mib=memory, pids_max=args.pids_per_attendee)
+    if args.https and args.ssl_cert:
+        raise SystemExit("error: --https makes a self-signed certificate; --ssl-cert uses yours: "
+                         "one of them")
     path = Path(args.state_dir) / settings.SETTINGS_NAME
     if not path.is_file() and not args.roster:
         raise SystemExit("error: the first `make hub` needs the roster: "
@@ -79,8 +122,19 @@ def up(args) -> int:
         print(banner(s, s.cores))
         return 0
     subprocess.run(["sh", str(SETUP_PROXY)], check=True)
-    s.save()  # makes the state folder; the role settings in it are read by every server
-    shared = [Path(sys.executable).resolve(), Path(s.repo) / "x", Path(s.state_dir) / "x",
+    s.save()  # makes the state folder (root only)
+    if args.https:
+        cert, key, made = tls.self_signed(Path(s.state_dir))
+        s.ssl_cert, s.ssl_key, s.self_signed = str(cert), str(key), True
+        if made:
+            print(f"==> self-signed certificate for {', '.join(tls.names())}: {cert}")
+    elif args.ssl_cert:
+        s.self_signed = False
+    for name in s.ensure_passwords():
+        print(f"==> a password for {name}")
+    s.save()
+    auth.write_sheet(s, roster.rows(s.roster))
+    shared = [Path(sys.executable).resolve(), Path(s.repo) / "x", s.jupyter_dir / "x",
               Path(s.exchange) / "x"]
     for change in [change for path in shared for change in reachable(path)]:
         print(f"==> so that every account can run the shared environment: {change}")
@@ -89,12 +143,17 @@ def up(args) -> int:
         if made:
             print(f"==> account {name} created")
     s.cores = cores.plan(s.attendees, cores.machine_cores())
+    s.memory_mib = s.memory_mib or limits.memory_each(len(s.attendees), limits.machine_mib())
+    s.pids_max = s.pids_max or limits.DEFAULT_PIDS
+    for name in s.attendees:
+        limits.make(name, s.memory_mib, s.pids_max)
+    notes = guard(s)
     s.save()
     for done in classroom.setup(s):
         print(f"==> course: {done.splitlines()[-1] if done else 'ok'}")
     pid = server.start(s)
     print(f"==> JupyterHub started (pid {pid})")
-    print(banner(s, s.cores))
+    print(banner(s, s.cores, notes))
     return 0
 
 
@@ -105,13 +164,72 @@ def down(args) -> int:
         return 0
     s = settings.load(path)
     print("hub stopped" if server.stop(s) else "the hub was not running")
+    removed = []
     for name in [s.instructor, *s.attendees]:
         accounts.stop_processes(name)
         cores.remove_cpuset(name)
+        limits.remove(name)
         if args.remove_accounts and accounts.remove(name, s.group):
+            removed.append(name)
             print(f"account {name} removed, with its home")
+    if isolation.unguard_tensorboard():
+        print("TensorBoard's firewall rules removed")
+    if isolation.restore_processes(s.proc_options):
+        print(f"/proc: hidepid={s.proc_options} again")
+        s.proc_options = None
+        s.save()
+    isolation.remove_profile()
     if args.remove_accounts:
         accounts.remove_group_if_empty(s.group)
+        for line in left_behind(s, removed):
+            print(line)
+    return 0
+
+
+def left_behind(s: settings.HubSettings, removed: list[str]) -> list[str]:
+    """After --remove-accounts: the password sheet goes (its accounts are gone); what stays is
+    said, with the command that removes it."""
+    lines = []
+    if removed and s.passwords_path.is_file():
+        s.passwords_path.unlink()
+        s.passwords = {}
+        s.save()
+        lines.append(f"password sheet {s.passwords_path} removed")
+    lines.append(f"left: {s.state_dir} (root only: settings, the hub's database and log, with "
+                 f"every attendee's name and requests) and {s.jupyter_dir}; when done: "
+                 f"rm -rf {s.state_dir} {s.jupyter_dir}")
+    exchange = Path(s.exchange)
+    if exchange.is_dir():
+        orphans = sum(1 for p in exchange.rglob("*") if _owner_gone(p))
+        lines.append(f"left: the exchange {exchange} (submissions and feedback; {orphans} files "
+                     f"owned by removed accounts); once graded: rm -rf {exchange}")
+    return lines
+
+
+def _owner_gone(path: Path) -> bool:
+    import pwd
+    try:
+        pwd.getpwuid(path.lstat().st_uid)
+        return False
+    except (KeyError, OSError):
+        return True
+
+
+def password(args) -> int:
+    path = Path(args.state_dir) / settings.SETTINGS_NAME
+    if not path.is_file():
+        print(f"no hub was set up in {args.state_dir}")
+        return 1
+    s = settings.load(path)
+    if args.name not in s.attendees:
+        print(f"error: {args.name!r} is not in the roster ({', '.join(s.attendees)})",
+              file=sys.stderr)
+        return 1
+    s.passwords[args.name] = settings.new_password()
+    s.save()
+    auth.write_sheet(s, roster.rows(s.roster))
+    print(f"{args.name}: {s.passwords[args.name]}   (the next log-in needs it; the sheet "
+          f"{s.passwords_path} has it too)")
     return 0
 
 
@@ -139,6 +257,14 @@ def main(argv=None) -> int:
     start.add_argument("--ip", help="address to listen on (default 0.0.0.0)")
     start.add_argument("--ssl-cert", help="TLS certificate (PEM); with --ssl-key: https")
     start.add_argument("--ssl-key", help="TLS key (PEM)")
+    start.add_argument("--https", action="store_true",
+                       help="https with a self-signed certificate made once in the state folder")
+    start.add_argument("--memory-per-attendee", metavar="SIZE",
+                       help="each attendee's memory limit, e.g. 3G (default: the machine's "
+                            "memory less 1 GiB, shared equally)")
+    start.add_argument("--pids-per-attendee", type=int, metavar="N",
+                       help=f"each attendee's processes and threads (default "
+                            f"{limits.DEFAULT_PIDS})")
     start.add_argument("--instructor", help="the instructor's account (default instructor)")
     start.add_argument("--exchange", help="nbgrader's exchange (default /srv/nbgrader/exchange)")
     start.add_argument("--course", help="the course folder (default ~INSTRUCTOR/course)")
@@ -149,11 +275,15 @@ def main(argv=None) -> int:
                            "instructor's course too: grade and copy grades.csv first)")
     commands.add_parser("status", parents=[common],
                         help="print the URL and the log-in, or that it is stopped")
+    reset = commands.add_parser("password", parents=[common],
+                                help="a new password for one attendee (the sheet too)")
+    reset.add_argument("name", help="the attendee's roster id")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("error: the hub needs root (accounts, CPU sets, the proxy): sudo make hub")
     try:
-        return {"up": up, "down": down, "status": status}[args.command](args)
+        return {"up": up, "down": down, "status": status,
+                "password": password}[args.command](args)
     except (roster.RosterError, RuntimeError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

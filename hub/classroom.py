@@ -35,7 +35,8 @@ STUDENT_SERVER = {"ServerApp": {"jpserver_extensions": {
 
 
 def config_dir(settings: HubSettings, role: str) -> Path:
-    return Path(settings.state_dir) / "jupyter" / role
+    """Beside the state folder (which is root-only): every server reads its role's folder."""
+    return settings.jupyter_dir / role
 
 
 def course_dir(settings: HubSettings) -> Path:
@@ -62,17 +63,18 @@ def write_role_configs(settings: HubSettings) -> None:
             write(folder / "jupyter_server_config.json", json.dumps(STUDENT_SERVER, indent=2))
             write(folder / "labconfig" / "page_config.json",
                   json.dumps({"disabledExtensions": STUDENT_HIDDEN}, indent=2))
-    # The servers run as the attendees: they must reach these folders, not the rest.
-    for folder in (Path(settings.state_dir), Path(settings.state_dir) / "jupyter",
-                   *(config_dir(settings, role) for role in ROLES),
+    # The servers run as the attendees: they read these folders (nothing private is in them).
+    for folder in (settings.jupyter_dir, *(config_dir(settings, role) for role in ROLES),
                    config_dir(settings, "student") / "labconfig"):
-        folder.chmod(0o711 if folder == Path(settings.state_dir) else 0o755)
+        folder.chmod(0o755)
 
 
 def make_exchange(settings: HubSettings) -> Path:
     exchange = Path(settings.exchange)
     exchange.mkdir(parents=True, exist_ok=True)
-    exchange.chmod(0o777)  # as nbgrader's set-up asks: everyone writes, each into their own
+    # As nbgrader's set-up asks, everyone writes (each into their own), plus the sticky bit: no
+    # attendee can rename or delete the course's folder and put one of their own in its place.
+    exchange.chmod(0o1777)
     return exchange
 
 
@@ -115,7 +117,7 @@ def prepare_course(settings: HubSettings) -> list[str]:
                             "python -m instructor init"))
     done.append(checked(as_instructor(settings, "generate", str(course)),
                         "python -m instructor generate"))
-    roster = Path(settings.state_dir) / "roster.csv"  # where the instructor's account reads it
+    roster = course.parent / "roster.csv"  # in the instructor's private home, for their account
     shutil.copyfile(settings.roster, roster)
     shutil.chown(roster, user=settings.instructor)  # names and e-mails: not for the attendees
     roster.chmod(0o600)

@@ -29,11 +29,10 @@ c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
 c.ConfigurableHTTPProxy.should_start = True
 c.JupyterHub.cleanup_servers = True   # stopping the hub stops every attendee's server
 
-# A workshop's log-in: one shared password for the attendees of the roster, and the
-# instructor, admin, with a password of their own (JupyterHub's SharedPasswordAuthenticator).
-c.JupyterHub.authenticator_class = "shared-password"
-c.SharedPasswordAuthenticator.user_password = s.user_password
-c.SharedPasswordAuthenticator.admin_password = s.admin_password
+# A workshop's log-in: each attendee of the roster with their own password (the sheet that
+# `make hub` writes), the instructor, admin, with theirs (hub/auth.py).
+c.JupyterHub.authenticator_class = "hub.auth.RosterAuthenticator"
+c.RosterAuthenticator.settings_file = settings_file
 c.Authenticator.allowed_users = set(s.attendees)
 c.Authenticator.admin_users = {s.instructor}
 

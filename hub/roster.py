@@ -34,3 +34,13 @@ def attendees(path) -> list[str]:
             raise RosterError(f"{path}, line {line}: id {name!r} twice")
         ids.append(name)
     return ids
+
+
+def rows(path) -> list[dict]:
+    """The roster's rows as read (names for the password sheet); [] when it cannot be read."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as table:
+            return [{k: (v or "").strip() for k, v in row.items() if k} for row in
+                    csv.DictReader(table)]
+    except OSError:
+        return []

@@ -53,7 +53,10 @@ def start(settings: HubSettings) -> int:
            "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
            "PYTHONPATH": settings.repo}
     log = log_path(settings)
-    with log.open("a") as out:
+    # Root only: every request and file name of every attendee is in it.
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.chmod(log, 0o600)  # a log from an older hub
+    with os.fdopen(descriptor, "a") as out:
         process = subprocess.Popen(
             [str(venv_bin / "jupyterhub"), "-f", str(CONFIG)], cwd=settings.state_dir, env=env,
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -6,7 +6,7 @@ import json
 import os
 import secrets
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from workbook.paths import REPO
@@ -15,8 +15,16 @@ DEFAULT_STATE_DIR = Path("/srv/horovod-workbook-hub")
 SETTINGS_NAME = "hub.json"
 # jupyterhub_config.py finds the settings file through this variable (set by `python -m hub`).
 SETTINGS_VARIABLE = "WORKBOOK_HUB_SETTINGS"
-# SharedPasswordAuthenticator's minimum lengths (JupyterHub 5.3+): users 8, admins 32.
-USER_PASSWORD_BYTES, ADMIN_PASSWORD_BYTES = 9, 27  # token_urlsafe: 12 and 36 characters
+ADMIN_PASSWORD_BYTES = 27  # token_urlsafe: 36 characters
+# Each attendee's password: 3 groups of 4 from 31 characters that cannot be mistaken for one
+# another on a printed sheet (no 0/o, 1/l/i), about 59 bits: typed once, by hand.
+PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+PASSWORDS_NAME = "passwords.csv"   # the sheet to print and hand out (root-only)
+
+
+def new_password() -> str:
+    return "-".join("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(4))
+                    for _ in range(3))
 
 
 @dataclass
@@ -28,15 +36,19 @@ class HubSettings:
     port: int = 8000
     ssl_cert: str | None = None
     ssl_key: str | None = None
+    self_signed: bool = False           # ssl_cert/ssl_key made by `make hub --https`
     venv: str = sys.prefix              # the shared environment (read-only for attendees)
     repo: str = str(REPO)               # the workbook the copies are made from
     exchange: str = "/srv/nbgrader/exchange"
     course: str | None = None           # the instructor's course (default: ~instructor/course)
     group: str = "workbook-attendees"
-    user_password: str = field(default_factory=lambda: secrets.token_urlsafe(USER_PASSWORD_BYTES))
     admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(ADMIN_PASSWORD_BYTES))
+    passwords: dict = field(default_factory=dict)   # attendee -> their own password
     attendees: list = field(default_factory=list)   # from the roster, in its order
     cores: dict = field(default_factory=dict)       # user -> list of CPU ids
+    memory_mib: int | None = None       # each attendee's memory limit (None: from the machine)
+    pids_max: int | None = None         # each attendee's process limit (None: the default)
+    proc_options: str | None = None     # /proc's hidepid before `make hub` changed it
 
     @property
     def path(self) -> Path:
@@ -48,6 +60,23 @@ class HubSettings:
         host = "127.0.0.1" if self.ip in ("0.0.0.0", "", "::") else self.ip
         return f"{scheme}://{host}:{self.port}/"
 
+    @property
+    def jupyter_dir(self) -> Path:
+        """The role settings every server reads: beside the state folder, which stays root-only."""
+        state = Path(self.state_dir)
+        return state.with_name(state.name + "-jupyter")
+
+    @property
+    def passwords_path(self) -> Path:
+        return Path(self.state_dir) / PASSWORDS_NAME
+
+    def ensure_passwords(self) -> list[str]:
+        """A password for every attendee who has none (kept across `make hub`); who got one."""
+        new = [name for name in self.attendees if not self.passwords.get(name)]
+        for name in new:
+            self.passwords[name] = new_password()
+        return new
+
     def save(self) -> Path:
         Path(self.state_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.state_dir, 0o700)  # the passwords are in it
@@ -57,7 +86,9 @@ class HubSettings:
 
 
 def load(path) -> HubSettings:
-    return HubSettings(**json.loads(Path(path).read_text()))
+    known = {f.name for f in fields(HubSettings)}  # an older file's other keys are dropped
+    return HubSettings(**{k: v for k, v in json.loads(Path(path).read_text()).items()
+                          if k in known})
 
 
 def load_or_new(state_dir, **given) -> HubSettings:

@@ -1,6 +1,7 @@
 """The hub's spawner: LocalProcessSpawner (one server per Unix account, started as that
 account), plus, for each server: the attendee's copy of the workbook (made on first login),
-their CPU set (hub.cores, joined before the server starts, so everything it runs inherits it),
+their CPU set (hub.cores) and their memory and process limits (hub.limits), joined before the
+server starts, so everything it runs is inside them,
 and their environment: the shared environment's tools first, their copy first on PYTHONPATH,
 their own TensorBoard port (reached through the hub by jupyter-server-proxy), the role's
 Jupyter settings (hub.classroom).
@@ -16,9 +17,7 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Unicode
 
-from hub import classroom, cores, settings, workbook_copy
-
-TENSORBOARD_BASE_PORT = 6006  # attendee i (from 0) gets 6007 + i; make lab's own keeps 6006
+from hub import classroom, cores, isolation, limits, settings, workbook_copy
 
 
 class WorkshopSpawner(LocalProcessSpawner):
@@ -37,8 +36,8 @@ class WorkshopSpawner(LocalProcessSpawner):
         return self.hub_settings.cores.get(self.user.name)
 
     def tensorboard_port(self) -> int:
-        names = [self.hub_settings.instructor, *self.hub_settings.attendees]
-        return TENSORBOARD_BASE_PORT + 1 + names.index(self.user.name)
+        """Only this account may connect to it (hub.isolation); make lab's own keeps 6006."""
+        return isolation.tensorboard_port(self.hub_settings, self.user.name)
 
     def make_preexec_fn(self, name):
         become_user = super().make_preexec_fn(name)
@@ -46,8 +45,9 @@ class WorkshopSpawner(LocalProcessSpawner):
         folder = self.server_root()
 
         def preexec():
-            if user_cores:  # still root here: join the cgroup, then become the user
+            if user_cores:  # still root here: join the cgroups, then become the user
                 cores.confine(os.getpid(), name, user_cores)
+                limits.join(os.getpid(), name)
             become_user()
             # In their folder: nbgrader fetches into the working folder (for an attendee, next
             # to notebooks/, so that the assignment's notebooks find ../data).
@@ -74,6 +74,9 @@ class WorkshopSpawner(LocalProcessSpawner):
         self.log.info("%s's workbook: %s (%s)", self.user.name, copy,
                       "made now" if made else "kept as it is")
         self.notebook_dir = str(self.server_root())
+        if self.user_cores():  # an attendee: their memory and process limits, as `make hub` set
+            s = self.hub_settings
+            limits.make(self.user.name, s.memory_mib, s.pids_max or limits.DEFAULT_PIDS)
         if self.role == "instructor":
             self.default_url = "/formgrader"
         return await super().start()

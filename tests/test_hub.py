@@ -1,201 +1,47 @@
 """The workshop hub (`make hub`, hub/): a real JupyterHub with the real configurable-http-proxy
 and real Unix accounts, driven in headless Chromium (Debian's; Playwright only drives it).
 
-One hub for the module, started by `python -m hub up` with a roster of three attendees and an
-instructor (accounts named after this run, so nothing that was there is touched), stopped by
-`python -m hub down --remove-accounts`, which deletes the accounts, their homes and their CPU
-sets; the exchange and the settings are in a temporary folder. Screenshots in test-artifacts/.
+The hub (one for the session: tests/hub_helpers.py) serves three attendees and an instructor;
+the attacks of one attendee on another are tests/test_hub_attacks.py. Screenshots in
+test-artifacts/.
 
-Root only (accounts, cgroups); slow (about 4 minutes on 2 cores).
+Root only (accounts, cgroups); slow (about 5 minutes on 2 cores).
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import pwd
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import psutil
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from grader import check_all
 from grader.reference import reference_path
-from hub import accounts, cores, settings as hub_settings, workbook_copy
+from hub import cores, workbook_copy
+from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, SCRIPTS, STEP_ONE,
+                         WAIT_MS, as_user, assignment_list, cell_index, give, home,
+                         log_in, open_notebook, run_cell)
 from workbook.facts import LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-ARTIFACTS = REPO / "test-artifacts"
-WAIT_MS = 120_000  # a server's first start, a kernel, nbgrader's fetch and submit
-TAG = uuid.uuid4().hex[:4]
-ATTENDEES = [f"hubt{TAG}{name}" for name in ("alice", "bob", "carol")]
-INSTRUCTOR = f"hubt{TAG}teach"
-# What each attendee's script is when they submit: steps 1, 1-2 and 1-3 done.
-SCRIPTS = dict(zip(ATTENDEES, (1, 2, 3)))
-ASSIGNMENT, STEP_ONE = "horovod_steps", "01_initialize_horovod.ipynb"
+pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
 
 
-def needs(condition: bool, reason: str):
-    if not condition:
-        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-
-
-def free_ports(count: int = 3) -> int:
-    """A port p with p, p+1, ..., p+count-1 free (the proxy, the hub's API, the proxy's API)."""
-    for _ in range(100):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            base = sock.getsockname()[1]
-        if base + count < 65536 and all(port_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError("no free ports")
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "taken"
-        try:
-            sock.bind(("0.0.0.0", port))
-            return True
-        except OSError:
-            return False
-
-
-def hub_command(state: Path, command: str, *args: str,
-                timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hub", command, "--state-dir", str(state), *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def hub():
-    needs(os.geteuid() == 0, "the hub makes Unix accounts and CPU sets: run the tests as root")
-    needs(os.access(CHROMIUM, os.X_OK), f"Chromium not found at {CHROMIUM}: make browser")
-    ARTIFACTS.mkdir(exist_ok=True)
-    # Not under pytest's own (private) temporary folder: the attendees' servers read the
-    # hub's settings folder, so the hub makes the folders above it passable.
-    folder = Path(tempfile.mkdtemp(prefix="workbook-hub-test-"))
-    roster = folder / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{name},{name[8:].title()},Test,{name}@example.org\n" for name in ATTENDEES))
-    state, port = folder / "state", free_ports()
-    started = time.monotonic()
-    try:
-        up = hub_command(state, "up", "--roster", str(roster), "--port", str(port),
-                         "--instructor", INSTRUCTOR, "--exchange", str(folder / "exchange"))
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        print(up.stdout)
-        print(f"hub up in {time.monotonic() - started:.0f} s")
-        yield hub_settings.load(state / hub_settings.SETTINGS_NAME), up.stdout
-    finally:
-        try:
-            down = hub_command(state, "down", "--remove-accounts", timeout=300)
-            print(down.stdout, down.stderr)
-            left = [name for name in [INSTRUCTOR, *ATTENDEES] if accounts.exists(name)]
-            assert not left, f"accounts left behind: {left}"
-            assert not any(p.info["username"] in (INSTRUCTOR, *ATTENDEES)
-                           for p in psutil.process_iter(["username"]))
-            assert port_free(port), f"port {port} still taken after hub down"
-        finally:
-            shutil.rmtree(folder)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-def log_in(browser, s, user: str, password: str):
-    """A browser of the user's own (cookies), logged in, on their JupyterLab."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    expect.set_options(timeout=WAIT_MS)
-    page.goto(s.url + "hub/login")
-    page.fill("#username_input", user)
-    page.fill("#password_input", password)
-    page.click("#login_submit")
-    if user == INSTRUCTOR:  # the formgrader first
-        page.wait_for_url(f"**/user/{user}/formgrader/**", timeout=WAIT_MS * 2)
-        return page
-    page.wait_for_url(f"**/user/{user}/lab/**", timeout=WAIT_MS * 2)
-    expect(page.locator(".jp-NotebookPanel:visible")).to_have_count(1)  # 00_welcome
-    return page
-
-
-def home(user: str) -> Path:
-    return Path(pwd.getpwnam(user).pw_dir)
-
-
-def give(user: str, text: str, target: Path) -> None:
-    """Put a file in the user's folder, as theirs (what their editor would have saved)."""
-    target.write_text(text)
-    entry = pwd.getpwnam(user)
-    os.chown(target, entry.pw_uid, entry.pw_gid)
-
-
-def assignment_list(page):
-    page.evaluate("() => window.jupyterapp.commands.execute('nbgrader:open-assignment-list')")
-    expect(page.locator("#released_assignments_list, #fetched_assignments_list").first
-           ).to_be_visible()
-    return page.locator("#assignments")
-
-
-def kernel_ready(panel):
-    expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text("Python 3 (ipykernel)")
-    expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-        "data-status", "idle")
-
-
-def run_cell(cell):
-    cell.locator(".jp-InputPrompt").click()
-    cell.page.keyboard.press("Shift+Enter")
-
-
-def cell_index(notebook: Path, tag: str) -> int:
-    cells = json.loads(notebook.read_text())["cells"]
-    return next(i for i, cell in enumerate(cells) if tag in cell["metadata"].get("tags", []))
-
-
-def open_notebook(page, s, user: str, path: str):
-    page.goto(f"{s.url}user/{user}/lab/tree/{path}")
-    panel = page.locator(".jp-NotebookPanel:visible")
-    expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")).to_have_text(
-        Path(path).name)
-    kernel_ready(panel)
-    # The attendee's JupyterLab got LAB_ARGS from the spawner: no news pop-up over the notebook.
-    config = page.evaluate(
-        "JSON.parse(document.getElementById('jupyter-config-data').textContent)")
-    assert config["news"] == {"disabled": True} and config["exposeAppInBrowser"] is True
-    # Through JupyterLab's own client: the hub's servers want an XSRF token on API requests.
-    fetch_news = page.evaluate(
-        "window.jupyterapp.serviceManager.settings"
-        ".fetch('@jupyterlab/apputils-extension:notification')"
-        ".then(plugin => plugin.schema.properties.fetchNews.default)")
-    assert fetch_news == "false"
-    return panel
+def formgrader(page, action: str) -> dict:
+    """A formgrader button's request (Generate / Release Feedback), as its page sends it."""
+    reply = page.evaluate(
+        "url => new Promise((done, failed) => $.post(base_url + url).done(done)"
+        ".fail(xhr => failed(new Error(xhr.status + ' ' + xhr.responseText))))",
+        f"/formgrader/api/assignment/{ASSIGNMENT}/{action}")
+    return json.loads(reply) if isinstance(reply, str) else reply
 
 
 def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
@@ -203,10 +49,12 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
     the assignment from the Assignments list, passes step 1's check there and submits; the
     instructor's formgrader shows the course; `make grade` grades exactly what was submitted."""
     s, banner = hub
-    assert s.user_password in banner and s.admin_password in banner and s.url in banner
+    assert s.admin_password in banner and s.url in banner and str(s.passwords_path) in banner
+    assert "passwords cross the room's network in clear" in banner
+    assert not any(s.passwords[user] in banner for user in ATTENDEES)  # on the sheet only
     pages = {}
     for user in ATTENDEES:
-        page = pages[user] = log_in(browser, s, user, s.user_password)
+        page = pages[user] = log_in(browser, s, user)
         copy = workbook_copy.copy_dir(home(user))
         assert (copy / "notebooks" / LEARNER_SCRIPT_NAME).read_text() == \
             (REPO / "solutions" / LEARNER_SCRIPT_NAME).read_text()
@@ -236,13 +84,13 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
         expect(listing.locator("#submitted_assignments_list")).to_contain_text(ASSIGNMENT)
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-submitted.png", full_page=True)
 
-    teacher = log_in(browser, s, INSTRUCTOR, s.admin_password)
+    teacher = log_in(browser, s, INSTRUCTOR)
     expect(teacher.locator("body")).to_contain_text("Manage Assignments")
     expect(teacher.get_by_role("link", name=ASSIGNMENT)).to_be_visible()
     teacher.screenshot(path=ARTIFACTS / "hub-formgrader.png", full_page=True)
-    for page in [*pages.values(), teacher]:
-        page.context.close()
+    teacher.context.close()
 
+    # As documented: `make grade` and the feedback's release, run as root.
     course = Path(s.course or home(INSTRUCTOR) / "course")
     graded = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course}",
                              f"VENV={sys.prefix}"], cwd=REPO, capture_output=True, text=True,
@@ -254,12 +102,41 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
                 for user, step in SCRIPTS.items()}
     assert {user: float(rows[user]["score"]) for user in ATTENDEES} == expected
     assert all(rows[user]["timestamp"] for user in ATTENDEES)
+    report = (course / "reports").glob("*.txt")
+    assert not any("submission_secret.txt" in path.read_text() for path in report)
+    released = subprocess.run([sys.executable, "-m", "instructor", "feedback", str(course),
+                               "--release"], cwd=REPO, capture_output=True, text=True,
+                              timeout=600)
+    assert released.returncode == 0, released.stdout[-3000:] + released.stderr[-3000:]
+    exchange_course = Path(s.exchange) / "horovod_workbook"
+    for top in (course, exchange_course):  # nothing of root's left where the formgrader writes
+        rooted = [p for p in [top, *top.rglob("*")] if p.lstat().st_uid == 0]
+        assert not rooted, rooted[:5]
+
+    # The instructor's formgrader after them: feedback generated and released again.
+    teacher = log_in(browser, s, INSTRUCTOR)
+    for action in ("generate_feedback", "release_feedback"):
+        reply = formgrader(teacher, action)
+        assert reply.get("success"), (action, reply)
+    teacher.context.close()
+    # And an attendee fetches it from their Assignments list.
+    alice = ATTENDEES[0]
+    listing = assignment_list(pages[alice])
+    listing.locator("#submitted_assignments_list").get_by_role(
+        "button", name="Fetch Feedback").first.click()
+    feedback = workbook_copy.copy_dir(home(alice)) / ASSIGNMENT / "feedback"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(feedback.rglob("*.html")):
+        time.sleep(0.5)
+    assert list(feedback.rglob("01_initialize_horovod.html")), list(feedback.rglob("*"))
+    for page in pages.values():
+        page.context.close()
 
 
 def test_an_attendee_cannot_open_another_attendees_files(hub, browser):
     s, _ = hub
     alice, bob = ATTENDEES[:2]
-    page = log_in(browser, s, alice, s.user_password)
+    page = log_in(browser, s, alice)
     theirs = page.request.get(f"{s.url}user/{bob}/api/contents/notebooks/{LEARNER_SCRIPT_NAME}",
                               max_redirects=0)
     assert theirs.status in (302, 403), theirs.status
@@ -328,7 +205,7 @@ def test_two_attendees_2_worker_runs_at_once_get_disjoint_cores(hub, browser):
     assert s.cores == cores.plan(ATTENDEES, cores.machine_cores())
     pages = {}
     for user in (alice, bob):
-        page = pages[user] = log_in(browser, s, user, s.user_password)  # makes their copy
+        page = pages[user] = log_in(browser, s, user)  # makes their copy
         folder = workbook_copy.copy_dir(home(user)) / "notebooks"
         for name, text in (("cores_probe.py", PROBE),
                            ("cores.ipynb", json.dumps(probe_notebook()))):
@@ -365,7 +242,7 @@ def test_tensorboard_is_reached_through_the_attendees_own_server(hub, browser):
     through their JupyterLab (jupyter-server-proxy), which another attendee cannot open."""
     s, _ = hub
     alice, bob = ATTENDEES[:2]
-    page = log_in(browser, s, alice, s.user_password)
+    page = log_in(browser, s, alice)
     folder = workbook_copy.copy_dir(home(alice)) / "notebooks"
     setup = probe_notebook()["cells"][0]
     start = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
@@ -385,7 +262,15 @@ def test_tensorboard_is_reached_through_the_attendees_own_server(hub, browser):
     assert Path(logdir) == folder / "logs"
     page.screenshot(path=ARTIFACTS / "hub-alice-tensorboard.png", full_page=True)
     page.context.close()
-    other = log_in(browser, s, bob, s.user_password)
+    other = log_in(browser, s, bob)
     theirs = other.request.get(s.url.rstrip("/") + link + "data/logdir", max_redirects=0)
     assert theirs.status in (302, 403), theirs.status
+    # Nor through bob's own server's proxy, nor from bob's terminal: only alice's account may
+    # connect to her TensorBoard's port.
+    mine = other.request.get(f"{s.url}user/{bob}/proxy/{port}/data/logdir")
+    assert mine.status >= 400, (mine.status, mine.text()[:200])
+    curl = as_user(bob, "curl", "-sS", "-m", "10", f"http://127.0.0.1:{port}/data/logdir")
+    assert curl.returncode != 0 and "logdir" not in curl.stdout, curl
+    own = as_user(alice, "curl", "-sS", "-m", "10", f"http://127.0.0.1:{port}/data/logdir")
+    assert own.returncode == 0 and "logdir" in own.stdout, own
     other.context.close()

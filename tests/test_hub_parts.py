@@ -46,14 +46,73 @@ def test_the_roster_is_the_instructors_csv_and_names_a_bad_id(tmp_path):
 
 def test_settings_keep_their_passwords_and_stay_private(tmp_path):
     first = settings.load_or_new(tmp_path / "state", roster="r.csv", port=8100)
+    first.attendees = ["alice", "bob"]
+    assert first.ensure_passwords() == ["alice", "bob"]
     first.save()
     assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
     assert oct(first.path.stat().st_mode & 0o777) == "0o600"
-    assert len(first.user_password) >= 8 and len(first.admin_password) >= 32
+    assert len(first.admin_password) >= 32
+    alice, bob = first.passwords["alice"], first.passwords["bob"]
+    assert alice != bob and len(alice) == 14 and set(alice) <= set(
+        settings.PASSWORD_ALPHABET + "-")
     again = settings.load_or_new(tmp_path / "state", roster=None, port=None, ip="10.0.0.5")
-    assert (again.user_password, again.admin_password) == (first.user_password,
-                                                           first.admin_password)
+    again.attendees = ["alice", "bob", "carol"]
+    assert again.ensure_passwords() == ["carol"]  # a new attendee; the others keep theirs
+    assert (again.passwords["alice"], again.admin_password) == (alice, first.admin_password)
     assert (again.roster, again.port, again.url) == ("r.csv", 8100, "http://10.0.0.5:8100/")
+
+
+def test_each_password_opens_its_own_account_only(tmp_path):
+    import asyncio
+
+    from hub import auth
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             attendees=["alice", "bob"], instructor="teach")
+    s.ensure_passwords()
+    s.save()
+    authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
+
+    def log_in(name, password):
+        return asyncio.run(authenticator.authenticate(None, {"username": name,
+                                                             "password": password}))
+
+    assert log_in("alice", s.passwords["alice"]) == "alice"
+    assert log_in("teach", s.admin_password) == "teach"
+    for name in ("alice", "Alice", "ALICE", "teach", "carol", ""):
+        assert log_in(name, s.passwords["bob"]) is None, name
+    assert log_in("bob", s.admin_password) is None and log_in("bob", "") is None
+    sheet = auth.write_sheet(s, [{"id": "alice", "first_name": "Alice", "last_name": "L"}])
+    assert oct(sheet.stat().st_mode & 0o777) == "0o600"
+    assert f"alice,Alice,L,{s.passwords['alice']}" in sheet.read_text()
+
+
+@pytest.mark.parametrize("attendees, total, expected", [
+    (2, 8192, 3584), (3, 24105, 7680), (16, 65536, 4032), (64, 131072, 2032 // 64 * 64)])
+def test_each_attendee_gets_an_equal_share_of_the_memory(attendees, total, expected):
+    from hub import limits
+
+    assert limits.memory_each(attendees, total) == expected
+    assert limits.parse_size("3G") == 3072 and limits.parse_size("2560M") == 2560
+    assert limits.parse_size("2.5GiB") == 2560 and limits.parse_size("3072") == 3072
+
+
+def test_an_attendees_login_shell_gets_the_environment_first(tmp_path):
+    import subprocess
+
+    from hub import isolation
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             venv=str(tmp_path / "venv"))
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    profile = isolation.write_profile(s, tmp_path / "profile.sh")
+    script = f". {profile}; echo $PATH"
+    inside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin",
+                            "JUPYTERHUB_USER": "alice"}, capture_output=True, text=True)
+    assert inside.stdout.strip() == f"{tmp_path}/venv/bin:/usr/bin:/bin"
+    outside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"},
+                             capture_output=True, text=True)
+    assert outside.stdout.strip() == "/usr/bin:/bin"
 
 
 def test_an_attendees_copy_is_made_once_and_never_overwritten(tmp_path):
@@ -93,8 +152,10 @@ def test_attendees_get_the_assignments_list_and_the_instructor_the_formgrader(tm
         "nbgrader.server_extensions.formgrader": False,
         "nbgrader.server_extensions.course_list": False}
     assert not (instructor / "labconfig").exists()
-    # The servers run as the accounts: they pass through the state folder, not list it.
-    assert oct(Path(s.state_dir).stat().st_mode & 0o777) == "0o711"
+    # The servers read their role's settings beside the state folder, which stays root only.
+    assert oct(Path(s.state_dir).stat().st_mode & 0o777) == "0o700"
+    assert student.parent == Path(f"{s.state_dir}-jupyter")
+    assert oct(student.stat().st_mode & 0o777) == "0o755"
 
 
 def test_a_course_made_for_another_exchange_is_made_again(tmp_path):
