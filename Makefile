@@ -103,9 +103,11 @@ grade: env sandbox
 	$(RUN) $(VPY) -m instructor report $(COURSE) && exit $$graded
 
 # Instructors, as root on a workshop VM: a JupyterHub for the class (hub/__init__.py, INSTALL.md
-# "Workshop VM"). HUB_ARGS: --roster roster.csv (the first time), --port 8000, --ssl-cert FILE
-# --ssl-key FILE, --instructor NAME; re-running it starts only what is missing. Stop it with
-# `.venv/bin/python -m hub down` (--remove-accounts deletes the accounts it made).
+# "Workshop VM"). HUB_ARGS: --roster roster.csv (the first time), --port 8000, --https (a
+# self-signed certificate) or --ssl-cert FILE --ssl-key FILE, --memory-per-attendee 3G,
+# --instructor NAME; re-running it starts only what is missing. Each attendee's password is on
+# the sheet it names. Stop it with `.venv/bin/python -m hub down` (--remove-accounts deletes
+# the accounts it made).
 HUB_ARGS ?=
 hub: data
 	@$(RUN) $(VPY) -m hub up $(HUB_ARGS)
