@@ -7,7 +7,8 @@ imported or run):
   `import_reaches` (has an import of it run where it is used),
   `calls_to`, `calls` and `calls_by_method`, `uncalled` (functions named but not called),
   `attributes` (every `.name` used), `bindings` (every module-level assignment, by name);
-- what a value is where it is used: `bindings_before`, `values_of`, `resolve`, `constant`,
+- what a value is where it is used: `bindings_before`, `binding_value` (a tuple assignment
+  `rank, size = setup()` read from what setup returns), `values_of`, `resolve`, `constant`,
   `same_value`, `mentions`/`first_mention`/`mentions_call`; through the script's own small
   functions: `function_of`, `returned`, `followed` (a function's own variables and parameters
   are followed inside it, as module-level names are); through loops over written-out lists:
@@ -433,6 +434,11 @@ class Script:
                 values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
                 if values is not None and len(values) != len(target.elts):
                     values = None
+                if values is None and isinstance(value, ast.Call) and not any(
+                    isinstance(element, ast.Starred) for element in target.elts
+                ):
+                    # rank, size = setup(): each name is an item of what setup() returns
+                    values = [self._item_of(value, index, statement) for index in range(len(target.elts))]
                 for index, element in enumerate(target.elts):
                     bind_target(element, values[index] if values else None, statement)
             elif isinstance(target, ast.Starred):
@@ -482,6 +488,34 @@ class Script:
             name: [binding.visible_from for binding in found] for name, found in bindings.items()
         }
         return bindings, positions
+
+    def _item_of(self, value, index, statement):
+        """`value[index]`, a node of the grader's for one name of a tuple assignment from a
+        call; `resolve` reads it from the tuple the call returns (returned)."""
+        item = ast.Subscript(value, ast.Constant(index), ast.Load())
+        for node in (item, item.slice):
+            ast.copy_location(node, value)
+        item.unpacked = True
+        self._parents[item] = statement
+        self._parents[item.slice] = item
+        return item
+
+    def binding_value(self, binding):
+        """The expression an assignment gives its name (an item of a tuple assignment from a
+        call followed into what the call returns), or None when the grader can't read it."""
+        value = binding.value
+        if getattr(value, "unpacked", False):
+            return self._unpacked_item(value)
+        return value
+
+    def _unpacked_item(self, item):
+        """The expression an item of a tuple assignment stands for, or None."""
+        if not getattr(item, "unpacked", False):
+            return None
+        returned = self.followed(item.value)
+        if isinstance(returned, (ast.Tuple, ast.List)) and item.slice.value < len(returned.elts):
+            return returned.elts[item.slice.value]
+        return None
 
     def _bound_locally(self, name) -> bool:
         """True if `name` is a parameter or local variable of an enclosing function."""
@@ -560,7 +594,12 @@ class Script:
             return [expr]
         values = []
         for binding in reaching:
-            values.extend(self.values_of(binding.value, depth + 1))
+            value = binding.value
+            if getattr(value, "unpacked", False):
+                value = self._unpacked_item(value)
+                if value is None:
+                    return [expr]
+            values.extend(self.values_of(value, depth + 1))
         return values
 
     def resolve(self, expr):
@@ -571,7 +610,12 @@ class Script:
             reaching = self.bindings_before(expr)
             if not reaching or reaching[0].value is None:
                 return expr
-            expr = reaching[0].value
+            value = reaching[0].value
+            if getattr(value, "unpacked", False):
+                value = self._unpacked_item(value)
+                if value is None:
+                    return expr
+            expr = value
         return expr
 
     def mentions(self, expr, predicate) -> bool:
@@ -664,11 +708,22 @@ class Script:
         if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
             return None
         *steps, last = body
+        given = dict(zip(parameters, call.args))
         # Straight-line helpers: `opt = SGD(rate)` then `return hvd.DistributedOptimizer(opt)`
         # stands for `hvd.DistributedOptimizer(SGD(rate))`.
         if not all(_simple_assignment(step) for step in steps):
-            return None
-        given = dict(zip(parameters, call.args))
+            # Any body whose one return reads none of its variables: `...; return hvd.rank(),
+            # hvd.size()` stands for the tuple, whatever runs before it.
+            returns = [n for step in steps for n in ast.walk(step) if isinstance(n, ast.Return)]
+            local = self._locals_of(function) - set(parameters)
+            read = {n.id for n in ast.walk(last.value) if isinstance(n, ast.Name)}
+            if returns or read & local or any(
+                isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom))
+                for step in steps
+                for n in ast.walk(step)
+            ):
+                return None
+            return self.substituted(last.value, given, given)
         if not given and not steps:
             return last.value
         for step in steps:

@@ -336,7 +336,7 @@ class Ranks:
                 return expr
             chosen = None
             for binding in reaching:  # latest first; the last one always runs
-                if binding.value is None:
+                if self.script.binding_value(binding) is None:
                     return None
                 own = self.script.guards(binding.statement)
                 used = {id(test) for test, _ in self.script.guards(expr)}
@@ -357,7 +357,7 @@ class Ranks:
                     break
             if chosen is None:
                 return None
-            expr = chosen.value
+            expr = self.script.binding_value(chosen)
         return None
 
     def is_shared_epoch(self, expr) -> bool:
@@ -401,8 +401,9 @@ class Ranks:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             reaching = self.script.bindings_before(node)
             for binding in reaching:
-                if binding.value is not None:
-                    found.append(self._varies(binding.value, depth + 1, seen))
+                value = self.script.binding_value(binding)
+                if value is not None:
+                    found.append(self._varies(value, depth + 1, seen))
                 elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
                     found.append(self._varies(binding.statement.iter, depth + 1, seen))
                 elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):

@@ -81,6 +81,12 @@ class Scaling:
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
         if isinstance(expr, (ast.Name, ast.Attribute)):  # a value the grader can't work out
+            if any(
+                self.script.binding_value(binding) is None
+                and not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef))
+                for binding in self.script.bindings_before(expr)
+            ):  # assigned something the grader can't read: it may hold hvd.size()
+                return Scale(opaque=True, factors=None)
             return Scale(factors=((ast.unparse(expr), 1),))
         if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)):
             return Scale((), _factor(expr.value)) if not isinstance(expr.value, bool) else Scale()

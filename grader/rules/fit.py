@@ -47,6 +47,14 @@ def callbacks_named(script, name: str, looked_for: str):
 def missing_callback(script, entries, name: str):
     """The Failure for a Horovod callback (the class `name`) that does not reach model.fit."""
     what = name.rsplit(".", 1)[-1]
+    unknown = [entry for entry in entries if not entry.name]
+    if unknown:
+        entry = unknown[0]
+        return Note(
+            f"line {entry.line}: it can't tell what `{script.source(entry.expr)}` in the callbacks "
+            f"of model.fit is; it looked for hvd.callbacks.{what}",
+            entry.line,
+        )
     made = [call for call in script.calls_to(name) if all(e.call is not call for e in entries)]
     if made:
         return Failure(

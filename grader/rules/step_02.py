@@ -115,6 +115,12 @@ def _index_failure(script, devices, line):
     device = script.resolve(devices) if devices is not None else None
     if isinstance(device, (ast.List, ast.Tuple)) and len(device.elts) == 1:
         device = script.resolve(device.elts[0])
+    if isinstance(device, ast.Name) and script.bindings_before(device):
+        return Note(  # `for index, gpu in enumerate(gpus): if index == hvd.local_rank(): ...`
+            f"line {line}: it can't tell which GPU `{device.id}` is; it looked for "
+            "gpus[hvd.local_rank()]",
+            line,
+        )
     if not isinstance(device, ast.Subscript):
         return Failure(
             f"line {line}: make only one GPU visible, the one of this worker's local rank: "

@@ -253,7 +253,15 @@ def _throughput_failure(script):
         if script.qualified_name(call.func) != "Throughput" or script.in_function(call):
             continue
         images = argument(call, "images_per_step", 0)
-        if images is not None and scaling.of(script).scale(images).powers != (("size", 1),):
+        scale = scaling.of(script).scale(images) if images is not None else None
+        if scale is not None and scale.opaque:
+            return Note(
+                f"line {call.lineno}: it can't tell how Throughput's images per step "
+                f"(`{script.source(images)}`) change with the number of workers; it looked for "
+                "args.batch_size * hvd.size()",
+                call.lineno,
+            )
+        if images is not None and scale.powers != (("size", 1),):
             return uncalled.failure(script, images) or Failure(
                 f"line {call.lineno}: Throughput gets `{script.source(images)}` images per step, "
                 "but one step now trains a batch on each worker: multiply by hvd.size()",
