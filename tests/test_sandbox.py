@@ -130,6 +130,16 @@ def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monk
     assert str(Limits().tmp_bytes) in sizes
 
 
+def test_a_writable_folder_inside_another_is_bound_with_it(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    run = tmp_path / "run"
+    sandbox = Sandbox().with_folders(writable=[run])
+    argv = sandbox.wrap(["true"], {}, writable=[run / "logs"])
+    assert [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"] == [str(run)]
+    assert (run / "logs").is_dir()
+    assert sandbox.with_folders(readable=[tmp_path]).writable == (run,)  # added, not replaced
+
+
 def test_the_probe_folder_of_the_environment_is_writable(monkeypatch, tmp_path):
     not_root(monkeypatch)
     records = tmp_path / "records"

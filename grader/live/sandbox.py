@@ -115,12 +115,19 @@ class Sandbox:
                         compare=False)  # fmt: skip
 
     def with_folders(self, writable: Iterable = (), readable: Iterable = ()) -> Sandbox:
-        """A copy with these folders writable and those readable (close() on either releases
-        what both made)."""
-        writable = tuple(dict.fromkeys(Path(p).resolve() for p in writable))
-        readable = tuple(dict.fromkeys(Path(p).resolve() for p in readable))
+        """A copy with these folders writable and those readable too (close() on either
+        releases what both made)."""
+        writable = tuple(dict.fromkeys(Path(p).resolve() for p in (*self.writable, *writable)))
+        readable = (Path(p).resolve() for p in (*self.readable, *readable))
         return replace(self, writable=writable,
-                       readable=tuple(p for p in readable if p not in writable))
+                       readable=tuple(dict.fromkeys(p for p in readable if p not in writable)))
+
+    @property
+    def outer_writable(self) -> tuple[Path, ...]:
+        """The writable folders that are not inside another one (each gets its own tmpfs)."""
+        return tuple(folder for folder in self.writable
+                     if not any(folder != other and folder.is_relative_to(other)
+                                for other in self.writable))  # fmt: skip
 
     @property
     def as_root(self) -> bool:
@@ -147,8 +154,7 @@ class Sandbox:
         SandboxUnavailable when the box can't be built."""
         env = env or {}
         extra = [env[name] for name in self.writable_variables if env.get(name)]
-        box = self.with_folders([*self.writable, *writable, *extra],
-                                [*self.readable, *([cwd] if cwd else [])])  # fmt: skip
+        box = self.with_folders([*writable, *extra], [cwd] if cwd else [])
         return box._wrap(argv, env)
 
     def _wrap(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
@@ -158,8 +164,10 @@ class Sandbox:
                    f"--nofile={limits.open_files}", "--core=0"]  # fmt: skip
         if self.as_root:
             uid, gid = ensure_user(self.user)
-            for folder in self.writable:
+            for folder in self.outer_writable:
                 self._held["mounts"].append(mount_tmpfs(folder, limits.disk_bytes, uid, gid))
+            for folder in set(self.writable) - set(self.outer_writable):
+                make_owned(folder, uid, gid)  # inside one of those: that tmpfs bounds it
             procs = make_cgroups(limits)
             self._held["cgroups"].append(procs)
             enter = ["/bin/sh", "-c", 'for p in $1; do echo $$ > "$p"; done; shift; exec "$@"',
@@ -200,7 +208,7 @@ class Sandbox:
         mounts = [*((p, "--ro-bind") for p in sorted(python_folders()) if p != REPO),
                   (REPO, "--ro-bind"), *((Path(p), "hidden") for p in self.hidden),
                   *((p, "--ro-bind") for p in self.readable),
-                  *((p, "--bind") for p in self.writable)]  # fmt: skip
+                  *((p, "--bind") for p in self.outer_writable)]  # fmt: skip
         for path, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
             if how != "hidden":
                 folders.bind(how, path)
@@ -354,6 +362,15 @@ def mount_tmpfs(folder: Path, size: int, uid: int, gid: int) -> Path:
     return folder
 
 
+def make_owned(folder: Path, uid: int, gid: int) -> None:
+    """Makes `folder` (inside a writable folder's tmpfs) and the folders above it that are
+    missing, owned by the sandbox account."""
+    missing = [folder, *(p for p in folder.parents if not p.exists())]
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in missing:
+        os.lchown(path, uid, gid)
+
+
 def unmount_keeping_files(folder: Path) -> bool:
     """Copies the tmpfs's regular files and folders back to disk (not symlinks, pipes or
     devices) and unmounts it; True if it was empty."""
@@ -370,14 +387,13 @@ def unmount_keeping_files(folder: Path) -> bool:
 
 
 def remove_emptied(folders: list[Path]) -> None:
-    """Removes the emptied folders, and the folder they are in, when nothing else is in it
-    (the grader deleted the run's folder while they were mounted)."""
-    for parent in {folder.parent for folder in folders}:
-        mine = {folder for folder in folders if folder.parent == parent}
-        if parent.is_dir() and set(parent.iterdir()) <= mine:
-            for folder in mine:
-                folder.rmdir()
-            parent.rmdir()
+    """Removes the folders whose tmpfs was left empty: the grader deleted the run's files while
+    the tmpfs was mounted there (its own rmtree could not remove the mount point)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _not_plain(folder: str, names: list[str]) -> list[str]:
