@@ -179,3 +179,27 @@ def test_the_kubernetes_chart_starts_jupyterlab_with_the_workbooks_options():
     image_repo = chart["singleuser"]["extraEnv"]["PYTHONPATH"]  # the workbook in the image
     here = tuple(arg.replace(str(REPO), image_repo) for arg in LAB_ARGS)
     assert tuple(chart["singleuser"]["cmd"][1:]) == here
+
+
+def test_https_makes_a_self_signed_certificate_once_and_the_banner_says_how(tmp_path):
+    import subprocess
+
+    from hub import __main__ as hub_main, tls
+
+    cert, key, made = tls.self_signed(tmp_path)
+    assert made and oct(key.stat().st_mode & 0o777) == "0o600"
+    assert tls.self_signed(tmp_path)[2] is False  # kept: the attendees accepted this one
+    text = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-text"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             attendees=["alice"], ssl_cert=str(cert), ssl_key=str(key),
+                             self_signed=True, memory_mib=3072, pids_max=1024,
+                             course=str(tmp_path / "course"))
+    shown = hub_main.banner(s, {"alice": [0]})
+    assert s.url.startswith("https://") and tls.fingerprint(cert) in shown
+    assert "in clear" not in shown and "memory 3.0 GiB, 1024 processes" in shown
+    plain = hub_main.banner(settings.HubSettings(state_dir=str(tmp_path / "s2"), roster="r.csv",
+                                                 attendees=["alice"], course="c"),
+                            {"alice": [0]})
+    assert "passwords cross the room's network in clear" in plain
