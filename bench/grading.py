@@ -1,10 +1,13 @@
-"""Grading throughput: the checker on one file, and a synthetic class graded two ways.
+"""Grading throughput: the checker on one file, and a synthetic class graded three ways.
 
 The class is made from the reference chain, the same every time (a fixed seed): scripts that
 stop after each step, solutions with one Horovod line deleted, a syntax error, an empty
-file, a missing script. It is graded by the checker's batch command (one process) and by
-nbgrader autograde through `python -m instructor autograde` (the real nbgrader and gradebook),
-and the two sets of grades must be equal, student by student.
+file, a missing script. It is graded by the checker's batch command (one process, reading
+only), by `python -m instructor autograde --no-run` (the quick pass: nbgrader, reading only;
+its grades must equal the batch's, student by student), and by `python -m instructor
+autograde`, the real path: every script run for real in the sandbox (instructor/judging.py),
+then nbgrader. A script that stops after step N must score N there (its truth, by
+construction of the chain).
 
 The autograde is timed in paired, alternating repetitions against an earlier commit's path
 (`baseline`, a git worktree of it, with its own course built by its own code), and broken down
@@ -76,15 +79,16 @@ def _parses(lines: list) -> bool:
     return True
 
 
-def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
-    """{student: script, or None for no script}, the same for the same arguments.
+def synthetic_kinds(students: int, kinds=None) -> dict:
+    """{student: kind}: student i gets kinds[i], or i % KINDS in a fixed rotation."""
+    return {f"student{i:03d}": kinds[i] if kinds else i % KINDS for i in range(students)}
 
-    Student i gets kind kinds[i], or i % KINDS in a fixed rotation."""
+
+def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
+    """{student: script, or None for no script}, the same for the same arguments."""
     rng = random.Random(seed)
-    return {
-        f"student{i:03d}": synthetic_script(kinds[i] if kinds else i % KINDS, rng)
-        for i in range(students)
-    }
+    return {student: synthetic_script(kind, rng)
+            for student, kind in synthetic_kinds(students, kinds).items()}  # fmt: skip
 
 
 BASELINE_REF = "0ee3453"  # the path before isolated kernels and parallel runs (1,393 s for 200)
@@ -161,10 +165,12 @@ def baseline_env(work: Path, ref: str) -> dict:
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
-def autograde_once(root: Path, env=None) -> dict:
-    """One `autograde --force` of the whole class: seconds, and what the path recorded."""
-    seconds, _ = timed(instructor_command("autograde", root, "--force"), (0, 1), env=env,
-                       cwd=cwd_of(env))
+def autograde_once(root: Path, env=None, extra=()) -> dict:
+    """One `autograde --force` of the whole class (`extra`: its other options): seconds, and
+    what the path recorded. Every script is judged anew (its earlier judgement removed)."""
+    shutil.rmtree(root / "logs" / "autograde" / "judged", ignore_errors=True)
+    seconds, _ = timed(instructor_command("autograde", root, "--force", *extra), (0, 1),
+                       env=env, cwd=cwd_of(env))
     logs = root / "logs" / "autograde"
     # The 1-minute load average at the end, the grading's own processes included: far above
     # its own (about 4 with 3 runs), other work shared the machine.
@@ -189,9 +195,11 @@ def breakdown(run: dict, students: int) -> dict:
     phases, jobs = run["phases"], run["jobs"]
     runs = phases.get("nbgrader runs", 0.0)
     kernel, checks = run["kernel_wait"] / jobs, run["checks"] / jobs
-    ours = sum(v for k, v in phases.items() if k != "nbgrader runs")
+    judging = phases.get("judging", 0.0)
+    ours = sum(v for k, v in phases.items() if k not in ("nbgrader runs", "judging"))
     return {
         "total": run["seconds"] / students,
+        "running and reading the scripts (judging)": judging / students,
         "waiting for kernels": kernel / students,
         "check cells": checks / students,
         "nbgrader's own": max(0.0, runs - kernel - checks) / students,
@@ -209,17 +217,21 @@ def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students:
     subset = dict(list(scripts.items())[:baseline_students])
     env = baseline_env(work, BASELINE_REF) if subset else None
     baseline_root = nbgrader_class(work / "baseline", subset, env=env) if subset else None
-    current, baseline = [], []
+    current, quick, baseline = [], [], []
     for repeat in range(repeats):
         if subset:
             baseline.append(autograde_once(baseline_root, env))
+        quick.append(autograde_once(current_root, extra=("--no-run",)))
+        quick_scores = exported_scores(current_root, work / "quick")
         current.append(autograde_once(current_root))
         before = (f"baseline {BASELINE_REF} {baseline[-1]['seconds'] / len(subset):.2f} "
                   "s/student, " if subset else "")
-        echo(f"  grading: autograde {repeat + 1}/{repeats}: {before}current "
+        echo(f"  grading: autograde {repeat + 1}/{repeats}: {before}quick pass (no runs) "
+             f"{quick[-1]['seconds'] / len(scripts):.2f} s/student, with runs "
              f"{current[-1]['seconds'] / len(scripts):.2f} s/student")
     return {"current_root": current_root, "baseline_root": baseline_root, "env": env,
-            "current": current, "baseline": baseline, "baseline_students": len(subset)}
+            "current": current, "quick": quick, "quick_scores": quick_scores,
+            "baseline": baseline, "baseline_students": len(subset)}
 
 
 def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 10,
@@ -266,11 +278,20 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     autograde_seconds = results.summarize(current_seconds)["median"]
     echo(f"  grading: nbgrader autograde, {students} submissions: median "
          f"{autograde_seconds:.1f} s")
-    mismatches = {s: {"batch": batch_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
-                  for s in scripts if batch_scores.get(s) != nbgrader_scores.get(s)}
-    mismatches.update({s: {"baseline": baseline_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
-                       for s in baseline_scores if baseline_scores[s] != nbgrader_scores.get(s)})
+    quick_scores = pairs["quick_scores"]
+    # The reading two ways (batch, nbgrader's quick pass) must agree; the baseline read too.
+    mismatches = {s: {"batch": batch_scores.get(s), "quick": quick_scores.get(s)}
+                  for s in scripts if batch_scores.get(s) != quick_scores.get(s)}
+    mismatches.update({s: {"baseline": baseline_scores.get(s), "quick": quick_scores.get(s)}
+                       for s in baseline_scores if baseline_scores[s] != quick_scores.get(s)})
     echo(f"  grading: grades equal for {students - len(mismatches)} of {students} students")
+    # With runs: a script that stops after step N scores N (the chain's truth).
+    kinds = synthetic_kinds(students, TINY_KINDS if tiny else None)
+    truths = {s: float(kind) for s, kind in kinds.items() if kind <= LAST_STEP}
+    run_wrong = {s: {"truth": truth, "nbgrader": nbgrader_scores.get(s)}
+                 for s, truth in truths.items() if nbgrader_scores.get(s) != truth}  # fmt: skip
+    echo(f"  grading: with runs, {len(truths) - len(run_wrong)} of {len(truths)} scripts of the "
+         "chain score their step")
     breakdowns = [breakdown(r, students) for r in pairs["current"]]
 
     measurements = {
@@ -278,9 +299,11 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "batch_seconds": [round(s, 3) for s in batch_seconds],
         "autograde_current": pairs["current"],
         "autograde_baseline": pairs["baseline"],
-        "scores": {s: {"batch": batch_scores.get(s), "nbgrader": nbgrader_scores.get(s)}
-                   for s in scripts},
+        "autograde_quick": pairs["quick"],
+        "scores": {s: {"batch": batch_scores.get(s), "quick": quick_scores.get(s),
+                       "nbgrader": nbgrader_scores.get(s)} for s in scripts},
     }
+    quick_seconds = [r["seconds"] for r in pairs["quick"]]
     batch_median = results.summarize(batch_seconds)["median"]
     summary = {
         "one_file_seconds": {name: results.summarize(v) for name, v in one_file.items()},
@@ -299,12 +322,17 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
             if "baseline" in per_student else None),
         "seconds_per_student_breakdown": {
             part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]},
+        "quick_pass_seconds": results.summarize(quick_seconds),
+        "quick_pass_seconds_per_submission": round(
+            results.summarize(quick_seconds)["median"] / students, 3),
         "grades_equal": not mismatches,
         "mismatches": mismatches,
+        "runs_score_the_chains_steps": not run_wrong,
+        "runs_wrong": run_wrong,
         "score_histogram": {str(k): sorted(batch_scores.values()).count(k)
                             for k in sorted(set(batch_scores.values()))},
         "targets": {"one_file_seconds": 0.3, "batch_seconds_for_200": 20,
-                    "nbgrader_seconds_for_200": 300},
+                    "quick_pass_seconds_for_200": 300, "nbgrader_seconds_for_200": 1200},
     }
     return results.write("grading", out_dir, {"students": students, "repeats": repeats,
                                               "autograde_repeats": len(current_seconds)},

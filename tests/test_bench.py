@@ -265,6 +265,8 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
     assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
     assert 0 < by_kind[13] < 12  # one Horovod line deleted
+    # With runs, each script of the chain scores its step, decided by what it did.
+    assert grades["summary"]["runs_score_the_chains_steps"], grades["summary"]["runs_wrong"]
 
 
 def test_readme_shows_the_committed_results():

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import check_step
+from instructor import judging
 from instructor.autograde import failure_reason
 from instructor.config import CELL_TIMEOUT, IGNORED_STDERR, ZIP_REGEXP
 from instructor.course import (
@@ -704,8 +704,9 @@ def test_exported_grades_are_exactly_the_expected_ones(graded_class):
 
 
 @class_test
-def test_each_grade_is_the_step_checker_on_that_students_own_script(graded_class):
-    """One bad submission never changes another: each grade equals check_step on its file."""
+def test_each_grade_is_what_that_students_own_script_did(graded_class):
+    """One bad submission never changes another: each grade is the verdict decided for its
+    own script (instructor/judging.py), from a sandboxed run where the run shows the step."""
     course = graded_class["course"]
     steps, rows = read_class(course)
     assert steps == COURSE_STEPS
@@ -715,8 +716,12 @@ def test_each_grade_is_the_step_checker_on_that_students_own_script(graded_class
             assert set(row.steps.values()) == {None}
             continue
         assert row.steps == expected, row.student
-        script = course.folder("submitted", row.student) / "fashion_mnist.py"
-        assert row.steps == {step: check_step(step, path=script).passed for step in steps}
+        judged = judging.load(course, row.student)
+        assert judged["sha256"] == judging.fingerprint(judging.script_of(course, row.student))
+        decided = {item["step"]: item for item in judged["results"]}
+        assert row.steps == {step: decided[step]["passed"] for step in steps}
+        if judged["sha256"] and row.student != "carol":  # a script that runs: the run decides
+            assert {decided[step]["decided_by"] for step in steps} == {"the run"}, row.student
 
 
 @class_test
@@ -848,7 +853,10 @@ def test_make_grade_on_a_zip_collected_course(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 2, done.stdout + done.stderr  # make's "Error 1" of the recipe
-    lines = done.stdout.splitlines()
+    judged = [line for line in done.stdout.splitlines() if ": judged, " in line]
+    assert [line.split(":")[0] for line in judged] == ["abe", "ann", "ben"]
+    assert "ann: judged, run and read, 6/12 steps" in judged[1]
+    lines = [line for line in done.stdout.splitlines() if ": judged, " not in line]
     assert lines[:6] == [
         f"collect skipped: nothing was released or submitted through {root / 'exchange'} "
         "(zip-collect fills submitted/ instead)",

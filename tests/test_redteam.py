@@ -28,6 +28,7 @@ import nbformat
 import pytest
 
 from grader import check_step
+from instructor import judging
 from instructor.course import ASSIGNMENT, Course
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
@@ -338,11 +339,12 @@ def test_each_attacker_gets_the_grade_of_their_real_script(attacked_class):
     for student, attack in attacked_class["students"].items():
         if attack is None:
             continue
-        script = attacked_class["scripts"][student]
         if attack == "link_to_solution":
             expected = 0.0
-        else:
-            expected = float(sum(check_step(step, path=script).passed for step in STEPS))
+        else:  # the verdicts decided for the script it handed in (instructor/judging.py)
+            judged = judging.load(course, student)
+            expected = float(sum(item["passed"] for item in judged["results"]
+                                 if item["step"] in STEPS))  # fmt: skip
         assert scores[student] == expected, (student, attack)
     assert scores["ac_inbound_link"] == 0.0
     # The attacks did not cost the attackers what their script earns, either.
