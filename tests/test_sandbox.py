@@ -564,3 +564,31 @@ def test_a_failed_runs_files_stay_readable_after_the_sandbox_is_closed(box, tmp_
     assert no_mount_under(runs)
     assert (runs / "note.txt").read_text() == "kept"
     assert plan.log_path.is_file()
+
+
+FIFO = """
+    import os, sys
+    os.mkfifo(os.path.join(sys.argv[1], "run9-rank0.json"))  # a record the grader will read
+    print("RESULT {}")
+"""
+
+
+@needs_root
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="grader/live/evidence.py opens every run*-rank*.json, "
+                   "a named pipe too, and waits for a writer forever (read it with O_NONBLOCK, "
+                   "regular files only); the sandbox can't forbid mkfifo in the records folder")
+def test_a_named_pipe_among_the_records_does_not_hang_the_grader(box, tmp_path):
+    from grader.live.evidence import Evidence
+
+    records = tmp_path / "runs" / "run"
+    _, boxed, _ = run_hostile(FIFO, tmp_path, records, sandbox=box)
+    assert boxed == {} and (records / "run9-rank0.json").is_fifo()
+    read = threading.Thread(target=Evidence.read, args=(records, 2), daemon=True)
+    read.start()
+    read.join(5)
+    hung = read.is_alive()
+    if hung:  # let it go: a writer that closes at once gives it an empty record
+        os.close(os.open(records / "run9-rank0.json", os.O_WRONLY | os.O_NONBLOCK))
+        read.join(5)
+    assert not hung, "the grader waited on the pipe"

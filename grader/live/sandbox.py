@@ -331,9 +331,8 @@ def ensure_user(name: str) -> tuple[int, int]:
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
-                        "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True, timeout=60)  # fmt: skip
+        _run(["useradd", "--system", "--user-group", "--no-create-home",
+              "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])  # fmt: skip
         entry = pwd.getpwnam(name)
     if entry.pw_uid == 0:
         raise SandboxUnavailable(f"the sandbox account {name} is root")
@@ -469,6 +468,9 @@ def peak_memory(procs_file: Path) -> int | None:
 
 
 def _run(argv: list[str]) -> None:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SandboxUnavailable(f"{shlex.join(argv)} could not run: {error}") from error
     if done.returncode != 0:
         raise SandboxUnavailable(f"{shlex.join(argv)} failed: {done.stderr.strip()}")
