@@ -73,7 +73,7 @@ def optimizer_call(script):
     """
     compiles = training.of(script).compile_calls()
     if not compiles:
-        return None, Failure(NO_COMPILE)
+        return None, missing_compile(script)
     value = optimizer_inside(script, argument(compiles[0], "optimizer", 0))
     if not isinstance(value, ast.Call):
         line = compiles[0].lineno
@@ -83,3 +83,18 @@ def optimizer_call(script):
             line,
         )
     return value, None
+
+
+def missing_compile(script):
+    """No model.compile(...) outside a function: a Failure, or a Note when one is inside a
+    function (main(), a builder) that the grader does not follow into."""
+    inside = [call for call in script.calls_by_method.get("compile", []) if script.in_function(call)]
+    if inside:
+        line = inside[0].lineno
+        return Note(
+            f"line {line}: model.compile(...) is inside a function, and the grader does not "
+            "follow the training code into functions; it looked for the optimizer given to "
+            "model.compile",
+            line,
+        )
+    return Failure(NO_COMPILE)

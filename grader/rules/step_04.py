@@ -10,7 +10,7 @@ from grader.horovod_optimizer import (
     is_wrapper,
     known_optimizer,
 )
-from grader.rules.fit import NO_COMPILE, NO_FIT
+from grader.rules.fit import NO_FIT, missing_compile
 from grader.rules.workers import collective_failure
 from grader.syntax import argument
 from grader.verdicts import Failure, Note, first_verdict
@@ -47,7 +47,7 @@ def check(script):
 def _wrapping_failure(script):
     compiles = training.of(script).compile_calls()
     if not compiles:
-        return Failure(NO_COMPILE)
+        return missing_compile(script)
     wrappers = script.calls_to(DISTRIBUTED_OPTIMIZER)
     for compile_call in compiles:
         line = compile_call.lineno

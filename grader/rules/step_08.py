@@ -86,6 +86,14 @@ def _broadcast_failure(script, fit):
                 "(horovod.tensorflow has): use hvd.broadcast(value, root_rank=0, name=...)",
                 misspelled[0].lineno,
             )
+        inside = [c for c in script.calls_to(*BROADCASTS) if script.in_function(c)]
+        if inside:
+            return Note(
+                f"line {inside[0].lineno}: the broadcast is inside a function, and the grader "
+                "can't tell whether its result reaches model.fit(initial_epoch=...); it looked "
+                "for hvd.broadcast(..., root_rank=0) of the epoch restart_epoch found",
+                inside[0].lineno,
+            )
         return Failure(
             "the epoch found on rank 0 is never broadcast, so the other workers start from "
             "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
