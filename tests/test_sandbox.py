@@ -390,6 +390,44 @@ def test_filling_the_disk_stops_at_the_limit(box, tmp_path):
     assert plain["run"] == [most, "ok"], plain
 
 
+MEMORY = """
+    import json, sys
+    blocks = []
+    for _ in range(int(sys.argv[1])):
+        blocks.append(bytearray(64 << 20))  # touched: bytearray zero-fills its memory
+    print("RESULT " + json.dumps({"MiB": 64 * len(blocks)}))
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_taking_more_memory_than_the_limit_is_killed(box, tmp_path):
+    blocks = box.limits.memory_bytes // (64 << 20) + 4  # 256 MiB over the limit
+    result, boxed, _ = run_hostile(MEMORY, tmp_path / "a", blocks, sandbox=box)
+    assert boxed is None and result.exit_code != 0, result.output  # the cgroup's OOM kill
+    _, plain, _ = run_hostile(MEMORY, tmp_path / "b", blocks, sandbox=None)
+    assert plain == {"MiB": 64 * blocks}
+
+
+SPIN = """
+    import json, sys, time
+    started = time.process_time()
+    while time.process_time() - started < float(sys.argv[1]):
+        pass
+    print("RESULT " + json.dumps({"cpu": time.process_time() - started}))
+"""
+
+
+@needs_root
+@pytest.mark.slow
+def test_cpu_time_beyond_the_limit_is_stopped(tmp_path):
+    with Sandbox(Limits(cpu_seconds=2)) as box:
+        result, boxed, _ = run_hostile(SPIN, tmp_path / "a", 4, sandbox=box)
+    assert boxed is None and result.exit_code != 0, result.output  # SIGXCPU at 2 s
+    _, plain, _ = run_hostile(SPIN, tmp_path / "b", 4, sandbox=None)
+    assert plain["cpu"] >= 4
+
+
 CONNECT = """
     import json, socket, sys
     out = {}
