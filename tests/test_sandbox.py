@@ -613,9 +613,6 @@ FIFO = """
 
 @needs_root
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="grader/live/evidence.py opens every run*-rank*.json, "
-                   "a named pipe too, and waits for a writer forever (read it with O_NONBLOCK, "
-                   "regular files only); the sandbox can't forbid mkfifo in the records folder")
 def test_a_named_pipe_among_the_records_does_not_hang_the_grader(box, tmp_path):
     from grader.live.evidence import Evidence
 

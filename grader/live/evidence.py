@@ -24,12 +24,14 @@ class RankRecord:
     folder: Path
 
     def _vector(self, name: str):
+        import io
+
         import numpy as np
 
-        path = self.folder / f"run{self.data['run']}-rank{self.rank}-{name}.npy"
+        data = read_plain_file(self.folder / f"run{self.data['run']}-rank{self.rank}-{name}.npy")
         try:
-            return np.load(path)
-        except (OSError, ValueError):
+            return None if data is None else np.load(io.BytesIO(data), allow_pickle=False)
+        except (OSError, ValueError, EOFError):
             return None
 
     @property
@@ -121,6 +123,26 @@ class RankRecord:
         return {int(epoch): logs for epoch, logs in (self.data.get("epoch_logs") or {}).items()}
 
 
+MAX_RECORD_BYTES = 64 << 20  # a record or a weight vector of the check's tiny model is far less
+
+
+def read_plain_file(path: Path) -> bytes | None:
+    """The bytes of a regular file the script's run wrote, or None: the run is untrusted, so
+    a link is not followed, a named pipe or device is not waited on, a huge file is not read."""
+    import os
+    import stat
+
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
+            return None
+        return file.read(MAX_RECORD_BYTES)
+
+
 def line_and_code(where: dict | None) -> str:
     """` at line 313 (`code`)`, or "" when the line is not known."""
     if not where or not where.get("line"):
@@ -145,9 +167,12 @@ class Evidence:
             match = re.fullmatch(r"run(\d+)-rank(\d+)\.json", path.name)
             if not match:
                 continue
+            text = read_plain_file(path)
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                data = json.loads(text.decode("utf-8")) if text is not None else None
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
                 continue  # written as the worker was stopped: as if it never got there
             run, rank = int(match.group(1)), int(match.group(2))
             evidence.runs.setdefault(run, {})[rank] = RankRecord(rank, data, folder)
