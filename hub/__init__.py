@@ -12,7 +12,7 @@ halt, or read another (issue 29).
     accounts          their Unix accounts: created, private homes, removed
     cores             each attendee's CPU set: cgroup v1 cpuset where mounted, affinity otherwise
     limits            each attendee's memory and process limits: cgroup v1 memory and pids
-    isolation         TensorBoard's ports per account (iptables), hidepid on /proc, the terminal's PATH
+    isolation         TensorBoard's port per account (iptables), hidepid, the terminal's PATH
     tls               `--https`: a self-signed certificate and its fingerprint
     workbook_copy     an attendee's own copy of the workbook, made on first login, never overwritten
     classroom         nbgrader the hub way: the shared exchange, per-role Jupyter settings, the course
