@@ -203,3 +203,27 @@ def test_https_makes_a_self_signed_certificate_once_and_the_banner_says_how(tmp_
                                                  attendees=["alice"], course="c"),
                             {"alice": [0]})
     assert "passwords cross the room's network in clear" in plain
+
+
+def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsys):
+    import argparse
+    import asyncio
+
+    from hub import __main__ as hub_main, auth
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster=str(tmp_path / "r.csv"),
+                             attendees=["alice", "bob"])
+    s.ensure_passwords()
+    s.save()
+    old, bobs = s.passwords["alice"], s.passwords["bob"]
+    args = argparse.Namespace(state_dir=s.state_dir, name="alice")
+    assert hub_main.password(args) == 0
+    new = settings.load(s.path).passwords["alice"]
+    assert new != old and new in capsys.readouterr().out
+    assert settings.load(s.path).passwords["bob"] == bobs
+    assert new in s.passwords_path.read_text() and old not in s.passwords_path.read_text()
+    authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
+    for password, expected in ((old, None), (new, "alice")):
+        assert asyncio.run(authenticator.authenticate(
+            None, {"username": "alice", "password": password})) == expected
+    assert hub_main.password(argparse.Namespace(state_dir=s.state_dir, name="mallory")) == 1
