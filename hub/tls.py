@@ -12,6 +12,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+import psutil
+
 CERT, KEY = "hub-cert.pem", "hub-key.pem"
 DAYS = 90
 
@@ -23,6 +25,9 @@ def names() -> list[str]:
         found |= {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
     except OSError:
         pass
+    # Every address of the machine's interfaces: attendees often type the IP address.
+    found |= {address.address for addresses in psutil.net_if_addrs().values()
+              for address in addresses if address.family == socket.AF_INET}
     return sorted(name for name in found if name)
 
 
