@@ -8,9 +8,9 @@ for real (grader/live/) shows what the script does. Per step:
 1. The run showed the step's invariant (PASSED or FAILED): the run decides. Where a run on this
    machine can't show part of a step (READING_ONLY), a failed reading of that part overrules a
    passed run, and the message says so.
-2. The run crashed or hung before the step showed: the crash is the step's if its line is one
-   of that step's lines in the reference chain (or, when no step's lines match, the first step
-   the run did not show): FAILED, decided by the run.
+2. The run crashed or hung: the crash is the step's whose lines in the reference chain the
+   failing line is most like (also when the run had shown that step to hold before it broke),
+   else the first step the run did not show: FAILED, decided by the run.
 3. Otherwise the reading decides when it is sure (PASSED or FAILED).
 4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
    documented default, instructor/README.md), and the class report lists it with both pieces
@@ -50,6 +50,13 @@ def decide(static: Results, run: Result | None) -> Results:
 
 
 def _decide_step(static: Result, found: Result | None, run: Result | None, blamed) -> Result:
+    if blamed == static.step and (found is None or found.status != FAILED):
+        return replace(static, status=FAILED, decided_by=RUN,
+                       message=f"the script did not get through this step on {run.run.workers} "
+                       f"workers: {run.message}",
+                       hint=static.hint or "Run the script on 2 workers and read the error.",
+                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
+                       line=run.run.line)  # fmt: skip
     if found is not None and found.status != CANT_TELL:
         if found.status == PASSED and static.status == FAILED and static.step in READING_ONLY:
             return replace(static, decided_by=READING, message=(
@@ -60,13 +67,6 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
                        expected_diff=static.expected_diff if found.status == FAILED else "",
                        line=static.line if found.status == FAILED else None,
                        decided_by=RUN)  # fmt: skip
-    if blamed == static.step:
-        return replace(static, status=FAILED, decided_by=RUN,
-                       message=f"the script did not get through this step on {run.run.workers} "
-                       f"workers: {run.message}",
-                       hint=static.hint or "Run the script on 2 workers and read the error.",
-                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
-                       line=run.run.line)  # fmt: skip
     unseen = _why_unseen(found, run)
     if static.status != CANT_TELL:
         return replace(static, decided_by=READING,
@@ -85,13 +85,17 @@ def _why_unseen(found: Result | None, run: Result | None) -> str:
 
 
 def blamed_step(run: Result, findings: dict) -> int | None:
-    """The step a crash or a hang is blamed on, or None (the run finished, or timed out)."""
+    """The step a crash or a hang is blamed on, or None (the run finished, or timed out): the
+    step whose reference lines the failing line is most like (a step the run had shown to hold
+    too: a NovoGrad import only the fresh start has breaks the resume), else the first step
+    the run did not show."""
     if run.run is None or run.run.outcome not in ENDED_EARLY:
         return None
+    owner = step_of_line(run.run.code, sorted(findings))
+    if owner is not None:
+        return owner
     unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
-    if not unseen:
-        return None
-    return step_of_line(run.run.code, unseen) or unseen[0]
+    return unseen[0] if unseen else None
 
 
 def step_of_line(code: str, steps: list) -> int | None:

@@ -66,6 +66,14 @@ def test_a_crash_is_blamed_on_the_step_whose_line_it_is():
     assert step_of_line(novograd, list(range(1, 13))) == 12
 
 
+def test_a_crash_at_a_step_the_run_had_shown_to_hold_is_that_steps():
+    load = "custom_optimizers=[tfa.optimizers.NovoGrad],"
+    shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 4
+    decided = decide(static(*[PASSED] * 12), run(*shown, outcome="crashed", code=load))
+    assert (decided[11].status, decided[11].decided_by) == (FAILED, RUN)
+    assert (decided[7].status, decided[7].decided_by) == (PASSED, READING)
+
+
 def test_a_crash_no_step_owns_fails_the_first_step_the_run_did_not_show():
     decided = decide(static(PASSED, PASSED, PASSED),
                      run(PASSED, CANT_TELL, CANT_TELL, outcome="crashed", code="x = 1 / 0"))  # fmt: skip
