@@ -85,7 +85,7 @@ def judge_file(path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None,
     """Every step of the script at `path`, decided by a run for real where it shows the step
     and by the reading elsewhere (grader/judge.py); each Result says which decided."""
     static = check_all(path)
-    if all(result.unreadable for result in static):
+    if all(result.file_problem for result in static):  # nothing to run: it can't be parsed
         return judge.decide(static, None)
     options = {"timeout": timeout} if timeout else {}
     run = run_step(LAST_STEP, path, quiet=True, sandbox=sandbox, work_dir=work_dir, **options)

@@ -29,11 +29,13 @@ def run_result(step: int, path, outcome, findings: list, *, seconds: float, work
                   path=str(path), details=findings, run=run)  # fmt: skip
 
 
-def not_run(step: int, path, reason: str, *, workers: int, unreadable: bool = False) -> Result:
-    """The verdict of a run refused before it started: failed, saying why."""
+def not_run(step: int, path, reason: str, *, workers: int, unreadable: bool = False,
+            file_problem: bool = False) -> Result:
+    """The verdict of a run refused before it started: failed, saying why. `file_problem`: the
+    script's own fault (it can't be read or parsed), not this machine's."""
     message = NOT_RUN_SAYS + reason
     return Result(FAILED, title(step, workers), message, step=step, path=str(path),
-                  file_problem=unreadable, unreadable=unreadable,
+                  file_problem=file_problem or unreadable, unreadable=unreadable,
                   run=Run(NOT_RUN, workers=workers))  # fmt: skip
 
 

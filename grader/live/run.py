@@ -87,7 +87,8 @@ def run_step(
     try:
         parse(read_source(path))
     except FileProblem as problem:
-        return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable)
+        return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable,
+                       file_problem=True)
 
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
