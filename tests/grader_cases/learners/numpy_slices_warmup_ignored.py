@@ -357,7 +357,7 @@ class Warmup(tf.keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         if self.epoch >= self.epochs:
             return
-        progress = (self.epoch + batch / self.steps) / self.epochs
+        progress = (self.epoch + (batch + 1) / self.steps) / self.epochs
         rate = self.target / N * (progress * (N - 1) + 1)
         tf.keras.backend.set_value(self.model.optimizer.lr, rate)
 

@@ -25,7 +25,7 @@ def parse(path):
         for piece in re.split(r"(?=\[(?:\d+,)?\d+\]<std)", raw):
             m = PREFIX.match(piece)
             if not m:
-                if piece.startswith(("EXIT", "FILES")):
+                if piece.startswith(("EXIT", "FILES", "HANG")):
                     tail.append(piece)
                 continue
             rank, stream, text = int(m.group(1)), m.group(2), m.group(3)
@@ -115,8 +115,9 @@ def describe(run, label):
             print(f"   cross: {kind} weights {'IDENTICAL' if a['weights'] == b['weights'] else 'DIFFER'}")
 
 
-for name in sys.argv[1:]:
-    stem = name[:-3] if name.endswith(".py") else name
-    print(f"##### {stem}")
-    describe(parse(f"{RUNS}/{stem}.1.log"), "run1")
-    describe(parse(f"{RUNS}/{stem}.2.log"), "run2")
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        stem = name[:-3] if name.endswith(".py") else name
+        print(f"##### {stem}")
+        describe(parse(f"{RUNS}/{stem}.1.log"), "run1")
+        describe(parse(f"{RUNS}/{stem}.2.log"), "run2")

@@ -258,6 +258,8 @@ def probe_fit(self, x=None, *args, **kwargs):
         verbose = getattr(callback, "verbose", None)
         if verbose is not None:
             entry += f"(verbose={verbose})"
+        if getattr(callback, "images_per_step", None) is not None:
+            entry += f"[images_per_step={callback.images_per_step}]"
         described.append(entry)
         if type(callback).__name__ in ("TensorBoard", "ModelCheckpoint", "Throughput", "CSVLogger"):
             wrap_on_epoch_end(callback)
@@ -265,6 +267,7 @@ def probe_fit(self, x=None, *args, **kwargs):
          steps_per_epoch=kwargs.get("steps_per_epoch"),
          validation_steps=kwargs.get("validation_steps"), verbose=kwargs.get("verbose", "auto"),
          callbacks=described, optimizer=type(self.optimizer).__name__,
+         horovod=[hvd.rank(), hvd.size(), hvd.local_rank()] if hvd.is_initialized() else None,
          initial_lr=current_lr(self))
     if os.environ.get("PROBE_KEYED") == "1":
         data_dir = data_dir_of_argv()

@@ -1,16 +1,18 @@
 #!/bin/bash
-# Runs run_batch.sh on every name listed in $RUNS/queue.txt not yet claimed, one after another,
-# until $RUNS/queue.stop exists. Several workers can share the queue: a name is claimed by
-# mkdir (atomic) of $RUNS/claim/NAME; $RUNS/done/NAME marks it finished.
+# Runs run_one.sh on each line "NAME RUN" of $RUNS/jobs.txt not yet claimed, in order, until
+# $RUNS/jobs.stop exists. Several workers can share it: a job is claimed by mkdir (atomic) of
+# $RUNS/claim2/NAME.RUN; a run 2 waits for its run 1 to finish ($RUNS/done2/NAME.1).
 runs=${RUNS:-/tmp/runs}
-mkdir -p "$runs/done" "$runs/claim"
+mkdir -p "$runs/claim2" "$runs/done2"
 here=$(cd "$(dirname "$0")" && pwd)
-while [ ! -e "$runs/queue.stop" ]; do
+while [ ! -e "$runs/jobs.stop" ]; do
   next=""
-  while read -r name; do
-    [ -n "$name" ] && mkdir "$runs/claim/$name" 2>/dev/null && { next=$name; break; }
-  done < "$runs/queue.txt"
+  while read -r name run; do
+    [ -n "$name" ] || continue
+    [ "$run" = 2 ] && [ ! -e "$runs/done2/$name.1" ] && continue
+    mkdir "$runs/claim2/$name.$run" 2>/dev/null && { next="$name $run"; break; }
+  done < "$runs/jobs.txt"
   if [ -z "$next" ]; then sleep 3; continue; fi
-  "$here/run_batch.sh" "$next" >> "$runs/queue.out" 2>&1
-  touch "$runs/done/$next"
+  "$here/run_one.sh" $next >> "$runs/jobs.out" 2>&1
+  touch "$runs/done2/${next/ /.}"
 done
