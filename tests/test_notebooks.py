@@ -487,3 +487,98 @@ def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, ker
             assert "not yet" in shown  # the grader's verdict was displayed before the error
     finally:
         stop_tensorboards_under(tmp_path)
+
+
+# --- a learner's runs leave git's view of the notebooks alone (make lab's nbstripout filter) ---
+
+
+def ran_and_saved(notebook):
+    """The notebook as JupyterLab saves it after Run All: outputs, counts, the kernel's metadata."""
+    notebook.metadata.language_info = {
+        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+        "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3", "version": "3.11.9"}
+    notebook.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for count, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        cell.execution_count = count + 1
+        cell.metadata.execution = {"iopub.status.busy": "2025-01-01T00:00:00.000000Z"}
+        cell.metadata.scrolled = True
+        cell.metadata.jupyter = {"outputs_hidden": False}
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text="Speed-up: 1.53x\n"),
+            nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
+                                                         "text/plain": "<Figure>"}),
+            nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"},
+                                   execution_count=count + 1),
+        ]
+    return notebook
+
+
+def git(repo, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_a_learners_runs_leave_the_notebooks_unmodified_for_git(tmp_path):
+    from workbook.lab import forget_outputs, strip_outputs_in_git
+
+    # An upstream workbook and the learner's clone of it, set up by make lab.
+    upstream, clone = tmp_path / "upstream", tmp_path / "learner"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(upstream))
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    time.sleep(1.1)  # an index newer than the files: git needn't filter each of them to compare
+    git(clone, "update-index", "-q", "--refresh")
+    assert "kept out of git" in strip_outputs_in_git(clone)
+    assert "kept out of git" in strip_outputs_in_git(clone)  # a second make lab: the same
+    assert git(clone, "status", "--porcelain") == ""
+    assert "-m nbstripout --keep-id" in git(clone, "config", "--local", "filter.nbstripout.clean")
+
+    # Run All and save (the notebooks whose outputs stay longest); JupyterLab's post-save hook
+    # runs forget_outputs. Each notebook is the builder's, so one stands for all (nbstripout
+    # gives back every committed notebook unchanged: test_stripping_gives_back_the_notebooks).
+    for path in [clone / "notebooks" / name for name in (NOTEBOOK_NAMES[0], FINAL_NOTEBOOK)]:
+        nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
+        assert forget_outputs(path), path.name
+    assert git(clone, "status", "--porcelain") == ""
+    assert git(clone, "diff", "--cached") == ""  # nothing staged either
+    saved = nbformat.read(clone / "notebooks" / FINAL_NOTEBOOK, as_version=4)
+    assert any(cell.get("outputs") for cell in saved.cells)  # the learner still sees them
+
+    # A change of the learner's own (not an output) is still theirs to see.
+    edited = clone / "notebooks" / NOTEBOOK_NAMES[1]
+    notebook = nbformat.read(edited, as_version=4)
+    notebook.cells[-1].source += "\n# my note"
+    nbformat.write(notebook, edited)
+    assert not forget_outputs(edited)
+    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
+
+    # The workbook is updated upstream (the final notebook): the learner's pull just works.
+    final = upstream / "notebooks" / FINAL_NOTEBOOK
+    final.write_text(final.read_text().replace("Run your script", "Run the script", 1))
+    git(upstream, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "update")
+    git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "pull", "-q", "--no-rebase")
+    assert "Run the script" in (clone / "notebooks" / FINAL_NOTEBOOK).read_text()
+    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
+
+
+def test_stripping_gives_back_the_notebooks(tmp_path):
+    """make lab's filter (nbstripout with its options) leaves every committed notebook as it is,
+    with JupyterLab's outputs and metadata or without them."""
+    import subprocess
+
+    from workbook.lab import STRIPPED_KEYS
+
+    files = {}
+    for name in NOTEBOOK_NAMES:
+        committed = (NOTEBOOKS_DIR / name).read_text(encoding="utf-8")
+        files[tmp_path / f"as-built-{name}"] = committed
+        ran = ran_and_saved(nbformat.reads(committed, as_version=4))
+        nbformat.write(ran, tmp_path / f"ran-{name}")
+        files[tmp_path / f"ran-{name}"] = committed
+        (tmp_path / f"as-built-{name}").write_text(committed, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "--extra-keys", STRIPPED_KEYS,
+                    *map(str, files)], check=True)
+    for path, committed in files.items():
+        assert path.read_text(encoding="utf-8") == committed, path.name

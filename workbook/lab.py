@@ -4,6 +4,14 @@
 
 If a JupyterLab for this repository is already running, its URL is printed and nothing new is
 started, so running `make lab` twice is harmless.
+
+In a git checkout it first sets up nbstripout as a git filter of this repository only
+(`.git/config` and `.git/info/attributes`, nothing tracked): what the learner's runs write into
+the notebooks (outputs, execution counts, the kernel's metadata) stays on disk but never reaches
+git. Git lists a file whose size changed as modified without filtering it, so after each save
+JupyterLab's post-save hook (refresh_git_index) tells git that a notebook whose stripped content
+is the committed one is unchanged: `git status` stays clean and `git pull` updates a notebook the
+learner only ran (its outputs go; their own edits are kept and shown as theirs).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +33,78 @@ from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
 
 WELCOME_NOTEBOOK = NOTEBOOKS_DIR / "00_welcome.ipynb"
 START_TIMEOUT_S = 90
+
+# The notebooks a learner runs; the filter applies to them only.
+STRIPPED_NOTEBOOKS = "/notebooks/*.ipynb"
+# What running and saving a notebook adds besides outputs and counts (nbstripout strips those):
+# JupyterLab's language details (the committed notebooks keep only its name) and a cell's
+# folded/scrolled state. Cell ids are kept (--keep-id): the builder's ids are the committed ones.
+STRIPPED_KEYS = " ".join([
+    *(f"metadata.language_info.{key}" for key in (
+        "codemirror_mode", "file_extension", "mimetype", "nbconvert_exporter", "pygments_lexer",
+        "version")),
+    "cell.metadata.jupyter", "cell.metadata.trusted",
+])
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=check)
+
+
+def strip_outputs_in_git(repo: Path = REPO) -> str:
+    """Set up nbstripout as this repository's git filter for its notebooks; say what was done.
+
+    Only the repository's own `.git/config` and `.git/info/attributes` change (never a global
+    setting, never a tracked file). Running it again changes nothing. Outside a git checkout, or
+    without git, it does nothing and says so.
+    """
+    try:
+        top = git(repo, "rev-parse", "--show-toplevel", check=False)
+    except FileNotFoundError:
+        return "git is not installed: notebooks' outputs are not kept out of git"
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != repo.resolve():
+        return "not a git checkout: nothing to keep the notebooks' outputs out of"
+    command = f'"{sys.executable}" -m nbstripout --keep-id'
+    for key, value in (("filter.nbstripout.clean", command),
+                       ("filter.nbstripout.smudge", "cat"),
+                       ("filter.nbstripout.required", "true"),
+                       ("filter.nbstripout.extrakeys", STRIPPED_KEYS),
+                       ("diff.ipynb.textconv", f"{command} -t")):
+        git(repo, "config", "--local", key, value)
+    attributes = Path(repo, git(repo, "rev-parse", "--git-path", "info/attributes").stdout.strip())
+    lines = attributes.read_text().splitlines() if attributes.exists() else []
+    wanted = [f"{STRIPPED_NOTEBOOKS} filter=nbstripout", f"{STRIPPED_NOTEBOOKS} diff=ipynb"]
+    missing = [line for line in wanted if line not in lines]
+    if missing:
+        attributes.parent.mkdir(parents=True, exist_ok=True)
+        attributes.write_text("\n".join(lines + missing) + "\n")
+    return "notebooks' outputs are kept out of git (nbstripout, this repository's git filter)"
+
+
+def forget_outputs(notebook: Path) -> bool:
+    """If `notebook` without its outputs is what git has, refresh git's record of it (its size
+    and time) so that `git status` does not list it; True if it did. A notebook the learner
+    edited (its cells' text, not their outputs) stays listed as modified."""
+    notebook = Path(notebook)
+    try:
+        staged = git(notebook.parent, "ls-files", "--stage", "--", notebook.name).stdout.split()
+        if not staged:
+            return False
+        stripped = git(notebook.parent, "hash-object", "--path", notebook.name, "--",
+                       notebook.name).stdout.strip()
+        if stripped != staged[1]:
+            return False
+        # The content is the staged one: `git add` only refreshes the size and time it keeps.
+        return git(notebook.parent, "add", "--", notebook.name, check=False).returncode == 0
+    except (OSError, subprocess.CalledProcessError):
+        return False
+
+
+def refresh_git_index(os_path: str, model=None, contents_manager=None) -> None:
+    """JupyterLab's post-save hook (`make lab` sets it): forget_outputs, off the save's path."""
+    if str(os_path).endswith(".ipynb"):
+        threading.Thread(target=forget_outputs, args=(Path(os_path),), daemon=True).start()
 
 
 def ensure_learner_script() -> Path:
@@ -75,6 +156,7 @@ def start_lab(ip: str, port: int) -> subprocess.Popen:
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
+        "--ContentsManager.post_save_hook=workbook.lab.refresh_git_index",
         *LAB_ARGS,
     ]
     if os.geteuid() == 0:
@@ -102,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     ensure_learner_script()
+    print(strip_outputs_in_git())
     tensorboard = ensure_tensorboard(port=args.tensorboard_port)
     os.environ[PORT_VARIABLE] = str(args.tensorboard_port)  # inherited by JupyterLab's kernels
     # Kernels and terminals inherit these too: without them, a script run with `!python`,
