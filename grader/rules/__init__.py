@@ -9,8 +9,7 @@ after what it knows:
 - workers.py: a line or value for rank 0 only, a callback or a collective on every worker;
 - scaled.py: a value multiplied or divided by hvd.size();
 - uncalled.py: a Horovod function named but not called (`hvd.size` without parentheses);
-- optimizer_weights.py (step 8): a resumed run's fresh optimizer makes its variables at once;
-- epoch_rates.py (step 11): every epoch's learning rate against the workbook's schedule.
+- optimizer_weights.py (step 8): a resumed run's fresh optimizer makes its variables at once.
 """
 
 from grader.rules import (
