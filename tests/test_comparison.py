@@ -399,6 +399,13 @@ def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
     outputs = [output for cell in executed.cells if cell.cell_type == "code"
                for output in cell.get("outputs", [])]
     shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    shown += "\n".join(o.get("data", {}).get("text/plain", "") for o in outputs)
+    # The verdict first: its first lines are the comparisons, the detail folded below them.
+    glance = next(o["data"]["text/html"] for o in outputs
+                  if "workbook-glance" in o.get("data", {}).get("text/html", ""))
+    first = glance.split("<details>")[0]
+    assert first.count("<p ") in (2, 3) and "Against 1 worker (reference)" in first
+    assert "Where the time went, over" in glance.split("<details>")[1]
     printed = float(re.search(r"Speed-up, training time of the reference / yours "
                               r"\(over \d+ epochs?\): ([\d.]+)", shown).group(1))
     assert float(re.search(r"TABLE RATIO ([\d.]+)", shown).group(1)) == pytest.approx(
@@ -409,6 +416,7 @@ def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
     assert plotted == [pytest.approx(ends) for ends in launch_ends]
     assert "No baseline has finished yet" not in shown
     assert re.search(r"A (slow-down|speed-up)|About the same speed", shown)
+    assert "Images/s of the steps:" in shown  # how to read the bars, in the runs' numbers
     assert "Where the time went, over" in shown  # the parts, from the script's step_seconds
     assert "1 worker (reference) (1 worker pinned to" in shown  # each run's hardware is named
     assert "Your baseline (notebook 00) took" in shown  # estimates from the learner's runs
@@ -483,3 +491,72 @@ def test_the_reference_estimate_counts_one_worker_faster_than_each_of_two():
     assert f"about {expected / 60:.1f} min for 2 epochs" in text
     assert f"x {efficiency:.2f}, the scaling efficiency" in text
     assert "at most" in comparison.estimate_reference(workers, 2)
+
+
+# --- the verdict at a glance (notebook 13) ------------------------------------------------------
+
+
+def glance_runs():
+    ref = times("1 worker (reference)", epochs=(80, 60), steps=(60, 50), speed=1130)
+    yours = times("your workers", epochs=(55, 35, 35, 35, 35), workers=2,
+                  steps=(40, 28, 28, 28, 28), speed=1736)
+    base = times("the baseline (notebook 00)", epochs=(50, 35, 35, 36, 36), share=None,
+                 steps=(35, 30, 30, 30, 30), speed=1780)
+    return ref, yours, base
+
+
+def test_the_verdict_first_a_short_line_per_comparison_then_the_detail_folded():
+    from workbook.glance import WIDTH, glance
+
+    ref, yours, base = glance_runs()
+    shown = glance(ref, yours, base)
+    assert len(shown.lines) == 2 and not shown.flags
+    ratio = speed_up(ref, yours)
+    assert shown.lines[0].startswith(f"Against 1 worker (reference): {ratio:.2f}x as fast.")
+    assert "What mattered: the training steps" in shown.lines[0]
+    assert "(1,736 against 1,130 images/s)" in shown.lines[0]
+    assert shown.lines[1].startswith(
+        f"Against the baseline (notebook 00): about the same ({speed_up(base, yours):.2f}x)")
+    assert all(len(text) < 160 for text in shown.lines)  # a glance: two short sentences
+    page = shown._repr_html_()
+    top, folded = page.split("<details>")
+    assert top.count("<p ") == 2 and "Scaling efficiency" in folded
+    # Every sentence of the full verdicts is in the fold, none is lost.
+    for sentence in comparison.verdict(ref, yours).split("\n"):
+        assert html_escape(sentence) in folded
+    # As text: wrapped at word boundaries, never inside a word.
+    words = set(str(shown).split())
+    for text in shown.lines:
+        assert set(text.split()) <= words
+    assert max(len(row) for row in str(shown).splitlines()) <= WIDTH
+
+
+def html_escape(text):
+    import html
+
+    return html.escape(text)
+
+
+def test_a_slow_down_its_reason_and_an_unfair_measure_come_first():
+    from workbook.glance import glance
+
+    base = times("baseline", epochs=(50, 35), share=None, steps=(35, 30), speed=1780)
+    slow = times("your workers", epochs=(95, 45), workers=2, steps=(40, 28), speed=1736,
+                 others=300.0)
+    shown = glance(base, slow)
+    assert shown.lines[0].startswith("Against baseline: a slow-down, ")
+    assert "What mattered: the time outside the steps, 59 s more" in shown.lines[0]
+    assert shown.flags and shown.flags[0].startswith("Not a fair measure")
+    assert "Not a fair measure" in shown._repr_html_().split("<details>")[0]
+
+
+def test_how_to_read_the_bars_gives_each_runs_numbers():
+    from workbook.glance import how_to_read
+
+    ref, yours, base = glance_runs()
+    text = str(how_to_read([ref, yours, base], yours, ref))
+    assert "your workers' steps went 1.54x as fast as the reference's (at most 2x)" in " ".join(
+        text.split())
+    flat = " ".join(text.split())
+    assert "1 worker (reference) 15.0 s per epoch, your workers 8.6 s per epoch" in flat
+    assert "twice as fast" not in flat
