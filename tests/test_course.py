@@ -676,7 +676,7 @@ def test_one_failure_spreads_to_nobody_else(graded_class):
     logs = course.root / "logs" / "autograde"
     workers = sorted(p.name for p in logs.glob("worker-*.log"))
     assert workers and sorted(p.name for p in logs.iterdir()) == sorted(
-        [*workers, "phases.json", "status.json", "timings.jsonl",
+        [*workers, "judged", "phases.json", "status.json", "timings.jsonl",
          *(f"{s}.log" for s in FAILED_STUDENTS)]
     )
     assert not list(logs.glob("*.db"))  # the workers' gradebooks, merged and gone
@@ -730,11 +730,11 @@ def test_tampered_cells_were_restored_and_graded(graded_class):
     graded = course.folder("autograded", "erin")
     if 10 in COURSE_STEPS:  # the deleted check cell is back, and failed
         cell = check_cell(nbformat.read(graded / notebook_name(10), as_version=4), 10)
-        assert "check_step(10)" in cell.source
+        assert "check_step(10, " in cell.source
         assert any(o.output_type == "error" for o in cell.outputs)
     if 9 in COURSE_STEPS:  # "pass" is replaced by the locked source
         cell = check_cell(nbformat.read(graded / notebook_name(9), as_version=4), 9)
-        assert "check_step(9)" in cell.source
+        assert "check_step(9, " in cell.source
     if 8 in COURSE_STEPS:  # the cell faking a pass never ran
         cells = nbformat.read(graded / notebook_name(8), as_version=4).cells
         fake = next(c for c in cells if "class Passed" in c.source)

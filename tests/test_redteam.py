@@ -28,6 +28,7 @@ import nbformat
 import pytest
 
 from grader import check_step
+from grader.report import FAILED, PASSED
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME, chain_file_name
@@ -71,17 +72,22 @@ SQUARES = with_line(script_after(12), "def step_decay",
     ("huge range", with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
      11, "range(10 ** 12)"),
 ])
-def test_a_script_that_asks_too_much_fails_its_step_naming_the_line(tmp_path, name, text, step,
+def test_a_script_that_asks_too_much_is_never_a_pass_of_the_reading(tmp_path, name, text, step,
                                                                     culprit):
+    """The reading no longer works out a schedule (a run does): a step_decay that computes
+    something huge is read within the budget, and is a "can't tell" (the run decides), or a
+    failure naming the line where the reading had to stop: never a pass."""
     script = tmp_path / "fashion_mnist.py"
     script.write_text(text)
     started = time.monotonic()
     result = check_step(step, path=script)
     assert time.monotonic() - started < BUDGET_SECONDS, name
-    assert not result.passed, name
-    assert "could not be checked" in result.message, result.message
-    assert result.line is not None and f"line {result.line}" in result.message
-    assert culprit in text.splitlines()[result.line - 1], result.message
+    assert result.status != PASSED, (name, result.message)
+    if result.status == FAILED:
+        assert "could not be checked" in result.message, result.message
+        assert culprit in text.splitlines()[result.line - 1], result.message
+    else:
+        assert "step_decay" in result.message, result.message
 
 
 @pytest.mark.check
