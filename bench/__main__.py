@@ -1,4 +1,4 @@
-"""python -m bench [all|scaling|accuracy|overhead|grading ...] [--tiny] [--out DIR] [--repeats N]"""
+"""python -m bench [all|scaling|accuracy|overhead|grading|verdicts ...] [--tiny] [--out DIR] [--repeats N]"""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 # Reading TensorBoard logs imports TensorFlow here: keep its C++ start-up lines out of the report.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench import accuracy, grading, machine, overhead, plots, readme, results, scaling  # noqa: E402
+from bench import (accuracy, grading, machine, overhead, plots, readme, results,  # noqa: E402
+                   scaling, verdicts)
 from bench.processes import runs_stopped_on_signals  # noqa: E402
 
 BENCHMARKS = {
@@ -20,6 +21,8 @@ BENCHMARKS = {
     # Tiny overhead runs twice: the second repetition must start afresh, not resume the first.
     "overhead": lambda out, args: overhead.run(out, args.tiny, args.repeats or (2 if args.tiny else 3)),
     "grading": lambda out, args: grading.run(out, args.tiny, args.students),
+    # The learner-style corpus, read and run: how often each verdict is right.
+    "verdicts": lambda out, args: verdicts.run(out, args.tiny),
 }
 
 

@@ -131,7 +131,31 @@ def grading(document: dict, path: Path) -> Path:
     return _save(fig, document, path)
 
 
-PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "grading": grading}
+def verdicts(document: dict, path: Path) -> Path:
+    plt = _pyplot()
+    summary = document["summary"]
+    fig, ax = plt.subplots(figsize=(7, 2.6))
+    steps = summary["steps"]
+    reading = summary["reading"]
+    decided = {"right": summary["decided_right"], "can't tell": 0,
+               "wrong": steps - summary["decided_right"]}  # fmt: skip
+    colors = {"right": "tab:green", "can't tell": "tab:olive", "wrong": "tab:red"}
+    for row, counts in enumerate([decided, reading]):
+        left = 0
+        for kind, color in colors.items():
+            ax.barh(row, counts[kind], left=left, color=color, label=kind if row else None)
+            if counts[kind]:
+                ax.text(left + counts[kind] / 2, row, str(counts[kind]), ha="center",
+                        va="center", fontsize=8, color="white")
+            left += counts[kind]
+    ax.set_yticks([0, 1], ["reading and run", "reading alone"])
+    ax.set_xlabel(f"steps of {summary['scripts']} learner-style scripts, against their truth")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
+    return _save(fig, document, path)
+
+
+PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "grading": grading,
+         "verdicts": verdicts}
 
 
 def plot(json_path: Path) -> Path:

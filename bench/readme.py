@@ -42,7 +42,8 @@ def _elsewhere(doc: dict, first: dict) -> list[str]:
 
 def section(results_dir: Path = results.RESULTS_DIR) -> str:
     """Markdown: the machine, one table per benchmark, each with its picture."""
-    docs = {n: _load(results_dir, n) for n in ("scaling", "accuracy", "overhead", "grading")}
+    docs = {n: _load(results_dir, n)
+            for n in ("scaling", "accuracy", "overhead", "grading", "verdicts")}  # fmt: skip
     measured = [d for d in docs.values() if d]
     if not measured:
         return "No benchmark results yet: run `make bench`.\n"
@@ -153,6 +154,19 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
             lines.append("")
         lines += [f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
                   "![grading](bench/results/grading.png)", ""]
+    if verdicts := docs["verdicts"]:
+        s = verdicts["summary"]
+        reading = s["reading"]
+        unsure = reading["can't tell"]
+        lines += ["**Verdicts** on the learner-style corpus (tests/grader_cases/learners: "
+                  f"{s['scripts']} scripts, {s['steps']} steps, truth from runs):", "",
+                  *_elsewhere(verdicts, measured[0]),
+                  "| verdicts | right | can't tell | wrong |", "|---|---|---|---|",
+                  f"| the reading alone | {reading['right']} | {unsure} | "
+                  f"{reading['wrong']} |",
+                  f"| decided (the run where it shows the step) | {s['decided_right']} | - | "
+                  f"{s['steps'] - s['decided_right']} |", "",
+                  "![verdicts](bench/results/verdicts.png)", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -232,7 +232,7 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in ("scaling", "accuracy", "overhead", "grading"):
+    for name in ("scaling", "accuracy", "overhead", "grading", "verdicts"):
         document = json.loads((tmp_path / f"{name}.json").read_text())
         assert document["benchmark"] == name
         assert document["machine"]["cores"] >= 1 and document["machine"]["tensorflow"]
@@ -265,6 +265,9 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
     assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
     assert 0 < by_kind[13] < 12  # one Horovod line deleted
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())["summary"]
+    assert verdicts["scripts"] == 3 and verdicts["steps"] == 36
+    assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
     # With runs, each script of the chain scores its step, decided by what it did.
     assert grades["summary"]["runs_score_the_chains_steps"], grades["summary"]["runs_wrong"]
 
