@@ -62,9 +62,18 @@ def test_settings_keep_their_passwords_and_stay_private(tmp_path):
     assert (again.roster, again.port, again.url) == ("r.csv", 8100, "http://10.0.0.5:8100/")
 
 
-def test_each_password_opens_its_own_account_only(tmp_path):
+def authenticate(authenticator, name: str, password: str):
+    """The authenticator's answer, in a thread of its own: in the same session as the browser
+    tests, Playwright's event loop runs in this one."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
+    data = {"username": name, "password": password}
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, authenticator.authenticate(None, data)).result()
+
+
+def test_each_password_opens_its_own_account_only(tmp_path):
     from hub import auth
 
     s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
@@ -74,8 +83,7 @@ def test_each_password_opens_its_own_account_only(tmp_path):
     authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
 
     def log_in(name, password):
-        return asyncio.run(authenticator.authenticate(None, {"username": name,
-                                                             "password": password}))
+        return authenticate(authenticator, name, password)
 
     assert log_in("alice", s.passwords["alice"]) == "alice"
     assert log_in("teach", s.admin_password) == "teach"
@@ -207,7 +215,6 @@ def test_https_makes_a_self_signed_certificate_once_and_the_banner_says_how(tmp_
 
 def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsys):
     import argparse
-    import asyncio
 
     from hub import __main__ as hub_main, auth
 
@@ -224,6 +231,5 @@ def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsy
     assert new in s.passwords_path.read_text() and old not in s.passwords_path.read_text()
     authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
     for password, expected in ((old, None), (new, "alice")):
-        assert asyncio.run(authenticator.authenticate(
-            None, {"username": "alice", "password": password})) == expected
+        assert authenticate(authenticator, "alice", password) == expected
     assert hub_main.password(argparse.Namespace(state_dir=s.state_dir, name="mallory")) == 1
