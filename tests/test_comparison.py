@@ -560,3 +560,42 @@ def test_how_to_read_the_bars_gives_each_runs_numbers():
     flat = " ".join(text.split())
     assert "1 worker (reference) 15.0 s per epoch, your workers 8.6 s per epoch" in flat
     assert "twice as fast" not in flat
+
+
+def test_model_fits_end_is_measured_and_left_out_of_the_reference_estimate(tmp_path):
+    """Issue 31: 20 s between the last epoch's end and model.fit's return (tf.data's autotuner
+    thread, measured per rank) were copied into the reference's estimate, 25% high."""
+    from workbook.paths import REPO
+
+    folder = a_run(tmp_path / "workers", [62, 58, 58, 58, 58], after=31.7,
+                   step_seconds=[58, 55, 55, 55, 55], record={"workers": 2})
+    log = folder / "horovodrun.log"
+    log.write_text(log.read_text().replace('{"test_accuracy": 0.8}',
+                                           '{"test_accuracy": 0.8, "train_seconds": 314.1}'))
+    workers = comparison.read_run(folder, "your workers")
+    assert comparison.fit_end_wait(workers) == pytest.approx(314.1 - 294.0)
+    text = comparison.estimate_reference(workers, 2, REPO / "bench" / "results")
+    assert "your workers waited 20 s" in text
+    minutes = float(re.search(r"about ([\d.]+) min", text).group(1))
+    without = comparison.estimate_reference(
+        comparison.read_run(a_run(tmp_path / "quick", [62, 58, 58, 58, 58], after=31.7 - 20.1,
+                                  step_seconds=[58, 55, 55, 55, 55], record={"workers": 2})),
+        2, REPO / "bench" / "results")
+    assert f"about {minutes:.1f} min" in without  # the wait is not copied
+    assert comparison.fit_end_wait(times()) is None  # no folder, no RESULT: not known
+
+
+def test_where_a_running_baseline_is_and_when_it_ends_from_its_own_pace(tmp_path):
+    from workbook import estimates
+
+    folder = a_run(tmp_path / "baseline", [70.0, 50.0], start_up=12.0)
+    run_json = json.loads((folder / "run.json").read_text())
+    del run_json["ended"], run_json["ok"]
+    (folder / "run.json").write_text(json.dumps(run_json))
+    (folder / "horovodrun.log").write_text("Epoch 1/5\n...\nEpoch 2/5\n...\n")
+    text = estimates.so_far(folder)
+    assert "epoch 2 of 5 done, 2.2 min after its launch" in text  # 12 + 120 s
+    assert "(50 s per epoch) the training ends in about 2.5 min, about 4.7 min" in text
+    assert estimates.so_far(tmp_path / "nothing").startswith("Your baseline: no epoch")
+    finished = a_run(tmp_path / "done", [70.0, 50.0], start_up=12.0, after=8.0)
+    assert "has finished: 2.3 min from its launch to its end" in estimates.so_far(finished)

@@ -99,12 +99,19 @@ def test_summary_leaves_out_steps_with_other_work():
     assert rank1["waiting_share"] == pytest.approx(0.5)
 
 
-def test_the_table_shows_whole_percents_that_add_up_to_100():
-    table = summary_table(parse_events(four_steps().events))
+def test_the_table_shows_percents_to_a_tenth_that_add_up_to_100():
+    timeline = parse_events(four_steps().events)
+    table = summary_table(timeline)
     percents = table[["compute (%)", "waiting (%)", "allreduce (%)"]]
-    assert percents.loc[0].tolist() == [83, 0, 17]  # 20, 0 and 4 ms of a 24 ms step
-    assert percents.loc[1].tolist() == [33, 50, 17]  # 8, 12 and 4 ms
-    assert all(str(value) == str(int(value)) for value in percents.to_numpy().ravel())
+    assert percents.loc[0].tolist() == [83.3, 0.0, 16.7]  # 20, 0 and 4 ms of a 24 ms step
+    assert percents.loc[1].tolist() == [33.3, 50.0, 16.7]  # 8, 12 and 4 ms
+    assert all(sum(row) == pytest.approx(100) for row in percents.to_numpy())
+    # The figures notebook 19's sentences quote are the table's.
+    ranks = summary(timeline)["ranks"]
+    assert [ranks[1][f"{phase}_percent"] for phase in ("compute", "waiting", "allreduce")] == \
+        percents.loc[1].tolist()
+    # Issue 31: 1.5 ms of a 40.8 ms step, the table said 3 and the text 4%; now both 3.7.
+    assert whole_percents([39.3 / 40.8, 1.5 / 40.8, 0.0], digits=1)[1] == 3.7
     assert whole_percents([0.333, 0.333, 0.334]) == [33, 33, 34]
     assert whole_percents([0.907, 0.046, 0.047]) == [91, 4, 5]  # rounding alone gives 101
     assert whole_percents([0.0, 0.0]) == [0, 0]

@@ -687,18 +687,37 @@ def run_seconds(run: RunTimes) -> float | None:
     return run.start_up + run.training + run.after_training
 
 
+def fit_end_wait(run: RunTimes) -> float | None:
+    """Seconds model.fit took beyond its epochs (None: not known): the script's own time in
+    model.fit (its RESULT line's train_seconds) less the training time of its TensorBoard
+    scalars. Nearly all of it is after the last epoch: model.fit then deletes the training
+    data's iterator, which waits for tf.data's autotuner thread to wake up, at growing
+    intervals of up to a minute, so it varies from run to run (issue 31, measured per rank:
+    6.0-8.8 s after on_train_end with the training data autotuned, 0.04 s without)."""
+    if run.run_dir is None:
+        return None
+    seconds = last_result(run.run_dir).get("train_seconds")
+    if seconds is None or run.epochs_trained != len(run.epoch_ends):
+        return None
+    return max(0.0, float(seconds) - run.training)
+
+
 def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     """What to expect of the distributed run, from the learner's own baseline."""
     if baseline is None or run_seconds(baseline) is None:
         return ("No finished baseline yet, so no estimate from your machine: the run takes "
                 "minutes on a CPU (notebook 00's baseline shows how many).")
+    wait = fit_end_wait(baseline)
+    end = (f"; its end took {baseline.after_training:.0f} s"
+           + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
+              "thread, from nothing to about a minute in any run)" if wait is not None else "")
+           if baseline.after_training is not None else "")
     return (
         f"Your baseline (notebook 00) took {_minutes(run_seconds(baseline))} from its launch to "
-        f"its end, {_minutes(baseline.training)} of it training. Your {workers} workers share "
-        "the same cores, so expect about as long for the training: what they gain or lose is "
-        "the subject of section 4. The end of the run (the test set's evaluation and the "
-        "per-class report) runs on one core per worker, so it can take longer than the "
-        "baseline's."
+        f"its end, {_minutes(baseline.training)} of it training{end}. Your {workers} workers "
+        "share the same cores, so expect about as long for the training: what they gain or "
+        "lose is the subject of section 4. After training, each worker evaluates the test set "
+        "on its own share of the cores."
     )
 
 
@@ -716,15 +735,21 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     efficiency = measured[0] if measured else None  # the median
     factor = run.workers * (efficiency or 1.0)
     worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
-    total = run.start_up + split["extra"] + factor * worker_epoch * epochs + run.after_training
+    # The end without model.fit's wait for tf.data's autotuner: that wait is any run's own,
+    # from nothing to about a minute, not the workers' to copy.
+    wait = fit_end_wait(run) or 0.0
+    total = (run.start_up + split["extra"] + factor * worker_epoch * epochs
+             + run.after_training - wait)
     work = (f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
             f"{worker_epoch:.0f} s, the time one of them took per epoch")
-    how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured: one "
-           f"worker alone is faster than each of {run.workers} sharing the machine"
-           if efficiency else f"{work}, at most")
+    how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured on the "
+           f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
+           "sharing the machine" if efficiency else f"{work}, at most")
     return (
         f"Estimate from your {run.workers} workers' own pace: about {_minutes(total)} for "
-        f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end)."
+        f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end), and up to a "
+        f"minute more at the end of model.fit, where a run waits for tf.data's autotuner "
+        f"thread (your workers waited {wait:.0f} s)."
     )
 
 

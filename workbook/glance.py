@@ -15,7 +15,8 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.comparison import RunTimes, kind, speed_up, split_training, verdict
+from workbook.comparison import (RunTimes, fit_end_wait, kind, speed_up, split_training,
+                                 verdict)
 from workbook.runner.layout import plural
 
 WIDTH = 88  # plain-text lines, in characters
@@ -133,8 +134,10 @@ PART_WHY = {
              "the first broadcast of rank 0's weights, filling the shuffle buffer",
     "start_up": "start-up: starting the workers (each imports TensorFlow on its own share at "
                 "the same time), loading the data, building the model",
-    "after": "after training: the end of model.fit, the evaluation of the test set, the "
-             "per-class report, the exit",
+    "after": "after training: the end of model.fit, where deleting the training data's "
+             "iterator waits for tf.data's autotuner thread (it wakes at growing intervals, up "
+             "to a minute apart, so this wait differs from run to run), then the evaluation of "
+             "the test set on each worker's share, rank 0's per-class report, the exit",
 }
 
 
@@ -188,4 +191,7 @@ def how_to_read(runs: list[RunTimes], yours: RunTimes, reference: RunTimes) -> R
         if figures:
             why = PART_WHY[name]
             bullets.append(f"{why[0].upper()}{why[1:]}: {figures}.")
+    waits = _figures(runs, fit_end_wait, " s")
+    if waits and bullets and bullets[-1].startswith("After training"):
+        bullets[-1] = bullets[-1][:-1] + f"; of it, the end of model.fit: {waits}."
     return Reading(bullets)
