@@ -40,6 +40,7 @@ from grader.verdicts import Advice, Failure, Note
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
 LAST_STEP = STEPS[-1]
+CANT_TELL_SAYS = "done (the grader can't tell for sure: "  # how a rule's Note begins
 # Set by the instructor's grading kernel: a JSON file of the student's decided verdicts.
 JUDGED_VARIABLE = "WORKBOOK_JUDGED"
 
@@ -74,9 +75,10 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
         return judged_result(judged, step, path)
     result = _check(path, [step])[0]
     if run_if_unsure and result.status == CANT_TELL and not result.file_problem:
-        print("The reading can't tell for sure: running your script to decide "
+        why = result.message.removeprefix(CANT_TELL_SAYS).removesuffix(")")
+        print(f"The reading can't tell for sure ({why}): running your script to decide "
               "(interrupt the kernel to stop it).", flush=True)  # fmt: skip
-        return judge.decide(Results([result]), run_step(LAST_STEP, path))[0]
+        return judge.decide(Results([result]), run_step(step, path))[0]
     return result
 
 
@@ -289,7 +291,7 @@ def _from_rule(failure, step, title: str, path, hint: str) -> Result:
         if isinstance(failure, Advice):
             status, message = PASSED, f"done (note: {failure.message})"
         else:
-            status, message = CANT_TELL, f"done (the grader can't tell for sure: {failure.message})"
+            status, message = CANT_TELL, f"{CANT_TELL_SAYS}{failure.message})"
         return Result(status, title, message, step=step, path=str(path))
     return Result(
         FAILED,

@@ -160,10 +160,12 @@ class Result:
         box = f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">'
         decided = (f' <em style="color:#57606a">{html.escape(self.decided_note)}</em>'
                    if self.decided_note else "")  # fmt: skip
+        message = html.escape(self.message)
+        if decided and not message.endswith("."):
+            message += "."  # the note is a sentence of its own
         if self.passed and not self.details:  # one line: nothing to fix, nothing to read
-            return f"{box}{heading}: {html.escape(self.message)}{decided}</div>"
-        parts = [box, heading,
-                 f'<div style="margin-top:4px">{html.escape(self.message)}{decided}</div>']  # fmt: skip
+            return f"{box}{heading}: {message}{decided}</div>"
+        parts = [box, heading, f'<div style="margin-top:4px">{message}{decided}</div>']
         if self.hint and not self.passed:
             parts.append(
                 f'<div style="margin-top:4px"><em>Hint:</em> {html.escape(self.hint)}</div>'

@@ -184,6 +184,16 @@ def test_metrics_that_differ_fail(tmp_path):
     assert found.status == FAILED and "rank 0 2.3100, rank 1 2.4500" in found.message
 
 
+def test_a_callback_that_saw_its_ranks_own_metrics_fails(tmp_path):
+    """MetricAverageCallback after the readers: the end logs agree, ModelCheckpoint saw its own."""
+    good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}}], []))
+    found = judged(tmp_path, 7)[7]
+    assert found.status == FAILED, found.message
+    assert "on rank 0 ModelCheckpoint saw loss 2.2900, its own, not the average 2.3100" in found.message
+    good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.31}}], []))
+    assert judged(tmp_path, 7)[7].status == PASSED
+
+
 def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
     good_ranks(tmp_path, second=False)
     for path in (tmp_path / "records").glob("run1-rank1*"):

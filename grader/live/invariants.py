@@ -384,7 +384,27 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
                 "read the metrics.",
             )
     shown = ", ".join(f"{name} {logs[0][name]:.4f}" for name in names)
-    return finding(7, PASSED, f"every rank ended epoch 1 with the same metrics ({shown})")
+    for rank, record in sorted(evidence.ranks(1).items()):
+        for seen in record.data.get("seen_logs") or []:
+            differ = [name for name in names if name in seen["logs"]
+                      and not _same_metric(seen["logs"][name], logs[rank][name])]  # fmt: skip
+            if differ:
+                name = differ[0]
+                return finding(
+                    7,
+                    FAILED,
+                    f"every rank ended epoch 1 with the same metrics, but on rank {rank} "
+                    f"{seen['callback']} saw {name} {seen['logs'][name]:.4f}, its own, not the "
+                    f"average {logs[rank][name]:.4f}: it ran before the metrics were averaged",
+                    "Put hvd.callbacks.MetricAverageCallback() before the callbacks that read "
+                    "the metrics, right after the broadcast callback.",
+                )
+    return finding(7, PASSED, f"every rank ended epoch 1 with the same metrics ({shown}), and "
+                   "the script's callbacks saw them averaged")  # fmt: skip
+
+
+def _same_metric(a: float, b: float) -> bool:
+    return abs(a - b) <= SAME_METRIC * max(abs(a), abs(b), 1e-30)
 
 
 def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:

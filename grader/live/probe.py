@@ -81,6 +81,7 @@ class Record:
             "printed": {"chars": 0, "first": ""},  # what this rank wrote to stdout
             "steps": {},  # {epoch: training steps done}
             "momentum": {},  # {epoch: [the optimizer's momentum at each step]}, SGD only
+            "seen_logs": [],  # the logs each of the script's callbacks got at epoch 1's end
             "horovod": None,  # at model.fit: {"initialized", "size", "rank", "local_rank"}
             "gpus": None,  # at model.fit: {"listed", "visible"}: the simulated GPUs
             "gradients": False,  # whether the first allreduce of the gradients was kept
@@ -321,6 +322,22 @@ class SimulatedGpus:
                     setattr(module, name, passed_over(getattr(module, name)))
 
 
+def watch_epoch_logs(callback, record, epoch: int) -> None:
+    """The callback notes the logs it gets at the end of `epoch` (copied then: a callback after
+    it may still change them, as MetricAverageCallback does)."""
+    original = callback.on_epoch_end
+    name = type(callback).__name__
+
+    def on_epoch_end(at, logs=None):
+        if at == epoch and logs:
+            numbers = {key: float(value) for key, value in logs.items()
+                       if isinstance(value, (int, float)) or hasattr(value, "__float__")}  # fmt: skip
+            record.data["seen_logs"].append({"callback": name, "logs": numbers})
+        return original(at, logs)
+
+    callback.on_epoch_end = on_epoch_end
+
+
 def keep_first_allreduce(optimizer, record) -> None:
     """The optimizer's first allreduce of the gradients keeps this rank's gradients (what went
     in) and the reduced ones (what came out), as .npy files beside the record."""
@@ -464,6 +481,9 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             record.data["gpus"] = gpus.state()
         if hasattr(optimizer, "_allreduce_grads") and hasattr(optimizer, "_allreduce"):
             keep_first_allreduce(optimizer, record)
+        for callback in callbacks:  # the script's own, which may read the metrics
+            if not type(callback).__module__.startswith("horovod"):
+                watch_epoch_logs(callback, record, record.data["fit"]["initial_epoch"])
         if record.data["fit"]["dataset"]:
             arguments["x"] = tapped(arguments["x"], record)
         arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]

@@ -104,14 +104,15 @@ def run_step(
     if not quiet:
         print(
             f"Running {script.name} on {np} workers{', twice' if runs == 2 else ''} (a few "
-            f"steps{', then a resume' if runs == 2 else ''}; 10-20 s on 2 quiet cores, stopped "
-            f"after {timeout:g} s)...",
+            f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; 20-60 s, "
+            f"never more than {timeout:g} s)...",
             flush=True,
         )
     if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
         sandbox = sandbox.with_folders(writable=[folder])
+    say = None if quiet else lambda line: print(f"  {line}", flush=True)
     try:
-        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs, sandbox)
+        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs, sandbox, say)
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         shutil.rmtree(folder, ignore_errors=True)
         return not_run(step, path, f"the run could not start: {error}", workers=np)
@@ -129,8 +130,9 @@ def run_step(
 
 
 def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float,
-                 records: Path, runs: int, sandbox=None):  # fmt: skip
-    """Runs the probe under horovodrun; stops it early on a hang. (RunResult, hang or None)."""
+                 records: Path, runs: int, sandbox=None, say=None):  # fmt: skip
+    """Runs the probe under horovodrun; stops it early on a hang. (RunResult, hang or None).
+    `say`, when given, gets a line each time rank 0 gets further."""
     from workbook.runner import RunOptions, start_in_background  # here: the grader stays light
 
     command = [str(PROBE), str(script), *RUN_ARGS, "--log-dir", str(log_dir)]
@@ -138,11 +140,15 @@ def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float
                          cwd=script.parent, logs_root=log_dir.parent,
                          sandbox=sandbox)  # fmt: skip
     run = start_in_background(command, options=options)
-    stuck, since = None, None
+    stuck, since, shown = None, None, ""
     try:
         while not run.done:
             time.sleep(POLL_S)
-            seen = doomed(Evidence.read(records, np), runs)
+            evidence = Evidence.read(records, np)
+            if say is not None and (progress := _progress(evidence, np)) != shown:
+                say(progress)
+                shown = progress
+            seen = doomed(evidence, runs)
             if seen is None or seen != stuck:
                 stuck, since = seen, time.monotonic()
             elif time.monotonic() - since >= HANG_SHOWN_S:
@@ -151,3 +157,12 @@ def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float
     except BaseException:  # an interrupt (or anything): nothing of the run may go on
         run.stop()
         raise
+
+
+def _progress(evidence: Evidence, np: int) -> str:
+    """How far rank 0 got, in words ("" before it reported)."""
+    for run in sorted(evidence.runs, reverse=True):
+        record = evidence.ranks(run).get(0)
+        if record is not None:
+            return f"{'second run, ' if run == 2 else ''}rank 0: {record.last_stage[1]}"
+    return ""
