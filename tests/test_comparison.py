@@ -575,7 +575,7 @@ def test_model_fits_end_is_measured_and_left_out_of_the_reference_estimate(tmp_p
     workers = comparison.read_run(folder, "your workers")
     assert comparison.fit_end_wait(workers) == pytest.approx(314.1 - 294.0)
     text = comparison.estimate_reference(workers, 2, REPO / "bench" / "results")
-    assert "your workers waited 20 s" in text
+    assert "Your workers also waited 20 s at the end of model.fit" in text
     minutes = float(re.search(r"about ([\d.]+) min", text).group(1))
     without = comparison.estimate_reference(
         comparison.read_run(a_run(tmp_path / "quick", [62, 58, 58, 58, 58], after=31.7 - 20.1,

@@ -41,6 +41,8 @@ from workbook.speed import SAME_SPEED, TimeParts, worst_case_slowdown
 TARGET = 0.90  # the accuracy whose time the table, the plot and the verdict give
 # Seconds by which two runs' time after training must differ for the verdict to name it.
 AFTER_TRAINING_NOTED_S = 10.0
+# Seconds of model.fit's end (fit_end_wait) from which the estimates name it.
+FIT_END_NOTED_S = 2.0
 TIMING_FOLDER = "timing"  # the TensorBoard run write_tensorboard_timing() adds to a run's folder
 TIMING_TAG = "training_minutes"
 
@@ -693,7 +695,8 @@ def fit_end_wait(run: RunTimes) -> float | None:
     scalars. Nearly all of it is after the last epoch: model.fit then deletes the training
     data's iterator, which waits for tf.data's autotuner thread to wake up, at growing
     intervals of up to a minute, so it varies from run to run (issue 31, measured per rank:
-    6.0-8.8 s after on_train_end with the training data autotuned, 0.04 s without)."""
+    6.0-57.5 s after on_train_end with the training data autotuned, 0.04-0.05 s without; the
+    workbook's script has turned the autotuner off since, a learner's older copy may not)."""
     if run.run_dir is None:
         return None
     seconds = last_result(run.run_dir).get("train_seconds")
@@ -710,7 +713,8 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     wait = fit_end_wait(baseline)
     end = (f"; its end took {baseline.after_training:.0f} s"
            + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
-              "thread, from nothing to about a minute in any run)" if wait is not None else "")
+              "thread: a script with its training data autotuned waits there from nothing to "
+              "about a minute)" if wait is not None and wait >= FIT_END_NOTED_S else "")
            if baseline.after_training is not None else "")
     return (
         f"Your baseline (notebook 00) took {_minutes(run_seconds(baseline))} from its launch to "
@@ -745,11 +749,15 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured on the "
            f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
            "sharing the machine" if efficiency else f"{work}, at most")
+    waited = ""
+    if wait >= FIT_END_NOTED_S:
+        waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit, for "
+                  "tf.data's autotuner thread: a script whose training data is autotuned waits "
+                  "there from nothing to about a minute, which no estimate can tell (the "
+                  "workbook's script turns the autotuner off).")
     return (
         f"Estimate from your {run.workers} workers' own pace: about {_minutes(total)} for "
-        f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end), and up to a "
-        f"minute more at the end of model.fit, where a run waits for tf.data's autotuner "
-        f"thread (your workers waited {wait:.0f} s)."
+        f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end).{waited}"
     )
 
 

@@ -134,10 +134,11 @@ PART_WHY = {
              "the first broadcast of rank 0's weights, filling the shuffle buffer",
     "start_up": "start-up: starting the workers (each imports TensorFlow on its own share at "
                 "the same time), loading the data, building the model",
-    "after": "after training: the end of model.fit, where deleting the training data's "
-             "iterator waits for tf.data's autotuner thread (it wakes at growing intervals, up "
-             "to a minute apart, so this wait differs from run to run), then the evaluation of "
-             "the test set on each worker's share, rank 0's per-class report, the exit",
+    "after": "after training: the end of model.fit (deleting the training data's iterator; "
+             "with tf.data's autotuner on, it waits for the autotuner's thread, which wakes at "
+             "growing intervals up to a minute apart, so from nothing to a minute: the "
+             "workbook's script turns it off), the evaluation of the test set on each "
+             "worker's share, rank 0's per-class report, the exit",
 }
 
 
