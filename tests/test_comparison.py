@@ -599,3 +599,16 @@ def test_where_a_running_baseline_is_and_when_it_ends_from_its_own_pace(tmp_path
     assert estimates.so_far(tmp_path / "nothing").startswith("Your baseline: no epoch")
     finished = a_run(tmp_path / "done", [70.0, 50.0], start_up=12.0, after=8.0)
     assert "has finished: 2.3 min from its launch to its end" in estimates.so_far(finished)
+
+
+def test_printed_estimates_never_split_a_word():
+    """JupyterLab's plain-text output breaks a long line anywhere ("(1736 a|gainst"): the
+    estimates are shown as HTML paragraphs, or as text wrapped at word boundaries."""
+    from workbook.glance import WIDTH, say
+
+    text = comparison.expect_like_baseline(times("baseline", share=None)) + "\nA second one."
+    shown = say(text)
+    assert shown._repr_html_().count("<p ") == 2
+    assert str(shown).split() == text.split()  # the same words, none cut
+    assert max(len(row) for row in str(shown).splitlines()) <= WIDTH
+    assert str(say("")) == "" and say("")._repr_html_() == ""

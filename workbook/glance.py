@@ -196,3 +196,31 @@ def how_to_read(runs: list[RunTimes], yours: RunTimes, reference: RunTimes) -> R
     if waits and bullets and bullets[-1].startswith("After training"):
         bullets[-1] = bullets[-1][:-1] + f"; of it, the end of model.fit: {waits}."
     return Reading(bullets)
+
+
+class Said:
+    """A paragraph for a notebook's output: HTML in JupyterLab (wrapped at word boundaries;
+    its plain-text output area breaks long lines anywhere, even inside a word), wrapped text
+    elsewhere. Empty text shows nothing."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return "\n".join(textwrap.fill(paragraph, WIDTH, break_long_words=False,
+                                       break_on_hyphens=False)
+                         for paragraph in self.text.split("\n") if paragraph)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        return "".join(f'<p style="margin:0.2em 0;max-width:60em;">{html.escape(paragraph)}</p>'
+                       for paragraph in self.text.split("\n") if paragraph)
+
+
+def say(text: str) -> Said:
+    """`text` as notebook output that never splits a word (see Said)."""
+    return Said(text)
