@@ -13,6 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from processes import SESSION_MARKER, TEST_MARKER, new_marker, stop_marked  # noqa: E402
 
+# The hub tests' shared helpers assert too: their messages need pytest's rewriting.
+pytest.register_assert_rewrite("hub_helpers")
+
 # `make test` sets it: there, a test that needs MPI fails instead of being skipped (the skip's
 # reason says what to install), so that the MPI tests never pass unnoticed as skipped.
 REQUIRE_MPI_VARIABLE = "WORKBOOK_REQUIRE_MPI"
