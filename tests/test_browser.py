@@ -118,7 +118,7 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
         setup, check = cells.nth(cell_index("setup")), cells.nth(cell_index("check"))
         try:
             page.goto(notebook_url)
-            expect(check).to_contain_text("check_step(1)")
+            expect(check).to_contain_text("check_step(1, run_if_unsure=True)")
             # The kernel is ready when the toolbar names it (before that it says "No Kernel",
             # and its status indicator starts out "idle" too) and the indicator is idle.
             kernel = json.loads(NOTEBOOK.read_text())["metadata"]["kernelspec"]["display_name"]
