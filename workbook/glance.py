@@ -15,8 +15,8 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.comparison import (RunTimes, fit_end_wait, kind, speed_up, split_training,
-                                 verdict)
+from workbook.comparison import (RunTimes, _fairness, fit_end_wait, kind, speed_up,
+                                 split_training, verdict)
 from workbook.runner.layout import plural
 
 WIDTH = 88  # plain-text lines, in characters
@@ -65,11 +65,26 @@ def line(reference: RunTimes, run: RunTimes) -> str:
     return f"Against {reference.label}: {said}." + (f" What mattered: {why}." if why else "")
 
 
-def flags(reference: RunTimes, run: RunTimes) -> list[str]:
-    """The verdict's sentences a learner must not miss: a measure that is not fair, a run that
-    did not finish."""
-    return [sentence for sentence in verdict(reference, run).split("\n")
-            if sentence.startswith(("Not a fair measure", "Not finished"))]
+def flags(comparisons: list[RunTimes], run: RunTimes) -> list[str]:
+    """At most one line a learner must not miss: the runs during which other processes took
+    enough CPU to change a verdict above (comparison's own test), and any run not finished."""
+    unfair, unfinished = [], []
+    for other in comparisons:
+        ratio = speed_up(other, run)
+        for each in (other, run):
+            said = _fairness(each, ratio, is_run=each is run)
+            if any(s.startswith("Not a fair measure") for s in said) and each.label not in unfair:
+                unfair.append(each.label)
+            if not each.finished and each.label not in unfinished:
+                unfinished.append(each.label)
+    lines = []
+    if unfair:
+        lines.append(f"Not a fair measure: other processes took enough CPU during "
+                     f"{' and '.join(unfair)} to change a verdict above (the detail says how "
+                     "much). Run again when nothing else runs.")
+    if unfinished:
+        lines.append(f"Not finished: {' and '.join(unfinished)}; times cover finished epochs.")
+    return lines
 
 
 class Glance:
@@ -79,7 +94,7 @@ class Glance:
         self.run = run
         self.comparisons = [c for c in comparisons if c is not None]
         self.lines = [line(c, run) for c in self.comparisons]
-        self.flags = [f for c in self.comparisons for f in flags(c, run)]
+        self.flags = flags(self.comparisons, run)
         self.details = [(f"{run.label} against {c.label}, over "
                          f"{plural(max(c.epochs_trained, run.epochs_trained), 'epoch')}",
                          verdict(c, run).split("\n")) for c in self.comparisons]
