@@ -582,3 +582,22 @@ def test_stripping_gives_back_the_notebooks(tmp_path):
                     *map(str, files)], check=True)
     for path, committed in files.items():
         assert path.read_text(encoding="utf-8") == committed, path.name
+
+
+def test_the_post_save_hook_waits_for_a_busy_index(tmp_path):
+    """Seen in a walk: the hook's `git add` met another git command's index.lock and the
+    notebook stayed listed as modified until the next save. It tries again."""
+    import threading
+
+    from workbook.lab import forget_outputs, strip_outputs_in_git
+
+    clone = tmp_path / "learner"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(clone))
+    strip_outputs_in_git(clone)
+    path = clone / "notebooks" / NOTEBOOK_NAMES[0]
+    nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
+    lock = clone / ".git" / "index.lock"
+    lock.write_text("")
+    threading.Timer(1.5, lock.unlink).start()  # another command, done in 1.5 s
+    assert forget_outputs(path)
+    assert git(clone, "status", "--porcelain") == ""

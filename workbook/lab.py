@@ -82,6 +82,9 @@ def strip_outputs_in_git(repo: Path = REPO) -> str:
     return "notebooks' outputs are kept out of git (nbstripout, this repository's git filter)"
 
 
+ADD_ATTEMPTS = 4
+
+
 def forget_outputs(notebook: Path) -> bool:
     """If `notebook` without its outputs is what git has, refresh git's record of it (its size
     and time) so that `git status` does not list it; True if it did. A notebook the learner
@@ -96,7 +99,12 @@ def forget_outputs(notebook: Path) -> bool:
         if stripped != staged[1]:
             return False
         # The content is the staged one: `git add` only refreshes the size and time it keeps.
-        return git(notebook.parent, "add", "--", notebook.name, check=False).returncode == 0
+        # Another git command (a pull, a status in a terminal) may hold the index for a moment.
+        for attempt in range(ADD_ATTEMPTS):
+            if git(notebook.parent, "add", "--", notebook.name, check=False).returncode == 0:
+                return True
+            time.sleep(1 + attempt)
+        return False
     except (OSError, subprocess.CalledProcessError):
         return False
 
