@@ -16,6 +16,7 @@ import pytest
 
 from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook import comparison
+from workbook import estimates
 from workbook import speed
 from workbook.comparison import NotTimed, RunTimes, account, speed_up
 from workbook.speed import TimeParts
@@ -451,7 +452,7 @@ def test_figures_beside_the_benchmarks_are_written_as_the_bench_writes_them():
     reference = times("reference", epochs=(90, 90), speed=668.0, share=1)
     workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, speed=1090.0,
                     accuracy=[0.8, 0.85, 0.88, 0.905, 0.91])
-    table = comparison.beside_bench(
+    table = estimates.beside_bench(
         {"reference": reference, "distributed": workers, "baseline": baseline},
         REPO / "bench" / "results")
     mine = table["yours"].tolist()
@@ -482,15 +483,15 @@ def test_the_reference_estimate_counts_one_worker_faster_than_each_of_two():
 
     workers = times("yours", epochs=(62, 58, 58, 58, 58), workers=2,
                     steps=[58, 55, 55, 55, 55])  # 20 s start-up, 10 s after training
-    efficiency = comparison.bench_figures(REPO / "bench" / "results")[
+    efficiency = estimates.bench_figures(REPO / "bench" / "results")[
         "scaling efficiency, 2 workers"][0]
     # Steps at the later epochs' pace, 275 s, and 16 s between them; the first epoch's extra 3 s.
     worker_epoch = (275 + 16) / 5
     expected = 20 + 3 + (2 * worker_epoch * efficiency) * 2 + 10  # 2 epochs
-    text = comparison.estimate_reference(workers, 2, REPO / "bench" / "results")
+    text = estimates.estimate_reference(workers, 2, REPO / "bench" / "results")
     assert f"about {expected / 60:.1f} min for 2 epochs" in text
     assert f"x {efficiency:.2f}, the scaling efficiency" in text
-    assert "at most" in comparison.estimate_reference(workers, 2)
+    assert "at most" in estimates.estimate_reference(workers, 2)
 
 
 # --- the verdict at a glance (notebook 13) ------------------------------------------------------
@@ -577,10 +578,10 @@ def test_model_fits_end_is_measured_and_left_out_of_the_reference_estimate(tmp_p
                                            '{"test_accuracy": 0.8, "train_seconds": 314.1}'))
     workers = comparison.read_run(folder, "your workers")
     assert comparison.fit_end_wait(workers) == pytest.approx(314.1 - 294.0)
-    text = comparison.estimate_reference(workers, 2, REPO / "bench" / "results")
+    text = estimates.estimate_reference(workers, 2, REPO / "bench" / "results")
     assert "Your workers also waited 20 s at the end of model.fit" in text
     minutes = float(re.search(r"about ([\d.]+) min", text).group(1))
-    without = comparison.estimate_reference(
+    without = estimates.estimate_reference(
         comparison.read_run(a_run(tmp_path / "quick", [62, 58, 58, 58, 58], after=31.7 - 20.1,
                                   step_seconds=[58, 55, 55, 55, 55], record={"workers": 2})),
         2, REPO / "bench" / "results")
@@ -609,7 +610,7 @@ def test_printed_estimates_never_split_a_word():
     estimates are shown as HTML paragraphs, or as text wrapped at word boundaries."""
     from workbook.glance import WIDTH, say
 
-    text = comparison.expect_like_baseline(times("baseline", share=None)) + "\nA second one."
+    text = estimates.expect_like_baseline(times("baseline", share=None)) + "\nA second one."
     shown = say(text)
     assert shown._repr_html_().count("<p ") == 2
     assert str(shown).split() == text.split()  # the same words, none cut

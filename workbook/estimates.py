@@ -2,6 +2,9 @@
 
     so_far(run_dir)                     notebook 00's peek at the running baseline
     short_runs(logs_dir, images)        notebook 19's two short runs, from notebook 13's pace
+    expect_like_baseline(baseline)      notebook 13's distributed run, from the baseline
+    estimate_reference(run, epochs)     notebook 13's 1-worker reference, from the workers' pace
+    beside_bench(runs, results_dir)     the learner's figures beside `make bench`'s, labelled
 
 A run's pace is read from its own folder (workbook.comparison.read_run: the epochs it has
 finished, its start-up) and the number of epochs from its log's Keras progress ("Epoch 2/5").
@@ -9,11 +12,14 @@ finished, its start-up) and the number of epochs from its log's Keras progress (
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from workbook import comparison
+from workbook import comparison, speed
+from workbook.comparison import TARGET, RunTimes
 from workbook.runner.command import RAW_LOG_NAME
+from workbook.runner.layout import plural
 
 EPOCH_LINE = re.compile(r"Epoch (\d+)/(\d+)")
 
@@ -76,3 +82,128 @@ def short_runs(logs_dir: Path, images_one: int, images_two: int, batch: int) -> 
             f"images/s, {reference.images_per_second:,.0f} and "
             f"{workers.images_per_second:,.0f}, plus its start-up; {batch} images a step "
             "instead of 64 make them slower per image, so expect somewhat more).")
+
+
+def _in_minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
+    """What to expect of the distributed run, from the learner's own baseline."""
+    if baseline is None or comparison.run_seconds(baseline) is None:
+        return ("No finished baseline yet, so no estimate from your machine: the run takes "
+                "minutes on a CPU (notebook 00's baseline shows how many).")
+    wait = comparison.fit_end_wait(baseline)
+    end = (f"; its end took {baseline.after_training:.0f} s"
+           + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
+              "thread: a script with its training data autotuned waits there from nothing to "
+              "about a minute)" if wait is not None and wait >= comparison.FIT_END_NOTED_S else "")
+           if baseline.after_training is not None else "")
+    return (
+        f"Your baseline (notebook 00) took {_in_minutes(comparison.run_seconds(baseline))} from "
+        f"its launch to its end, {_in_minutes(baseline.training)} of it training{end}. Your "
+        f"{workers} workers share the same cores, so expect about as long for the training: "
+        "what they gain or lose is the subject of section 4. After training, each worker "
+        "evaluates the test set on its own share of the cores."
+    )
+
+
+def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = None) -> str:
+    """How long one worker with one worker's share takes for `epochs` epochs, from the pace of
+    the run's workers: one worker does the work of N, each epoch at N x a worker's time x the
+    scaling efficiency `make bench` measured (one worker alone is faster than each of N that
+    share the machine); without a benchmark, at most N x."""
+    seconds = comparison.run_seconds(run)
+    split = comparison.split_training(run, run.epochs_trained)
+    if seconds is None or split is None:
+        return ""
+    measured = bench_figures(results_dir).get(f"scaling efficiency, {run.workers} workers") \
+        if results_dir is not None else None
+    efficiency = measured[0] if measured else None  # the median
+    factor = run.workers * (efficiency or 1.0)
+    worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
+    # The end without model.fit's wait for tf.data's autotuner: that wait is any run's own,
+    # from nothing to about a minute, not the workers' to copy.
+    wait = comparison.fit_end_wait(run) or 0.0
+    total = (run.start_up + split["extra"] + factor * worker_epoch * epochs
+             + run.after_training - wait)
+    work = (f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
+            f"{worker_epoch:.0f} s, the time one of them took per epoch")
+    how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured on the "
+           f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
+           "sharing the machine" if efficiency else f"{work}, at most")
+    waited = ""
+    if wait >= comparison.FIT_END_NOTED_S:
+        waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit, for "
+                  "tf.data's autotuner thread: a script whose training data is autotuned waits "
+                  "there from nothing to about a minute, which no estimate can tell (the "
+                  "workbook's script turns the autotuner off).")
+    return (
+        f"Estimate from your {run.workers} workers' own pace: about {_in_minutes(total)} for "
+        f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end).{waited}"
+    )
+
+
+def bench_figures(results_dir: Path) -> dict:
+    """The committed benchmark figures (`make bench`) that notebook 13 sets beside the
+    learner's: {name: (median, min, max)} of what bench/results/*.json hold."""
+    figures = {}
+    scaling_path = Path(results_dir) / "scaling.json"
+    accuracy_path = Path(results_dir) / "accuracy.json"
+    if scaling_path.is_file():
+        summary = json.loads(scaling_path.read_text())["summary"]
+        for name, stats in summary.get("configs", {}).items():
+            figures[name] = stats["images_per_second"]
+        for n, stats in summary.get("scaling_efficiency", {}).items():
+            figures[f"scaling efficiency, {n} workers"] = stats
+        for n, stats in summary.get("horovod_share_of_ceiling", {}).items():
+            figures[f"share of the ceiling, {n} workers"] = stats
+    if accuracy_path.is_file():
+        summary = json.loads(accuracy_path.read_text())["summary"]
+        for name in ("reference", "distributed", "baseline"):
+            if name in summary and "seconds_to_90" in summary[name]:
+                figures[f"time to 90%, {name}"] = summary[name]["seconds_to_90"]
+    return {name: (s.get("median"), s.get("min"), s.get("max")) for name, s in figures.items()
+            if s.get("median") is not None}
+
+
+def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
+    """A table: the learner's figures (runs: {"reference", "distributed", "baseline"} ->
+    RunTimes or None) beside the benchmark's on its quiet machine, each figure as
+    workbook.speed defines it."""
+    import pandas as pd
+
+    bench = bench_figures(results_dir)
+
+    def shown(key):
+        if key not in bench:
+            return "-"
+        median, low, high = bench[key]
+        return f"{median:.2f} [{low:.2f}-{high:.2f}]" if median < 10 else \
+            f"{median:.0f} [{low:.0f}-{high:.0f}]"
+
+    def yours(value, digits=0):
+        """As the bench column writes it: whole images/s and seconds, efficiency to 0.01."""
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    reference, distributed, baseline = (runs.get(k) for k in
+                                        ("reference", "distributed", "baseline"))
+    rows = []
+    for run, key in ((baseline, "python, 1 process"), (reference, "1 worker, 1 core"),
+                     (distributed, "2 workers, 1 core each")):
+        if run is not None:
+            rows.append((f"{run.images_label}: {run.label}",
+                         yours(run.images_per_second), shown(key)))
+    if reference is not None and distributed is not None:
+        efficiency = comparison.scaling_efficiency(reference, distributed)
+        rows.append((f"scaling efficiency ({speed.SCALING_EFFICIENCY})",
+                     yours(efficiency, 2),
+                     shown(f"scaling efficiency, {distributed.workers} workers")))
+    for run, name in ((distributed, "distributed"), (baseline, "baseline"),
+                      (reference, "reference")):
+        if run is not None:
+            reached = run.time_to(target)
+            rows.append((f"{speed.TIME_TO_ACCURACY.format(target=target)} (s): {run.label}",
+                         yours(reached), shown(f"time to 90%, {name}")))
+    return pd.DataFrame(rows, columns=["figure", "yours", "make bench (median [min-max])"]) \
+        .set_index("figure")
