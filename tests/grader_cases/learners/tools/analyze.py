@@ -18,6 +18,7 @@ RUNS = os.environ.get("RUNS", "/tmp/runs")
 
 def parse(path):
     printed, probes, tail = defaultdict(list), defaultdict(list), []
+    pending = {}
     if not os.path.exists(path):
         return None
     for raw in open(path, errors="replace"):
@@ -29,8 +30,20 @@ def parse(path):
                     tail.append(piece)
                 continue
             rank, stream, text = int(m.group(1)), m.group(2), m.group(3)
+            if pending.get(rank) is not None and stream == "stdout":
+                # mpirun cut a long PROBE line: its rest follows under the same prefix
+                pending[rank] += text
+                try:
+                    probes[rank].append(json.loads(pending[rank]))
+                    pending[rank] = None
+                except ValueError:
+                    pass
+                continue
             if text.startswith("PROBE "):
-                probes[rank].append(json.loads(text[6:]))
+                try:
+                    probes[rank].append(json.loads(text[6:]))
+                except ValueError:
+                    pending[rank] = text[6:]
             elif not NOISE.search(text) and not re.match(r"^\d+/\d+ \[", text):
                 printed[rank].append((stream, text))
     return printed, probes, tail

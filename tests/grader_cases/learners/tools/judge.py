@@ -190,7 +190,10 @@ def verdicts(name, done_steps=12, base_lr=0.00625, novograd_base=0.00625):
     ramp = [round(scaled / 2 * (1 + (b + 1) / 4), 7) for b in range(4)]  # Horovod counts the batch as done
     want = {0: ramp, 1: [scaled] * 4, 2: [round(scaled * 0.1, 7)] * 4}
     sched_ok = all(all(close(a, b) for a, b in zip(lrs.get(e, []), want[e])) and len(lrs.get(e, [])) == 4 for e in want) and lrs == lrs1
-    v[11] = (sched_ok, f"rates per batch: epoch 0 {lrs.get(0)}, epoch 1 {lrs.get(1, [None])[0]}, epoch 2 {lrs.get(2, [None])[0]}"
+    def show(e):
+        got = lrs.get(e)
+        return got[0] if got and len(set(got)) == 1 else got
+    v[11] = (sched_ok, f"rates per batch: epoch 0 {lrs.get(0)}, epoch 1 {show(1)}, epoch 2 {show(2)}"
                        + ("" if lrs == lrs1 else f"; rank 1 differs: {lrs1}"))
     v[12] = (bool(o[0]) and o[0].get("optimizer") == "NovoGrad" and close(f0["initial_lr"], novograd_base * 2),
              f"optimizer {o[0].get('optimizer') if o[0] else None}, rate given to it {f0['initial_lr'] if f0 else None} "
