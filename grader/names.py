@@ -11,7 +11,9 @@ imported or run):
   `rank, size = setup()` read from what setup returns), `values_of`, `resolve`, `constant`,
   `same_value`, `mentions`/`first_mention`/`mentions_call`; through the script's own small
   functions: `function_of`, `returned`, `followed` (a function's own variables and parameters
-  are followed inside it, as module-level names are); through loops over written-out lists:
+  are followed inside it, as module-level names are), `argument_for` (what a call gives one
+  of the function's parameters); `object_attribute` (`trainer.steps`, `self.verbose`: set in a
+  method or the class, which are not followed, so unknown); through loops over written-out lists:
   `loop_iterations`, `substituted`, `late_bound`;
 - which calls run, through the script's own functions: `call_sites` (the calls outside any
   function that run a line inside one), `calls_reached`, `guards_through`;
@@ -655,6 +657,63 @@ class Script:
                 )
             self._uncalled[names] = sorted(found, key=position)
         return list(self._uncalled[names])
+
+    def argument_for(self, name, call):
+        """The argument `call` (a call of the script's function) gives the parameter `name`
+        reads there: in `def pin(index): ... gpus[index]`, `pin(hvd.local_rank())` gives
+        `index` the value hvd.local_rank(). None when `name` is not one of that function's
+        parameters, or the call passes it in a way the grader does not follow (*args)."""
+        if not isinstance(name, ast.Name) or not isinstance(call, ast.Call):
+            return None
+        function = self.function_of(call)
+        reaching = self.bindings_before(name)
+        if (
+            function is None
+            or len(reaching) != 1
+            or reaching[0].statement is not function
+            or any(isinstance(arg, ast.Starred) for arg in call.args)
+            or any(keyword.arg is None for keyword in call.keywords)
+        ):
+            return None
+        arguments = function.args
+        positional = [arg.arg for arg in arguments.posonlyargs + arguments.args]
+        for keyword in call.keywords:
+            if keyword.arg == name.id:
+                return keyword.value
+        if name.id in positional and positional.index(name.id) < len(call.args):
+            return call.args[positional.index(name.id)]
+        return None
+
+    def object_attribute(self, expr) -> bool:
+        """True for `trainer.steps` (trainer = Trainer(...), one of the script's classes) or
+        `self.steps` in a method, with no assignment to it that the grader follows: what it
+        holds is set in a method, the class body or a property, which the grader does not
+        follow, so its value is unknown (not "no Horovod in it")."""
+        if not isinstance(expr, ast.Attribute) or self.bindings_before(expr):
+            return False
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            return False
+        for binding in self.bindings_before(root):
+            statement = binding.statement
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # a parameter: `self` (the first one) of a method
+                arguments = statement.args.posonlyargs + statement.args.args
+                if (
+                    arguments
+                    and arguments[0].arg == root.id
+                    and isinstance(self.parent(statement), ast.ClassDef)
+                ):
+                    return True
+                continue
+            value = self.binding_value(binding)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                made_by = self.bindings_before(value.func)
+                if made_by and isinstance(made_by[0].statement, ast.ClassDef):
+                    return True
+        return False
 
     # ---- the script's own functions -------------------------------------------------------
 

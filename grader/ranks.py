@@ -20,7 +20,7 @@ import ast
 from dataclasses import dataclass
 
 from grader.horovod_collectives import BROADCASTS, COLLECTIVES
-from grader.syntax import COMPARISONS, HVD, MAX_DEPTH, flipped
+from grader.syntax import COMPARISONS, HVD, MAX_DEPTH, flipped, position
 
 _MISSING = object()
 
@@ -273,6 +273,8 @@ class Ranks:
             and not expr.keywords
         ):
             return self.holds(expr.args[0], rank0, resuming, depth + 1)
+        if self._initialized_before(expr):
+            return True  # hvd.is_initialized() after hvd.init()
         test = self.rank_test(expr)
         if test is not None:
             return _rank_holds(test, rank0)
@@ -284,6 +286,22 @@ class Ranks:
         if self.is_shared_epoch(expr):
             return resuming  # the epoch is at least 1 when resuming, else 0
         return None
+
+    def _initialized_before(self, expr) -> bool:
+        """True for `hvd.is_initialized()` outside any function, after an hvd.init() that the
+        script runs (outside a function, or in a function it calls by name) before it."""
+        if (
+            not isinstance(expr, ast.Call)
+            or expr.args
+            or self.script.qualified_name(expr.func) != f"{HVD}.is_initialized"
+            or self.script.in_function(expr)
+        ):
+            return False
+        where = position(expr)
+        return any(
+            chain is not None and position(chain[0] if chain else call) < where
+            for call, chain in self.script.calls_reached(f"{HVD}.init")
+        )
 
     def _size_comparison(self, compare):
         """`hvd.size() == 1`, `hvd.size() > 1`... in a run on more than one worker (the runs
@@ -399,6 +417,8 @@ class Ranks:
             if function is not None:
                 found.append(self._varies_in_function(function, node, depth, seen))
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            if self.script.object_attribute(node):  # trainer.verbose, set in a method
+                return Variation("unknown", node)
             reaching = self.script.bindings_before(node)
             for binding in reaching:
                 value = self.script.binding_value(binding)

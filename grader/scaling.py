@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from grader import ranks
 from grader.syntax import HVD, MAX_DEPTH
 
+# Functions that cut an array into N parts: f(x, N)[i] is the i-th.
+SPLITS = ("numpy.array_split", "numpy.split")
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -80,6 +83,8 @@ class Scaling:
             if id(expr) not in self._scales:
                 self._scales[id(expr)] = self._scale_of_name(expr, depth)
             return self._scales[id(expr)]
+        if self.script.object_attribute(expr):  # trainer.steps, set in a method
+            return Scale(opaque=True, factors=None)
         if isinstance(expr, (ast.Name, ast.Attribute)):  # a value the grader can't work out
             if any(
                 self.script.binding_value(binding) is None
@@ -121,10 +126,25 @@ class Scaling:
         if isinstance(expr, ast.BoolOp):
             return _same_scale([self.scale(value, depth + 1) for value in expr.values])
         if isinstance(expr, ast.IfExp):
+            taken = self._taken_branch(expr)
+            if taken is not None:  # n = hvd.size() if hvd.is_initialized() else 1
+                return self.scale(taken, depth + 1)
             return _same_scale(
                 [self.scale(expr.body, depth + 1), self.scale(expr.orelse, depth + 1)]
             )
         return Scale(factors=None)
+
+    def _taken_branch(self, choice: ast.IfExp):
+        """The branch of `a if test else b` that every worker takes, resuming or not, when the
+        grader knows the test's value there (hvd.is_initialized() after hvd.init()); else None."""
+        answers = {
+            self._ranks.holds(choice.test, rank0, resuming)
+            for rank0 in (True, False)
+            for resuming in (True, False)
+        }
+        if len(answers) != 1 or None in answers:
+            return None
+        return choice.body if answers.pop() else choice.orelse
 
     def _scale_of_name(self, name: ast.Name, depth: int) -> Scale:
         values = self.script.values_of(name)
@@ -173,7 +193,16 @@ class Scaling:
         return Scale(factors=None)
 
     def is_rank_slice(self, node) -> bool:
-        """True for x[hvd.rank()::hvd.size()], this worker's 1/N of x."""
+        """True for x[hvd.rank()::hvd.size()] or np.array_split(x, hvd.size())[hvd.rank()],
+        this worker's 1/N of x."""
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Call)
+            and self.script.qualified_name(node.value.func) in SPLITS
+            and len(node.value.args) >= 2
+            and self._ranks.rank_kind(node.slice) == "rank"
+        ):
+            return self.scale(node.value.args[1]).powers == (("size", 1),)
         return (
             isinstance(node, ast.Subscript)
             and isinstance(node.slice, ast.Slice)

@@ -12,6 +12,7 @@ import ast
 from grader import ranks, training
 from grader.horovod_optimizer import DISTRIBUTED_OPTIMIZER, KERAS_OPTIMIZERS, LEGACY
 from grader.rules.fit import optimizer_call
+from grader.rules.workers import unfollowed_note
 from grader.syntax import argument, position
 from grader.verdicts import Failure, Note, first_verdict
 
@@ -55,7 +56,15 @@ def failure(script):
             "_create_all_weights",
             optimizer.lineno,
         )
-    calls = [c for c in script.calls_by_method.get(CREATE_WEIGHTS, []) if not script.in_function(c)]
+    written = script.calls_by_method.get(CREATE_WEIGHTS, [])
+    calls = [c for c in written if not script.in_function(c)]
+    if not calls and written:
+        return unfollowed_note(
+            script,
+            written[0],
+            f"`{script.source(written[0])}`",
+            "it on every worker that builds a fresh model when resuming",
+        )
     for call in calls:
         failure = _loader_crash(script, call)
         if failure:

@@ -43,7 +43,7 @@ def check(script):
             line,
         )
     devices = argument(call, "devices", 0)
-    failure = _index_failure(script, devices, line)
+    failure = _index_failure(script, devices, line, chain)
     if failure:
         return failure
     started = _first_tensorflow_use(script)
@@ -111,7 +111,7 @@ def _listed(script, devices):
     return is_the_list
 
 
-def _index_failure(script, devices, line):
+def _index_failure(script, devices, line, chain=()):
     device = script.resolve(devices) if devices is not None else None
     if isinstance(device, (ast.List, ast.Tuple)) and len(device.elts) == 1:
         device = script.resolve(device.elts[0])
@@ -128,6 +128,17 @@ def _index_failure(script, devices, line):
             line,
         )
     index = device.slice
+    parameter = _parameter(script, index)
+    if parameter is not None:  # def use_one_gpu(index): ... devices[index]
+        given = script.argument_for(index, chain[-1]) if chain else None
+        if given is None:
+            return Note(
+                f"line {line}: the GPU list is indexed by `{index.id}`, a parameter of "
+                f"`{parameter.name}`, and the grader can't tell what it is given; it looked "
+                "for gpus[hvd.local_rank()]",
+                line,
+            )
+        index = given  # what the call that reaches here passes
     kind = ranks.of(script).rank_kind(index)
     if kind == "local_rank":
         return None
@@ -148,6 +159,18 @@ def _index_failure(script, devices, line):
             line,
         )
     return Failure(f"line {line}: index the GPU list by hvd.local_rank()", line)
+
+
+def _parameter(script, name):
+    """The function whose parameter `name` is, where it is read; None if it is not one."""
+    if not isinstance(name, ast.Name):
+        return None
+    reaching = script.bindings_before(name)
+    if len(reaching) == 1 and isinstance(
+        reaching[0].statement, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return reaching[0].statement
+    return None
 
 
 def _first_tensorflow_use(script):

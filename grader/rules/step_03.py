@@ -31,6 +31,17 @@ def check(script):
     for call in script.calls:
         if not script.in_function(call) and call is not fit:
             checks.append(lambda call=call: _printing_failure(script, call))
+    # In the script's functions (main()...): the progress bars and the Throughput callback,
+    # whose verbosity does not depend on where they are written.
+    for call in script.calls:
+        method = script.qualified_name(call.func).rsplit(".", 1)[-1]
+        if (
+            script.in_function(call)
+            and call is not fit
+            and method in PRINTING_METHODS + ("Throughput",)
+            and script.call_sites(call)  # a module-level function the script calls by name
+        ):
+            checks.append(lambda call=call: _printing_failure(script, call))
     return first_verdict(*checks)
 
 

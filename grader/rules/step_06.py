@@ -144,7 +144,8 @@ def _sharding_failure(script, dataset, line, what, other):
         if any(_rank_seeded(script, call) for name, call in chain if name == "shuffle"):
             return None  # a rank-dependent shuffle also gives each worker other batches
         if chain and _sliced_by_rank(script, chain[0][1]):
-            return None  # from_tensor_slices((x[hvd.rank()::hvd.size()], y[...]))
+            # from_tensor_slices((x[hvd.rank()::hvd.size()], y[...]))
+            return _slices_of_shared_arrays(script, chain[0][1], what)
         return _no_shard_failure(script, line, what, other)
     index, shard = shards[0]
     shard_line = shard.lineno
@@ -208,6 +209,37 @@ def _sliced_by_rank(script, source):
     items = arrays.elts if isinstance(arrays, (ast.Tuple, ast.List)) else [arrays]
     sliced = scaling.of(script).is_rank_slice
     return all(item is not None and script.mentions(item, sliced) for item in items)
+
+
+SEEDS = ("numpy.random.seed", "random.seed", "tensorflow.random.set_seed")
+
+
+def _slices_of_shared_arrays(script, source, what):
+    """The parts x[hvd.rank()::hvd.size()] cover the data once only if every worker slices the
+    same x: not x[np.random.permutation(n)], which each worker shuffles its own way."""
+    sliced = scaling.of(script).is_rank_slice
+    parts = []
+    arrays = source.args[0] if source.args else None
+    script.mentions(arrays, lambda node: sliced(node) and parts.append(node) and False)
+    for part in parts:
+        variation = ranks.of(script).varies(part.value)
+        if variation is None or variation.kind == "unknown":
+            continue  # arrays the grader can't follow (load_data()'s): read as the same
+        line = part.lineno
+        if variation.kind == "state" and not script.calls_to(*SEEDS):
+            return Failure(
+                f"line {line}: `{script.source(part.value)}` is shuffled on each worker its own "
+                f"way (`{script.source(variation.cause)}`) before the worker takes its part, so "
+                f"the parts overlap and miss {what} images: take the parts of the same arrays "
+                "on every worker, and shuffle each part afterwards (the dataset's .shuffle)",
+                line,
+            )
+        return Note(
+            f"line {line}: it can't tell whether `{script.source(part.value)}` is the same on "
+            "every worker, which its parts [hvd.rank()::hvd.size()] need to cover the data once",
+            line,
+        )
+    return None
 
 
 def _no_shard_failure(script, line, what, other):

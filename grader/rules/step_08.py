@@ -17,10 +17,10 @@ from grader.horovod_collectives import (
     is_broadcast,
 )
 from grader.horovod_optimizer import KERAS_LOAD_MODEL, KERAS_OPTIMIZERS, LEGACY, LOAD_MODEL
-from grader.rules import optimizer_weights, uncalled
+from grader.rules import optimizer_weights, step_12, uncalled
 from grader.rules.fit import NO_FIT, optimizer_call
 from grader.rules.optimizer_weights import HOW_WEIGHTS, WEIGHTS_HINT, WHY_WEIGHTS  # noqa: F401
-from grader.rules.workers import collective_failure, rank0_guard_failure
+from grader.rules.workers import collective_failure, rank0_guard_failure, unfollowed_note
 from grader.syntax import HVD, argument
 from grader.verdicts import Failure, Note, first_verdict
 
@@ -175,24 +175,46 @@ def _loading_failure(script):
             "load with hvd.load_model(...), which wraps it in DistributedOptimizer",
             line,
         )
-    loads = [c for c in script.calls_to(LOAD_MODEL) if not script.in_function(c)]
-    if not loads:
+    reached = script.calls_reached(LOAD_MODEL)
+    if not reached:
+        written = script.calls_to(LOAD_MODEL)
+        if written:  # in a function nothing at the top level calls by name
+            return unfollowed_note(
+                script, written[0], "hvd.load_model(...)", "the checkpoint loaded on rank 0"
+            )
         return Failure("the checkpoint is never loaded: hvd.load_model(...) on rank 0")
     checks = []
-    for call in loads:
+    for call, chain in reached:
+        if chain is None:
+            checks.append(
+                lambda call=call: unfollowed_note(
+                    script, call, "hvd.load_model(...)", "the checkpoint loaded on rank 0"
+                )
+            )
+            continue
         checks.append(
-            lambda call=call: rank0_guard_failure(
+            lambda call=call, chain=chain: rank0_guard_failure(
                 script,
-                script.guards(call),
+                script.guards_through(call, chain),
                 call.lineno,
                 "loading the checkpoint",
                 f"; the broadcast callback copies {BROADCAST_COPIES} to the others",
             )
         )
         checks.append(lambda call=call: _legacy_failure(script, call))
+        checks.append(lambda call=call: _custom_failure(script, call))
     checks.append(lambda: _others_need_a_model(script))
     checks.append(lambda: optimizer_weights.failure(script))
     return first_verdict(*checks)
+
+
+def _custom_failure(script, load):
+    """A NovoGrad checkpoint loads only with custom_optimizers=[tfa.optimizers.NovoGrad]
+    (step 12 says how): without it the resume fails ("Unknown optimizer: 'NovoGrad'")."""
+    optimizer, _ = optimizer_call(script)
+    if optimizer is None or script.qualified_name(optimizer.func) != step_12.NOVOGRAD:
+        return None
+    return step_12.load_failure(script, load)
 
 
 def _legacy_failure(script, load):

@@ -2,6 +2,7 @@
 
 import ast
 
+from grader import presets
 from grader.horovod_optimizer import LOAD_MODEL
 from grader.rules.fit import optimizer_call
 from grader.syntax import TFA, argument
@@ -44,9 +45,27 @@ def check(script):
     if failure:
         return failure
     for load in script.calls_to(LOAD_MODEL):
-        failure = _load_failure(script, load)
+        failure = load_failure(script, load)
         if failure:
             return failure
+    return _preset_rate_failure(script)
+
+
+# The CPU preset's base rate: SGD's before step 12, half of it for NovoGrad (notebook 12).
+SGD_RATE, NOVOGRAD_RATE = 0.0125, 0.00625
+
+
+def _preset_rate_failure(script):
+    """The cpu preset's base_lr is halved for NovoGrad: a kept 0.0125 is SGD's."""
+    for name, items in presets.presets(script):
+        value = items.get("base_lr")
+        if name == "cpu" and value is not None and script.constant(value) == SGD_RATE:
+            return Failure(
+                f"line {value.lineno}: the cpu preset keeps SGD's base_lr, {SGD_RATE}: "
+                "NovoGrad's steps are normalized per layer, bigger than SGD's at one rate, so "
+                f"it takes half: base_lr={NOVOGRAD_RATE}",
+                value.lineno,
+            )
     return None
 
 
@@ -79,7 +98,7 @@ def _unimported_failure(script, *uses):
     return None
 
 
-def _load_failure(script, load):
+def load_failure(script, load):
     """What hvd.load_model needs for a NovoGrad checkpoint (Horovod 0.28.1): the class in
     custom_optimizers, a list, which it wraps in DistributedOptimizer (legacy_opts is no matter:
     it only picks among Keras's own optimizers)."""

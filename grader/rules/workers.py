@@ -201,3 +201,26 @@ def rank0_value_failure(script, expr, what: str, line: int):
         "on rank 0 and 0 elsewhere (1 if hvd.rank() == 0 else 0)",
         line,
     )
+
+
+def where_defined(script, node) -> str:
+    """`Trainer.model`, `main`... the function, method or class `node` is written in, for a
+    message ("a lambda" when it is in one only)."""
+    names = [
+        a.name
+        for a in script.ancestors(node)
+        if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    ]
+    return f"`{'.'.join(reversed(names))}`" if names else "a lambda"
+
+
+def unfollowed_note(script, node, what: str, looked_for: str):
+    """A Note for `what` (on node's line) written in a function, method or class the grader
+    did not follow: it can't tell when, nor on which workers, it runs."""
+    line = node.lineno
+    return Note(
+        f"line {line}: {what} is in {where_defined(script, node)}, which the grader did not "
+        "follow (it follows the module-level functions the script calls by name, not methods, "
+        f"nested functions or functions passed around); it looked for {looked_for}",
+        line,
+    )
