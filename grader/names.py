@@ -574,7 +574,9 @@ class Script:
             scope = self._local_scope(name)
             if scope is None:
                 return []
-            bindings, positions = self._locals.get(id(scope), ({}, {}))
+            if id(scope) not in self._locals:  # no assignments in it: its parameters only
+                self._locals[id(scope)] = self._collect_bindings([], scope)
+            bindings, positions = self._locals[id(scope)]
         found = bindings.get(key)
         if not found:
             return []

@@ -2119,4 +2119,40 @@ CASES = [
         "NovoGrad has no momentum= setting",
         base=12,
     ),
+    # Found on the learner-style corpus (tests/grader_cases/learners), where the reading was
+    # confidently wrong.
+    Case(
+        12,
+        "the cpu preset keeps SGD's base rate",
+        "        base_lr=0.00625,",
+        "        base_lr=0.0125,",
+        False,
+        "keeps SGD's base_lr",
+    ),
+    Case(
+        8,
+        "NovoGrad checkpoint loaded without custom_optimizers",
+        "        custom_optimizers=[tfa.optimizers.NovoGrad],\n",
+        "",
+        False,
+        "custom_optimizers=[tfa.optimizers.NovoGrad]",
+        base=12,
+    ),
+    Case(
+        2,
+        "GPU pinned by a helper given the local rank",
+        'if gpus:\n    tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")',
+        'def use_one_gpu(index):\n    if gpus:\n        tf.config.set_visible_devices(gpus[index], "GPU")\n\n\n'
+        "use_one_gpu(hvd.local_rank())",
+        True,
+    ),
+    Case(
+        2,
+        "GPU pinned by a helper given the rank",
+        'if gpus:\n    tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")',
+        'def use_one_gpu(index):\n    if gpus:\n        tf.config.set_visible_devices(gpus[index], "GPU")\n\n\n'
+        "use_one_gpu(hvd.rank())",
+        False,
+        "index by hvd.local_rank()",
+    ),
 ]
