@@ -10,7 +10,8 @@ for real (grader/live/) shows what the script does. Per step:
    passed run, and the message says so.
 2. The run crashed or hung: the crash is the step's whose lines in the reference chain the
    failing line is most like (also when the run had shown that step to hold before it broke),
-   else the first step the run did not show: FAILED, decided by the run.
+   else, when the run showed no step broken (which may well be the cause), the first step the
+   run did not show: FAILED, decided by the run.
 3. Otherwise the reading decides when it is sure (PASSED or FAILED).
 4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
    documented default, instructor/README.md), and the class report lists it with both pieces
@@ -94,6 +95,8 @@ def blamed_step(run: Result, findings: dict) -> int | None:
     owner = step_of_line(run.run.code, sorted(findings))
     if owner is not None:
         return owner
+    if any(found.status == FAILED for found in findings.values()):
+        return None  # a step the run showed broken may well be why: no second penalty for it
     unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
     return unseen[0] if unseen else None
 

@@ -81,6 +81,14 @@ def test_a_crash_no_step_owns_fails_the_first_step_the_run_did_not_show():
         (PASSED, RUN), (FAILED, RUN), (PASSED, READING)]  # fmt: skip
 
 
+def test_a_crash_after_a_step_the_run_showed_broken_is_not_blamed_again():
+    shown = [PASSED, FAILED, CANT_TELL]
+    decided = decide(static(PASSED, PASSED, PASSED),
+                     run(*shown, outcome="crashed", code="x = 1 / 0"))  # fmt: skip
+    assert [(r.status, r.decided_by) for r in decided] == [
+        (PASSED, RUN), (FAILED, RUN), (PASSED, READING)]  # fmt: skip
+
+
 def test_a_passed_run_does_not_overrule_what_only_the_reading_shows():
     decided = decide(static(PASSED, FAILED), run(PASSED, PASSED))
     assert decided[1].status == FAILED and decided[1].decided_by == READING

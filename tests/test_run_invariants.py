@@ -213,9 +213,19 @@ def test_the_resume(tmp_path, starts, finals, words):
     good_ranks(tmp_path)
     for rank in (0, 1):
         write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": [0.0025] * 4},
-                   fit={**FIT, "initial_epoch": starts[rank], "epochs": finals[rank]})  # fmt: skip
+                   fit={**FIT, "initial_epoch": starts[rank], "epochs": finals[rank]},
+                   finished=True)  # fmt: skip
     found = judged(tmp_path, 8)[8]
     assert found.status == FAILED and words in found.message, found.message
+
+
+def test_a_second_run_that_never_ended_shows_no_resume(tmp_path):
+    """A resume that hangs (a fresh optimizer's variables named otherwise): not a pass."""
+    good_ranks(tmp_path)
+    write_rank(tmp_path / "records", 1, run=2, args=ARGS, fit={**FIT, "initial_epoch": 2,
+               "epochs": 3}, stages=[[1.0, "started model.fit"]])  # fmt: skip
+    found = judged(tmp_path, 8)[8]
+    assert found.status == CANT_TELL and "in the second run, which never ended" in found.message
 
 
 def test_a_crash_when_resuming_is_told_not_blamed_here(tmp_path):

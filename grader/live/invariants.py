@@ -440,6 +440,12 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
         said = "started from scratch" if epoch == 0 else f"went on after epoch {epoch}"
         return finding(8, FAILED, f"{scene}; every rank {said}, but the newest checkpoint, "
                        f"{_names(wrote)[-1]}, is of epoch {newest}", hint)  # fmt: skip
+    unfinished = [rank for rank, record in sorted(second.items())
+                  if not record.learning_rates().get(epoch) or not record.data.get("finished")]  # fmt: skip
+    if unfinished:
+        return finding(8, CANT_TELL, f"can't tell: {scene}; every rank {_resumed(epoch)}, but "
+                       f"rank {unfinished[0]} {second[unfinished[0]].where()} in the second "
+                       "run, which never ended")  # fmt: skip
     finals = {rank: fit.get("epochs") for rank, fit in reached.items()}
     if set(finals.values()) != {setting.final_epochs}:
         rank = next(r for r, value in finals.items() if value != setting.final_epochs)

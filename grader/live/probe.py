@@ -38,12 +38,12 @@ import time
 import traceback
 
 PROBE_DIR_VARIABLE = "WORKBOOK_PROBE_DIR"
-# "all" or "second": in every run or in the second, each rank but 0 gets a --log-dir of its
-# own (empty), as if rank 0's disk were on another machine.
+# "all": each rank but 0 gets a --log-dir of its own (empty), as if rank 0's disk were on
+# another machine.
 PRIVATE_LOG_DIR_VARIABLE = "WORKBOOK_PROBE_PRIVATE_LOG_DIR"
-# A JSON list of arguments: run the script a second time, in the same process, with these
-# added (`["--epochs", "2"]`: go on from the first run's checkpoint).
-SECOND_RUN_VARIABLE = "WORKBOOK_PROBE_SECOND_RUN"
+# Which run of the script this launch is: "1", or "2" for the one that goes on from the
+# first run's checkpoint (a new launch, new processes: as a real resume).
+RUN_NUMBER_VARIABLE = "WORKBOOK_PROBE_RUN"
 SHUFFLE_SEED = 20240601
 LABEL_BATCHES = 3  # the batches whose labels are kept
 SIMULATED_GPUS_VARIABLE = "WORKBOOK_PROBE_GPUS"  # how many GPUs to simulate on this host
@@ -579,13 +579,11 @@ def main() -> None:
     script = os.path.abspath(sys.argv[1])
     args = sys.argv[2:]
     folder = os.environ[PROBE_DIR_VARIABLE]
-    private = os.environ.get(PRIVATE_LOG_DIR_VARIABLE, "")
-    second = os.environ.get(SECOND_RUN_VARIABLE)
-    runs = [args] + ([args + json.loads(second)] if second else [])
+    number = int(os.environ.get(RUN_NUMBER_VARIABLE, "1"))
     sys.path[0] = os.path.dirname(script)  # as `python SCRIPT` would have it, not this folder
-    first = Record(folder, script, 1)
-    Current.record = first
-    first.stage("started")
+    record = Record(folder, script, number)
+    Current.record = record
+    record.stage("started")
     sys.stdout = CountedOutput(sys.stdout)
     install_argparse_hook()
     gpus = None
@@ -596,15 +594,9 @@ def main() -> None:
             gpus = SimulatedGpus(int(os.environ.get("HOROVOD_LOCAL_SIZE", "1")))
             gpus.install()
     install_hooks(script, gpus)
-    for number, run_args in enumerate(runs, start=1):
-        record = first if number == 1 else Record(folder, script, number)
-        if private == "all" or (private == "second" and number == 2):
-            run_args = private_log_dir(run_args, number)
-        if number > 1:
-            import tensorflow as tf
-
-            tf.keras.backend.clear_session()  # layer names as in a new process
-        run_script(script, run_args, record)
+    if os.environ.get(PRIVATE_LOG_DIR_VARIABLE) == "all":
+        args = private_log_dir(args, number)
+    run_script(script, args, record)
 
 
 if __name__ == "__main__":

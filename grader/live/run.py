@@ -7,9 +7,9 @@ One configuration shows every step at once, whichever step is asked for:
 - the first run trains FIRST_EPOCHS epochs from scratch, with a warmup of one epoch, so that
   the warmup and the full rate both show; GPUs are simulated (one per worker), so that GPU
   pinning shows on a machine without them;
-- from step 8 on, the same workers then run the script again, asked for FINAL_EPOCHS, with the same --log-dir
-  on rank 0: it must go on from the first run's last checkpoint, into the epoch where the
-  learning rate drops;
+- from step 8 on, the workers are launched again (new processes, as a real resume is), asked
+  for FINAL_EPOCHS, with the same --log-dir on rank 0: the script must go on from the first
+  run's last checkpoint, into the epoch where the learning rate drops;
 - every other rank gets an empty --log-dir of its own in each run (as on another machine), so
   a second writer, and a rank that looks for checkpoints itself, show.
 
@@ -25,17 +25,17 @@ process of the run (the runner sees to it).
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.source import FileProblem, parse, read_source
 from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
 from grader.live.outcome import doomed, judge
-from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, SECOND_RUN_VARIABLE,
+from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, RUN_NUMBER_VARIABLE,
                                SIMULATED_GPUS_VARIABLE)  # fmt: skip
 from grader.live.report import not_run, run_result
 from grader.report import Result
@@ -99,8 +99,6 @@ def run_step(
            SIMULATED_GPUS_VARIABLE: "1"}  # fmt: skip
     # Before step 8 the ranks can't agree on a resume (and need not): one run shows the rest.
     runs = 2 if step >= RESUME_STEP else 1
-    if runs == 2:
-        env[SECOND_RUN_VARIABLE] = json.dumps(SECOND_RUN_ARGS)
     if not quiet:
         print(
             f"Running {script.name} on {np} workers{', twice' if runs == 2 else ''} (a few "
@@ -111,17 +109,27 @@ def run_step(
     if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
         sandbox = sandbox.with_folders(writable=[folder])
     say = None if quiet else lambda line: print(f"  {line}", flush=True)
+    deadline, seconds = time.monotonic() + timeout, 0.0
     try:
-        run, stuck = _run_watched(script, log_dir, env, np, timeout, records, runs, sandbox, say)
+        for number in range(1, runs + 1):
+            left = max(1.0, deadline - time.monotonic())
+            launch = Launch(number, [*RUN_ARGS, *(SECOND_RUN_ARGS if number == 2 else [])],
+                            {**env, RUN_NUMBER_VARIABLE: str(number)})  # fmt: skip
+            run, stuck = _run_watched(script, log_dir, launch, np, left, records, sandbox, say)
+            seconds += run.wall_seconds
+            if sandbox is not None:
+                sandbox.close()  # its mounts (files kept) and cgroups, before the next launch
+            if stuck or not run.ok:
+                break
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         shutil.rmtree(folder, ignore_errors=True)
         return not_run(step, path, f"the run could not start: {error}", workers=np)
     evidence = Evidence.read(records, np)
-    outcome = judge(run, evidence, np, timeout, stuck, runs)
+    outcome = judge(run, evidence, np, timeout, stuck, number)
     setting = Setting(np=np, log_dir=str(log_dir), first_epochs=FIRST_EPOCHS,
                       final_epochs=FINAL_EPOCHS, asked=ASKED)  # fmt: skip
     result = run_result(step, path, outcome, findings(evidence, setting, step),
-                        seconds=run.wall_seconds, workers=np)  # fmt: skip
+                        seconds=seconds, workers=np)  # fmt: skip
     if result.passed:
         shutil.rmtree(folder, ignore_errors=True)
     else:
@@ -129,16 +137,26 @@ def run_step(
     return result
 
 
-def _run_watched(script: Path, log_dir: Path, env: dict, np: int, timeout: float,
-                 records: Path, runs: int, sandbox=None, say=None):  # fmt: skip
+@dataclass
+class Launch:
+    """One launch of the workers: which run of the script, its options, its environment."""
+
+    number: int
+    args: list
+    env: dict
+
+
+def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: float,
+                 records: Path, sandbox=None, say=None):  # fmt: skip
     """Runs the probe under horovodrun; stops it early on a hang. (RunResult, hang or None).
     `say`, when given, gets a line each time rank 0 gets further."""
     from workbook.runner import RunOptions, start_in_background  # here: the grader stays light
 
-    command = [str(PROBE), str(script), *RUN_ARGS, "--log-dir", str(log_dir)]
-    options = RunOptions(np=np, timeout=timeout, run_name=log_dir.parent.name, env=env,
-                         cwd=script.parent, logs_root=log_dir.parent,
-                         sandbox=sandbox)  # fmt: skip
+    command = [str(PROBE), str(script), *launch.args, "--log-dir", str(log_dir)]
+    name = log_dir.parent.name + ("" if launch.number == 1 else f"-run{launch.number}")
+    options = RunOptions(np=np, timeout=timeout, run_name=name, env=launch.env,
+                         cwd=script.parent, logs_root=log_dir.parent, sandbox=sandbox)  # fmt: skip
+    runs = launch.number
     run = start_in_background(command, options=options)
     stuck, since, shown = None, None, ""
     try:
