@@ -586,7 +586,9 @@ def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
     with Sandbox() as sandbox:
         result = run_step(12, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
         assert result.passed, result
-        assert sandbox._held["cgroups"] and sandbox._held["mounts"]
+        # Each launch (the run, then its resume) releases its mounts and cgroups at its end.
+        assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
+        assert no_mount_under(work)
     assert no_mount_under(work)
     assert not any(work.iterdir()), "a passed run's folder is deleted"
 
