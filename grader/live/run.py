@@ -44,8 +44,8 @@ from workbook.paths import REPO
 
 PROBE = Path(__file__).with_name("probe.py")
 WORKERS = 2
-# The hard limit for the whole check. A quiet 2-core machine needs about 20 s for the two
-# runs; a busy one twice that. A hang is stopped as soon as it shows.
+# The hard limit for the whole check, both launches. A quiet 2-core machine needs 20-40 s for
+# the two; a busy one twice that. A hang is stopped as soon as it shows.
 TIMEOUT_S = 120
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
