@@ -406,9 +406,14 @@ def test_the_report_names_every_attempt(attacked_class):
 
 
 @class_test
-def test_a_spent_budget_says_so_in_the_feedback(attacked_class):
+def test_a_step_nothing_could_decide_says_so_in_the_feedback_and_the_report(attacked_class):
+    """A step_decay that never returns: the reading can't tell (it works out no schedule), the
+    run stops at its time limit before the rate drops; the feedback says neither decided and
+    gives both, and the class report lists the step for the instructor."""
     course = attacked_class["course"]
     student = next(s for s, a in attacked_class["students"].items() if a == "huge_power")
     page = next(course.folder("feedback", student).glob("11_*.html")).read_text()
-    assert "could not be checked" in page
+    assert "neither check could decide" in page, page[-3000:]
     assert "CellTimeoutError" not in page and "KeyboardInterrupt" not in page
+    report = (course.root / "reports" / "class_report.txt").read_text()
+    assert f"{student}: step 11: neither check could decide" in report

@@ -282,6 +282,13 @@ def test_every_steps_rate_is_compared_with_the_recipe(tmp_path, first, second, r
     assert found.status == FAILED and words in found.message, found.message
 
 
+def test_a_run_stopped_before_the_drop_cant_tell_the_schedule(tmp_path):
+    """A multiplier that never returns (the run's time limit in epoch 2): no pass from part."""
+    good_ranks(tmp_path, second=False, lr=({"0": WARMUP}, {"0": WARMUP}))
+    found = judged(tmp_path, 11)[11]
+    assert found.status == CANT_TELL and "never trained epoch 2" in found.message
+
+
 def test_ranks_with_other_rates_fail(tmp_path):
     good_ranks(tmp_path, lr=({"0": WARMUP, "1": [0.025] * 4}, {"0": [0.0125] * 4, "1": [0.025] * 4}))
     found = judged(tmp_path, 11)[11]

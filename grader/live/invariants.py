@@ -591,6 +591,14 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                 return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
                                f"{got:.4g} where {told} gives {want:.4g}{why} (rank 0: "
                                f"{schedule})", hint)  # fmt: skip
+    seen = {(run, epoch) for run, epoch, _ in epochs[0]}
+    wanted_epochs = [(1, epoch) for epoch in range(setting.first_epochs)]
+    if evidence.ranks(2):
+        wanted_epochs.append((2, setting.final_epochs - 1))
+    missing = [epoch for run, epoch in wanted_epochs if (run, epoch) not in seen]
+    if missing:
+        return finding(11, CANT_TELL, f"can't tell: the rates so far followed {told}, but rank 0 "
+                       f"never trained epoch {missing[0] + 1} ({schedule})")  # fmt: skip
     resumed = any(run == 2 for run, _, _ in epochs[0])
     after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
     return finding(11, PASSED, f"every step's learning rate followed {told}{after}; on every "
