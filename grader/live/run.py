@@ -95,6 +95,10 @@ def run_step(
     folder = Path(tempfile.mkdtemp(prefix=f"run-check-step{step:02d}-", dir=work_dir))
     records, log_dir = folder / "records", folder / "logs"
     records.mkdir()
+    # The script alone, in a folder of its own: nothing else of the learner's folder (a numpy.py
+    # beside it, say) is on the run's sys.path, or in its sandbox.
+    (folder / "script").mkdir()
+    script = Path(shutil.copyfile(script, folder / "script" / script.name))
     env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all",
            SIMULATED_GPUS_VARIABLE: "1"}  # fmt: skip
     # Before step 8 the ranks can't agree on a resume (and need not): one run shows the rest.
