@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bench import results
+from grader.report import CANT_TELL, DECIDERS, PASSED
 from workbook.paths import REPO
 
 CORPUS = REPO / "tests" / "grader_cases" / "learners"
@@ -31,9 +32,9 @@ def corpus(tiny: bool = False) -> dict:
 
 
 def reading_verdict(status: str, done: bool) -> str:
-    if status == "can't tell":
+    if status == CANT_TELL:
         return "can't tell"
-    return "right" if (status == "passed") == done else "wrong"
+    return "right" if (status == PASSED) == done else "wrong"
 
 
 def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
@@ -73,7 +74,7 @@ def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
                     for kind in ("right", "can't tell", "wrong")},  # fmt: skip
         "decided_right": sum(v["decided_right"] for v in steps),
         "decided_by": {who: sum(v["decided_by"] == who for v in steps)
-                       for who in ("the run", "the reading", "neither")},  # fmt: skip
+                       for who in DECIDERS},  # fmt: skip
         "reading_wrong": [(row["script"], step) for row in rows
                           for step, v in row["steps"].items() if v["reading_verdict"] == "wrong"],
         "decided_wrong": [(row["script"], step) for row in rows

@@ -32,7 +32,7 @@ from grader.bonus import run as bonus_run
 from grader.live import run_step
 from grader.live.outcome import NOT_RUN
 from grader.names import Script
-from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
+from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
 from grader.source import FileProblem, parse, read_source
 from grader.verdicts import Advice, Failure, Note
@@ -114,7 +114,7 @@ def judged_result(judged_file, step: int, path) -> Result:
     if found:
         return found[0]
     result = _check(path, [step])[0]
-    result.decided_by = judge.READING
+    result.decided_by = READING
     result.message = f"{result.message} (by reading only: {why})"
     return result
 

@@ -28,10 +28,7 @@ import re
 from dataclasses import replace
 
 from grader import reference
-from grader.report import CANT_TELL, FAILED, PASSED, Result, Results
-
-RUN, READING, NEITHER = "the run", "the reading", "neither"
-DECIDERS = (RUN, READING, NEITHER)
+from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
 # What a run on this machine can't show, per step; the reading decides that part.
 READING_ONLY = {
@@ -130,10 +127,3 @@ def added_lines(step: int) -> list:
 def _normalized(code: str) -> str:
     return re.sub(r"\s+", " ", (code or "").replace('"', "'")).strip()
 
-
-def decided_counts(results: Results) -> dict:
-    """{decider: how many steps it decided}."""
-    return {who: sum(r.decided_by == who for r in results) for who in DECIDERS}
-
-
-__all__ = ["decide", "RUN", "READING", "NEITHER", "READING_ONLY", "PASSED", "FAILED"]

@@ -28,6 +28,9 @@ MARKS = {
     CANT_TELL: ("??", "?", CANT_TELL_COLOR),
 }
 FINISHED = "finished"  # Run.outcome of a run that went to its end (grader/live/outcome.py)
+# Who decided a step's verdict (grader/judge.py): Result.decided_by.
+RUN, READING, NEITHER = "the run", "the reading", "neither"
+DECIDERS = (RUN, READING, NEITHER)
 
 
 @dataclass
@@ -63,8 +66,8 @@ class Result:
     unreadable: bool = False  # ... or isn't readable text at all (missing, binary, ...)
     details: list = field(default_factory=list)  # Result of each part (a run's invariants)
     run: Run | None = None  # the real run this result comes from, if any
-    # Who decided a step's verdict (grader/judge.py): "the run", "the reading", "neither";
-    # "" for a check that stands alone.
+    # Who decided a step's verdict (grader/judge.py): one of DECIDERS; "" for a check that
+    # stands alone.
     decided_by: str = ""
 
     def __post_init__(self):
@@ -106,7 +109,7 @@ class Result:
         """ "Decided by the run." and the like, or "" for a check that stands alone."""
         if not self.decided_by:
             return ""
-        if self.decided_by == "neither":
+        if self.decided_by == NEITHER:
             return "Neither the run nor the reading could decide: counted as done for now."
         return f"Decided by {self.decided_by}."
 

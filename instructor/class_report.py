@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.report import FAILED as STEP_FAILED
+from grader.report import NEITHER
 from grader.report import PASSED as STEP_PASSED
 from instructor import intake, judging, submission
 from instructor.autograde import load_status
@@ -166,7 +167,7 @@ def read_class(course: Course) -> tuple:
                 row.advisory = not judged.get("ran")
                 row.undecided = [f"step {item['step']}: {item['message']}"
                                  for item in judged.get("results") or []
-                                 if item.get("decided_by") == "neither" and item.get("step") in
+                                 if item.get("decided_by") == NEITHER and item.get("step") in
                                  row.steps]  # fmt: skip
             if student in submitted:
                 folder = course.folder("submitted", student)

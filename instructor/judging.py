@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.report import NEITHER
 from instructor.course import Course, CourseError
 from workbook.facts import LEARNER_SCRIPT_NAME
 
@@ -115,6 +116,6 @@ def grading_sandbox(course: Course):
 
 def _summary(student: str, data: dict, reused: bool) -> Judged:
     results = data.get("results") or []
-    undecided = [item.get("step") for item in results if item.get("decided_by") == "neither"]
+    undecided = [item.get("step") for item in results if item.get("decided_by") == NEITHER]
     return Judged(student, bool(data.get("ran")), float(data.get("seconds") or 0), reused,
                   undecided)  # fmt: skip

@@ -167,7 +167,7 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
         while not run.done:
             time.sleep(POLL_S)
             evidence = Evidence.read(records, np)
-            if say is not None and (progress := _progress(evidence, np)) != shown:
+            if say is not None and (progress := _progress(evidence)) != shown:
                 say(progress)
                 shown = progress
             seen = doomed(evidence, runs)
@@ -181,7 +181,7 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
         raise
 
 
-def _progress(evidence: Evidence, np: int) -> str:
+def _progress(evidence: Evidence) -> str:
     """How far rank 0 got, in words ("" before it reported)."""
     for run in sorted(evidence.runs, reverse=True):
         record = evidence.ranks(run).get(0)
