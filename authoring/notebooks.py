@@ -1,16 +1,16 @@
 """The workbook's notebooks, generated from text sources.
 
-Each `notebooks/src/NN_name.md` (MyST markdown: prose, with code in ```{code-cell} blocks)
-becomes `notebooks/NN_name.ipynb`, without outputs and byte-for-byte the same for the same
-inputs:
+Each notebook of the manifest, workbook.facts.NOTEBOOKS, has a source `notebooks/src/SLUG.md`
+(MyST markdown: prose, with code in ```{code-cell} blocks) and becomes `notebooks/NN_SLUG.ipynb`,
+NN its place in the manifest, without outputs and byte-for-byte the same for the same inputs:
 
     python -m authoring.notebooks build    # write the notebooks that changed
     python -m authoring.notebooks check    # exit 1 and list them if any is stale
 
-What depends on the chain of scripts is derived here at build time, never copied into a source.
-A source says where it goes with a placeholder:
+What depends on the chain of scripts or on the manifest is derived here at build time, never
+copied into a source. A source says where it goes with a placeholder:
 
-    {{ step }}            the step number N (from the file name, 01..12)
+    {{ step }}            the step number N of a step notebook (from the manifest)
     {{ step_title }}      STEP_TITLES[N]
     {{ todo }}            the `# TODO: Step N` comments of the starting script, as a code block
     {{ reference_diff }}  the change of step N (a unified diff of the reference scripts after
@@ -22,7 +22,12 @@ A source says where it goes with a placeholder:
     {{ quick_args }}      the same, plus one short epoch: a training run of seconds
     {{ run_settings }}    code that sets QUICK and RUN_ARGS: the options of the full-size runs
                           (the baseline, the final run), quick when WORKBOOK_QUICK=1
-    {{ steps_table }}     the twelve steps, each linked to its notebook
+    {{ steps_table }}     the steps, each linked to its notebook
+    {{ steps_in_words }}  how many steps there are, in words ("twelve")
+    {{ number SLUG }}     the number of the notebook SLUG of the manifest, as in its file name
+                          ("notebook {{ number run_distributed }}": "notebook 13")
+    {{ file SLUG }}       its file name, for a link: 13_run_distributed.ipynb
+    {{ link SLUG }}       a link named after its file: [13_run_distributed](13_run_distributed.ipynb)
     {{ next }}            the way to the next notebook: in a step notebook, the last thing in its
                           Markdown cell, followed by a generated "Next" cell that opens the next
                           notebook in the same tab and shuts down this one's kernel
@@ -31,8 +36,8 @@ A source says where it goes with a placeholder:
     {{ NAME_reference_diff }}  for each bonus NAME of the chain (`alexnet_reference_diff`): the
                           change from the solution to that bonus's reference, collapsed
 
-An unknown placeholder, or one that needs a step in a notebook that is not a step, is an error
-naming the source file. Three cells are made by the builder from one template each:
+An unknown placeholder or SLUG, or one that needs a step in a notebook that is not a step, is an
+error naming the source file; so is a source that is in no entry of the manifest. Three cells are made by the builder from one template each:
 
 - the set-up cell, the first code cell of every notebook, which lets it import `grader` and
   `workbook` from the workbook's top folder;
@@ -49,17 +54,10 @@ import re
 import sys
 from pathlib import Path
 
+from authoring.chain import SOURCE, output_name, render, render_bonus
 from authoring.generated import build_or_check_main, stale_names, write_changed
+from workbook.facts import BONUSES, LAST_STEP, NOTEBOOKS, STEP_TITLES, Notebook
 from workbook.paths import NOTEBOOKS_DIR
-from authoring.chain import (
-    BONUSES,
-    LAST_STEP,
-    SOURCE,
-    STEP_TITLES,
-    output_name,
-    render,
-    render_bonus,
-)
 
 SOURCE_DIR = NOTEBOOKS_DIR / "src"
 OUTPUT_DIR = NOTEBOOKS_DIR
@@ -142,17 +140,9 @@ class NotebookSourceError(ValueError):
 
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
-_STEM = re.compile(r"(\d\d)_[a-z0-9_]+")
 _TODO = re.compile(r"#\s*TODO: Step (\d+)\b")
-
-
-def step_of(stem: str) -> int | None:
-    """The step a notebook teaches: 5 for `05_broadcast_weights`, None for 00 and 13."""
-    match = _STEM.fullmatch(stem)
-    if not match:
-        raise NotebookSourceError(f"{stem}: notebook names look like NN_words_in_lowercase")
-    number = int(match.group(1))
-    return number if 1 <= number <= LAST_STEP else None
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
 
 
 # --- what is derived from the chain -------------------------------------------------------
@@ -231,68 +221,88 @@ def todo_block(scripts: list, step: int) -> str:
     return fenced("\n".join(lines), "python")
 
 
-def notebook_title(source: Path) -> str:
+def source_path(entry: Notebook, source_dir: Path | None = None) -> Path:
+    """The text source of a notebook of the manifest: notebooks/src/SLUG.md."""
+    return Path(source_dir or SOURCE_DIR) / entry.source_name
+
+
+def notebook_title(entry: Notebook, source_dir: Path | None = None) -> str:
     """The text of a source's first `# ` heading (step notebooks: `Step N: title`)."""
-    step = step_of(source.stem)
-    if step is not None:
-        return f"Step {step}: {STEP_TITLES[step]}"
-    for line in source.read_text(encoding="utf-8").splitlines():
+    if entry.step is not None:
+        return f"Step {entry.step}: {STEP_TITLES[entry.step]}"
+    for line in source_path(entry, source_dir).read_text(encoding="utf-8").splitlines():
         if line.startswith("# "):
             return line[2:].strip()
-    return source.stem
+    return entry.stem
 
 
-def steps_table(sources: list) -> str:
-    by_step = {step_of(s.stem): s for s in sources if step_of(s.stem) is not None}
+def link(entry: Notebook) -> str:
+    return f"[{entry.stem}]({entry.file_name})"
+
+
+def steps_table(notebooks: tuple) -> str:
+    by_step = {entry.step: entry for entry in notebooks if entry.step is not None}
     rows = ["| step | what changes | notebook |", "|---|---|---|"]
     for step in range(1, LAST_STEP + 1):
-        source = by_step.get(step)
-        link = f"[{source.stem}]({source.stem}.ipynb)" if source else "(missing)"
-        rows.append(f"| {step} | {STEP_TITLES[step]} | {link} |")
+        entry = by_step.get(step)
+        rows.append(f"| {step} | {STEP_TITLES[step]} | {link(entry) if entry else '(missing)'} |")
     return "\n".join(rows)
 
 
-def next_source(sources: list, source: Path) -> Path:
-    names = [s.name for s in sources]
-    index = names.index(source.name)
-    if index + 1 == len(sources):
-        raise NotebookSourceError(f"{source.name}: {{{{ next }}}} in the last notebook")
-    return sources[index + 1]
+def in_words(number: int) -> str:
+    return NUMBER_WORDS[number] if number < len(NUMBER_WORDS) else str(number)
 
 
-def next_link(sources: list, source: Path) -> str:
-    following = next_source(sources, source)
-    if step_of(source.stem) is None:
-        return f"**Next:** [{notebook_title(following)}]({following.stem}.ipynb)"
+def next_notebook(notebooks: tuple, entry: Notebook) -> Notebook:
+    index = notebooks.index(entry)
+    if index + 1 == len(notebooks):
+        raise NotebookSourceError(f"{entry.source_name}: {{{{ next }}}} in the last notebook")
+    return notebooks[index + 1]
+
+
+def next_link(notebooks: tuple, entry: Notebook, source_dir: Path | None = None) -> str:
+    following = next_notebook(notebooks, entry)
+    if entry.step is None:
+        return f"**Next:** [{notebook_title(following, source_dir)}]({following.file_name})"
     # No link: a click on it would open a new tab and leave this notebook's kernel running.
     return (
-        f"**Next: {notebook_title(following)}.** Run the cell below: it saves and closes this "
+        f"**Next: {notebook_title(following, source_dir)}.** Run the cell below: it saves and closes this "
         "notebook, shuts down its kernel, which this step no longer needs, and opens the next "
         "one in its place."
     )
 
 
-def next_cell_source(sources: list, source: Path) -> str:
+def next_cell_source(notebooks: tuple, entry: Notebook, source_dir: Path | None = None) -> str:
     """The code of a step notebook's "Next" cell."""
-    following = next_source(sources, source)
+    following = next_notebook(notebooks, entry)
     return NEXT_CELL.format(
-        notebook=json.dumps(f"{following.stem}.ipynb", ensure_ascii=False),
-        title=json.dumps(notebook_title(following), ensure_ascii=False),
+        notebook=json.dumps(following.file_name, ensure_ascii=False),
+        title=json.dumps(notebook_title(following, source_dir), ensure_ascii=False),
     )
 
 
 def placeholder_values(
-    source: Path, sources: list, scripts: list, chain_text: str | None = None
+    entry: Notebook,
+    notebooks: tuple,
+    scripts: list,
+    chain_text: str | None = None,
+    source_dir: Path | None = None,
 ) -> dict:
-    """Every placeholder this source may use, as {name: function returning its text}."""
-    step = step_of(source.stem)
+    """Every placeholder this source may use, as {name: function returning its text}; the
+    ones of a notebook, {{ number SLUG }}..., as {name: function of the slug}, in
+    NOTEBOOK_PLACEHOLDERS."""
+    step = entry.step
     values = {
         "sample_args": lambda: SAMPLE_ARGS,
         "quick_args": lambda: QUICK_ARGS,
         "run_settings": lambda: RUN_SETTINGS,
-        "steps_table": lambda: steps_table(sources),
-        "next": lambda: next_link(sources, source),
+        "steps_table": lambda: steps_table(notebooks),
+        "steps_in_words": lambda: in_words(len(STEP_TITLES)),
+        "next": lambda: next_link(notebooks, entry, source_dir),
     }
+    by_slug = {notebook.slug: notebook for notebook in notebooks}
+    for name, text in NOTEBOOK_PLACEHOLDERS.items():
+        values[name] = lambda slug, text=text: text(by_slug[slug]) if slug in by_slug else None
     if chain_text is not None:
         for bonus in BONUSES:
             values[f"{bonus}_reference_diff"] = lambda bonus=bonus: bonus_block(chain_text, bonus)
@@ -313,17 +323,33 @@ def placeholder_values(
 STEP_PLACEHOLDERS = frozenset(
     {"step", "step_title", "todo", "reference_diff", "previous_file", "step_file"}
 )
+# `{{ NAME SLUG }}`: what a text says of another notebook of the manifest.
+NOTEBOOK_PLACEHOLDERS = {
+    "number": lambda entry: f"{entry.number:02d}",
+    "file": lambda entry: entry.file_name,
+    "link": link,
+}
 
 
 def fill(text: str, values: dict, where: str) -> str:
     """Replaces every `{{ name }}` in text; NotebookSourceError names an unknown one."""
 
     def replace(match: re.Match) -> str:
+        name, _, slug = match.group(1).partition(" ")
+        if name in NOTEBOOK_PLACEHOLDERS and name in values:
+            filled = values[name](slug.strip())
+            if filled is None:
+                known = ", ".join(sorted(NOTEBOOK_PLACEHOLDERS))
+                raise NotebookSourceError(
+                    f"{where}: {{{{ {match.group(1)} }}}} names no notebook of the manifest "
+                    f"(workbook.facts.NOTEBOOKS; write {{{{ NAME SLUG }}}}, NAME one of {known})"
+                )
+            return filled
         name = match.group(1)
         if name not in values:
             known = ", ".join(sorted(values))
             why = (
-                "it needs a step notebook (01..12)"
+                "it needs a step notebook"
                 if name in STEP_PLACEHOLDERS
                 else f"known here: {known}"
             )
@@ -344,17 +370,22 @@ def _ends_with_next(markdown: str, where: str) -> bool:
 # --- one notebook ---------------------------------------------------------------------------
 
 
-def build_notebook(source: Path, sources: list | None = None, chain_text: str | None = None):
-    """The notebook (an nbformat NotebookNode) generated from one source."""
+def build_notebook(
+    entry: Notebook,
+    notebooks: tuple = NOTEBOOKS,
+    chain_text: str | None = None,
+    source_dir: Path | None = None,
+):
+    """The notebook (an nbformat NotebookNode) generated from the source of one entry of the
+    manifest `notebooks`."""
     import jupytext
     import nbformat
 
-    source = Path(source)
-    sources = sorted(sources or [source])
+    source = source_path(entry, source_dir)
     chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
     scripts = chain_scripts(chain_text)
-    values = placeholder_values(source, sources, scripts, chain_text)
-    step = step_of(source.stem)
+    values = placeholder_values(entry, notebooks, scripts, chain_text, source_dir)
+    step = entry.step
 
     parsed = jupytext.reads(source.read_text(encoding="utf-8"), fmt=SOURCE_FORMAT)
     cells = []
@@ -368,7 +399,7 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
         if cell.cell_type == "markdown":
             cells.append(nbformat.v4.new_markdown_cell(fill(cell.source, values, where)))
             if step is not None and _ends_with_next(cell.source, where):
-                following = nbformat.v4.new_code_cell(next_cell_source(sources, source))
+                following = nbformat.v4.new_code_cell(next_cell_source(notebooks, entry, source_dir))
                 following.metadata["tags"] = [NEXT_TAG]
                 cells.append(following)
         elif cell.cell_type == "code" and CHECK_TAG in tags:
@@ -411,7 +442,7 @@ def build_notebook(source: Path, sources: list | None = None, chain_text: str | 
     notebook.metadata = {
         "kernelspec": dict(KERNELSPEC),
         "language_info": dict(LANGUAGE_INFO),
-        "workbook": {"generated_from": f"src/{source.name}", "build": "python -m authoring.notebooks build"},
+        "workbook": {"generated_from": f"src/{entry.source_name}", "build": "python -m authoring.notebooks build"},
     }
     nbformat.validate(notebook)
     return notebook
@@ -428,18 +459,28 @@ def notebook_text(notebook) -> str:
 
 
 def source_files(source_dir: Path | None = None) -> list:
-    return sorted(Path(source_dir or SOURCE_DIR).glob("[0-9][0-9]_*.md"))
+    """Every notebook source in source_dir (its README.md is for authors)."""
+    return sorted(p for p in Path(source_dir or SOURCE_DIR).glob("*.md") if p.name != "README.md")
 
 
-def expected_notebooks(source_dir: Path | None = None, chain_text: str | None = None) -> dict:
-    """{notebook file name: its JSON text} for every source."""
-    sources = source_files(source_dir)
-    if not sources:
-        raise NotebookSourceError(f"no notebook sources (NN_*.md) in {source_dir or SOURCE_DIR}")
+def expected_notebooks(
+    source_dir: Path | None = None, chain_text: str | None = None, notebooks: tuple = NOTEBOOKS
+) -> dict:
+    """{notebook file name: its JSON text} for every notebook of the manifest."""
+    listed = {entry.source_name for entry in notebooks}
+    unlisted = [p.name for p in source_files(source_dir) if p.name not in listed]
+    if unlisted:
+        raise NotebookSourceError(
+            f"{', '.join(unlisted)} in {source_dir or SOURCE_DIR}: in no entry of the manifest "
+            "(add each to workbook.facts.NOTEBOOKS)"
+        )
+    missing = [name for name in sorted(listed) if not (Path(source_dir or SOURCE_DIR) / name).is_file()]
+    if missing:
+        raise NotebookSourceError(f"no source {', '.join(missing)} in {source_dir or SOURCE_DIR}")
     chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
     return {
-        f"{source.stem}.ipynb": notebook_text(build_notebook(source, sources, chain_text))
-        for source in sources
+        entry.file_name: notebook_text(build_notebook(entry, notebooks, chain_text, source_dir))
+        for entry in notebooks
     }
 
 

@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--exchange", metavar="PATH", help="nbgrader's exchange folder (default: DIR/exchange)"
     )
     init.add_argument(
-        "--steps", default="1-12", help="the steps to grade, e.g. 1-7 or 1,6,9-12 (default: 1-12)"
+        "--steps", default=course.ALL_STEPS,
+        help=f"the steps to grade, e.g. 1-7 or 1,6,9-12 (default: {course.ALL_STEPS})",
     )
     command("generate", "the student version in release/", "regenerate over an existing release")
     students = command("add-students", "add students to the gradebook")

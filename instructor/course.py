@@ -1,6 +1,7 @@
 """The workbook as an nbgrader course: its folder, and nbgrader's Python API run on it.
 
-The course is one assignment, the twelve step notebooks and the learner's fashion_mnist.py.
+The course is one assignment, the step notebooks of the manifest (workbook.facts.NOTEBOOKS) and
+the learner's fashion_mnist.py.
 nbgrader_config.py in the course folder holds every setting (instructor/config.py), so the
 course behaves the same when an instructor types nbgrader's own commands there.
 """
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from instructor.config import CONFIG_FILE, config_text
-from workbook.facts import LEARNER_SCRIPT_NAME, STEPS
+from workbook.facts import LEARNER_SCRIPT_NAME, STEPS, step_notebook
 from workbook.paths import NOTEBOOKS_DIR, STARTER_SCRIPT
 
 COURSE_ID = "horovod_workbook"
@@ -103,15 +104,18 @@ def checked(result: dict, what: str) -> str:
 # --- setting up ------------------------------------------------------------------------------
 
 
+ALL_STEPS = f"{STEPS[0]}-{STEPS[-1]}"  # every step, as parse_steps reads it
+
+
 def parse_steps(text: str) -> list:
-    """'1-7' or '1,6,9-12' as a sorted list of steps."""
+    """'1-7' or '1,6,9-12' (see ALL_STEPS) as a sorted list of steps."""
     steps = set()
     try:
         for part in text.split(","):
             first, _, last = part.partition("-")
             steps.update(range(int(first), int(last or first) + 1))
     except ValueError:
-        raise CourseError(f"steps look like 1-12 or 1,6,9-12, not {text!r}") from None
+        raise CourseError(f"steps look like {ALL_STEPS} or 1,6,9-12, not {text!r}") from None
     if not steps or not steps <= set(STEPS):
         raise CourseError(f"steps must be within {STEPS[0]}-{STEPS[-1]}, not {text!r}")
     return sorted(steps)
@@ -122,10 +126,10 @@ def step_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, steps=STEPS) -> list:
     import nbformat
 
     found = []
-    for path in sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb")):
-        step = int(path.name[:2])
-        if step not in steps:
-            continue  # 00_welcome and 13_run_distributed grade nothing
+    for step in sorted(steps):
+        path = Path(notebooks_dir) / step_notebook(step).file_name
+        if not path.is_file():
+            continue
         notebook = nbformat.read(path, as_version=4)
         graded = [
             cell

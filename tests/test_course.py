@@ -29,6 +29,7 @@ from instructor import judging
 from instructor.autograde import failure_reason
 from instructor.config import CELL_TIMEOUT, IGNORED_STDERR, ZIP_REGEXP
 from instructor.course import (
+    ALL_STEPS,
     ASSIGNMENT,
     COURSE_ID,
     Course,
@@ -55,7 +56,7 @@ from instructor.submission import (
     source_cells,
     tampered_cells,
 )
-from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, STEPS, chain_file_name
+from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, STEPS, chain_file_name, step_notebook
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 
@@ -90,13 +91,13 @@ def check_cell(notebook, step: int):
 # --- the course folder and its nbgrader_config.py ---------------------------------------------
 
 
-def test_step_notebooks_are_the_twelve_with_one_check_each():
+def test_step_notebooks_are_the_manifests_with_one_check_each():
     notebooks = step_notebooks()
-    assert [int(path.name[:2]) for path in notebooks] == list(STEPS)
+    assert [path.name for path in notebooks] == [step_notebook(s).file_name for s in STEPS]
 
 
 def test_parse_steps():
-    assert parse_steps("1-12") == list(STEPS)
+    assert parse_steps(ALL_STEPS) == list(STEPS)
     assert parse_steps("1,6,9-10") == [1, 6, 9, 10]
     for bad in ("0-3", "12-13", "a", ""):
         with pytest.raises(CourseError):
@@ -491,7 +492,7 @@ def test_heatmap_keeps_rows_legible_for_200_students(tmp_path):
 
 # Autograding takes 2-10 s a student on 2 busy cores. WORKBOOK_COURSE_STEPS=1,6-10 grades fewer
 # notebooks (it needs 6, 8, 9 and 10 for aaron, erin and frank).
-COURSE_STEPS = parse_steps(os.environ.get("WORKBOOK_COURSE_STEPS", "1-12"))
+COURSE_STEPS = parse_steps(os.environ.get("WORKBOOK_COURSE_STEPS", ALL_STEPS))
 CORRUPT = "06_split_the_work.ipynb"  # after 01, whose grade nbgrader saves before failing
 
 

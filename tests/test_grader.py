@@ -21,6 +21,8 @@ from grader_cases.mistakes import CASES
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
 from grader.rules import step_08, step_11
+from authoring.notebooks import SOURCE_DIR
+from workbook.facts import step_notebook
 
 REPO = step_chain.REPO
 
@@ -196,7 +198,7 @@ def test_step_8_text_hint_and_check_say_the_same(tmp_path):
     def words(text):
         return " ".join(text.split())
 
-    lesson = words((REPO / "notebooks" / "src" / "08_resume_on_rank_0.md").read_text())
+    lesson = words((SOURCE_DIR / step_notebook(8).source_name).read_text())
     assert words(step_08.WEIGHTS_HINT) in lesson
     assert step_08.WHY_WEIGHTS in step_08.HINT and step_08.HOW_WEIGHTS in step_08.HINT
     case = next(c for c in CASES if c.description == "optimizer variables not created")
@@ -240,8 +242,8 @@ def test_results_render_as_text_and_escaped_html(tmp_path):
     for line in failed.expected_diff.splitlines():
         assert html.escape(line) in page
     assert str(results[0]).startswith("[PASS] Step 1: ")
-    assert "3 of 12 checks pass" in str(results)  # steps 1-3 pass, 4 fails, 5-12 aren't done
-    assert "3 of 12 checks pass" in results._repr_html_()
+    assert f"3 of {LAST_STEP} checks pass" in str(results)  # 1-3 pass, 4 fails, 5-... not done
+    assert f"3 of {LAST_STEP} checks pass" in results._repr_html_()
 
 
 def test_html_escapes_learner_text(tmp_path):

@@ -29,19 +29,16 @@ from lab_helpers import free_port
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
 from authoring.chain import BONUSES, LAST_STEP, SOURCE, STEP_TITLES, output_name, render
-from workbook.facts import SAFE_PROCESS_ENV
+from workbook.facts import (
+    BONUS, LESSON, NOTEBOOKS, RUN, SAFE_PROCESS_ENV, STEP, Notebook, notebook_of_kind,
+)
 from workbook.tensorboard import PORT_VARIABLE
 
 BUILD_COMMAND = "python -m authoring build"
-SOURCES = builder.source_files()
-NOTEBOOK_NAMES = [f"{source.stem}.ipynb" for source in SOURCES]
-STEP_NOTEBOOKS = {
-    builder.step_of(source.stem): f"{source.stem}.ipynb"
-    for source in SOURCES
-    if builder.step_of(source.stem) is not None
-}
+NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
+STEP_NOTEBOOKS = {entry.step: entry.file_name for entry in NOTEBOOKS if entry.kind == STEP}
 # The last notebook of the course: the distributed run. Bonus lessons come after it.
-FINAL_NOTEBOOK = next(name for name in NOTEBOOK_NAMES if name.startswith(f"{LAST_STEP + 1}_"))
+FINAL_NOTEBOOK = notebook_of_kind(RUN).file_name
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution", "task"}
 
 
@@ -71,6 +68,12 @@ def test_there_is_a_notebook_for_every_step_plus_welcome_and_final():
     assert NOTEBOOK_NAMES.index(FINAL_NOTEBOOK) == LAST_STEP + 1
 
 
+def test_every_source_is_a_notebook_of_the_manifest():
+    assert [path.name for path in builder.source_files()] == sorted(
+        entry.source_name for entry in NOTEBOOKS
+    )
+
+
 def test_committed_notebooks_are_up_to_date():
     stale = builder.stale_notebooks()
     assert not stale, f"stale notebooks {stale}: regenerate them with `{BUILD_COMMAND}`"
@@ -84,8 +87,8 @@ def test_build_is_deterministic(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
-    assert len(builder.build(output_dir=first)) == len(SOURCES)
-    assert len(builder.build(output_dir=second)) == len(SOURCES)
+    assert len(builder.build(output_dir=first)) == len(NOTEBOOKS)
+    assert len(builder.build(output_dir=second)) == len(NOTEBOOKS)
     for name in NOTEBOOK_NAMES:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     assert builder.build(output_dir=first) == []  # nothing changed: nothing written
@@ -210,7 +213,7 @@ def test_step_notebook_ends_with_its_next_cell(step):
     *_, before, cell = notebook.cells
     following = NOTEBOOK_NAMES[NOTEBOOK_NAMES.index(STEP_NOTEBOOKS[step]) + 1]
     assert cell.cell_type == "code" and cell.metadata.tags == ["next"] and cell.id == "next"
-    title = builder.notebook_title(builder.SOURCE_DIR / following.replace(".ipynb", ".md"))
+    title = builder.notebook_title(NOTEBOOKS[NOTEBOOK_NAMES.index(following)])
     assert cell.source.endswith(f'open_next("{following}", "{title}")')
     assert before.cell_type == "markdown" and "Run the cell below" in before.source
     assert following not in before.source.split("**Next:")[-1]
@@ -303,56 +306,82 @@ def write_source(directory: Path, name: str, text: str) -> Path:
 
 
 CHECK = "```{code-cell} ipython3\n:tags: [check]\n```\n"
+# A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
+INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA = (
+    Notebook(0, "intro", LESSON), Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
+    Notebook(2, "second", STEP, 2, STEP_TITLES[2]), Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
+    Notebook(4, "final", RUN), Notebook(5, "extra", BONUS),
+)
+MANIFEST = (INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA)
+
+
+def build(tmp_path: Path, entry: Notebook, text: str):
+    write_source(tmp_path, entry.source_name, text)
+    return builder.build_notebook(entry, MANIFEST, source_dir=tmp_path)
 
 
 def test_builder_rejects_an_unknown_placeholder(tmp_path):
-    source = write_source(tmp_path, "01_first.md", "# Step {{ step }}\n\n{{ tod }}\n\n" + CHECK)
-    with pytest.raises(builder.NotebookSourceError, match=r"01_first\.md.*\{\{ tod \}\}"):
-        builder.build_notebook(source)
+    with pytest.raises(builder.NotebookSourceError, match=r"first\.md.*\{\{ tod \}\}"):
+        build(tmp_path, FIRST, "# Step {{ step }}\n\n{{ tod }}\n\n" + CHECK)
 
 
 def test_builder_rejects_a_step_placeholder_outside_a_step(tmp_path):
-    source = write_source(tmp_path, "00_intro.md", "# Intro\n\n{{ reference_diff }}\n")
     with pytest.raises(builder.NotebookSourceError, match="needs a step notebook"):
-        builder.build_notebook(source)
+        build(tmp_path, INTRO, "# Intro\n\n{{ reference_diff }}\n")
 
 
 def test_builder_rejects_a_placeholder_in_code(tmp_path):
     text = "# Intro\n\n```{code-cell} ipython3\nprint('{{ mystery }}')\n```\n"
-    source = write_source(tmp_path, "00_intro.md", text)
     with pytest.raises(builder.NotebookSourceError, match="mystery"):
-        builder.build_notebook(source)
+        build(tmp_path, INTRO, text)
 
 
 def test_builder_wants_exactly_one_empty_check_cell(tmp_path):
-    no_check = write_source(tmp_path, "02_a.md", "# Step {{ step }}\n")
     with pytest.raises(builder.NotebookSourceError, match="exactly one check cell"):
-        builder.build_notebook(no_check)
-    filled = write_source(
-        tmp_path, "03_b.md", "# Step\n\n```{code-cell} ipython3\n:tags: [check]\n1 + 1\n```\n"
-    )
+        build(tmp_path, SECOND, "# Step {{ step }}\n")
+    filled = "# Step\n\n```{code-cell} ipython3\n:tags: [check]\n1 + 1\n```\n"
     with pytest.raises(builder.NotebookSourceError, match="leave the check cell empty"):
-        builder.build_notebook(filled)
+        build(tmp_path, FOURTH, filled)
 
 
 def test_builder_wants_next_at_the_end_of_its_cell_in_a_step_notebook(tmp_path):
     text = "# Step\n\n" + CHECK + "\n{{ next }}\n\nMore text.\n"
-    write_source(tmp_path, "02_b.md", "# Step\n\n" + CHECK)
-    source = write_source(tmp_path, "01_a.md", text)
-    with pytest.raises(builder.NotebookSourceError, match=r"01_a\.md.*must end its cell"):
-        builder.build_notebook(source, builder.source_files(tmp_path))
-    write_source(tmp_path, "01_a.md", text.replace("\nMore text.\n", ""))
-    notebook = builder.build_notebook(source, builder.source_files(tmp_path))
+    write_source(tmp_path, SECOND.source_name, "# Step\n\n" + CHECK)
+    with pytest.raises(builder.NotebookSourceError, match=r"first\.md.*must end its cell"):
+        build(tmp_path, FIRST, text)
+    notebook = build(tmp_path, FIRST, text.replace("\nMore text.\n", ""))
     assert notebook.cells[-1].metadata.tags == ["next"]
-    assert 'open_next("02_b.ipynb", "Step 2: ' in notebook.cells[-1].source
+    assert 'open_next("02_second.ipynb", "Step 2: ' in notebook.cells[-1].source
 
 
 def test_builder_fills_placeholders(tmp_path):
     text = "# Step {{ step }}: {{ step_title }}\n\n{{ todo }}\n\n{{ reference_diff }}\n\n" + CHECK
-    notebook = builder.build_notebook(write_source(tmp_path, "04_x.md", text))
+    notebook = build(tmp_path, FOURTH, text)
     assert notebook.cells[0].source.startswith(f"# Step 4: {STEP_TITLES[4]}")
     assert "# TODO: Step 4 -" in notebook.cells[0].source
     assert "+    opt = hvd.DistributedOptimizer(opt)" in notebook.cells[0].source
+    assert notebook.metadata.workbook.generated_from == "src/fourth.md"
+
+
+def test_builder_names_other_notebooks_from_the_manifest(tmp_path):
+    """A notebook's number is its place in the manifest, not a step's: step 4 is notebook 03."""
+    text = ("Before {{ number fourth }}, after {{ number final }} ([run]({{ file final }})); "
+            "{{ link extra }}; {{ steps_in_words }} steps.\n")
+    notebook = build(tmp_path, INTRO, "# Intro\n\n" + text)
+    assert notebook.cells[0].source.endswith(
+        "Before 03, after 04 ([run](04_final.ipynb)); [05_extra](05_extra.ipynb); "
+        f"{builder.in_words(LAST_STEP)} steps."
+    )
+    with pytest.raises(builder.NotebookSourceError, match=r"intro\.md.*number nowhere.*manifest"):
+        build(tmp_path, INTRO, "# Intro\n\nnotebook {{ number nowhere }}\n")
+
+
+def test_builder_wants_every_source_in_the_manifest(tmp_path):
+    for entry in MANIFEST:
+        write_source(tmp_path, entry.source_name, "# Notebook\n")
+    write_source(tmp_path, "forgotten.md", "# Forgotten\n")
+    with pytest.raises(builder.NotebookSourceError, match="forgotten.md.*no entry of the manifest"):
+        builder.expected_notebooks(tmp_path, notebooks=MANIFEST)
 
 
 # --- slow: every notebook runs, in a copy of the workbook -------------------------------------

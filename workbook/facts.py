@@ -10,27 +10,103 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 
 # The learner's working copy, in notebooks/ and in each student's submission.
 LEARNER_SCRIPT_NAME = "fashion_mnist.py"
 
-# The twelve graded steps, in order.
-STEP_TITLES = {
-    1: "Initialize Horovod",
-    2: "Pin one GPU per process",
-    3: "Print only on rank 0",
-    4: "Wrap the optimizer in DistributedOptimizer",
-    5: "Broadcast the initial weights from rank 0",
-    6: "Split the data and the steps among workers",
-    7: "Average the metrics across workers",
-    8: "Resume from checkpoints on rank 0",
-    9: "Write checkpoints and logs on rank 0 only",
-    10: "Scale the learning rate by the number of workers",
-    11: "Warm up the learning rate",
-    12: "Switch to the NovoGrad optimizer",
-}
+# What a notebook is for: the welcome and baseline (a lesson), one graded step each, the final
+# distributed run, and the bonus notebooks after it (no points).
+LESSON, STEP, RUN, BONUS = "lesson", "step", "run", "bonus"
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """One notebook of notebooks/: its source is notebooks/src/SLUG.md, its file NN_SLUG.ipynb,
+    where NN is its place in NOTEBOOKS (a notebook's number is not its step's)."""
+
+    number: int
+    slug: str
+    kind: str
+    step: int | None = None  # the step a STEP notebook teaches and grades
+    title: str | None = None  # that step's title (STEP_TITLES)
+
+    @property
+    def stem(self) -> str:
+        return f"{self.number:02d}_{self.slug}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.stem}.ipynb"
+
+    @property
+    def source_name(self) -> str:
+        return f"{self.slug}.md"
+
+
+# Every notebook, in reading order: the manifest that numbers the notebook files and from which
+# the steps, the course, the authoring tools and the notebooks' cross-references derive.
+NOTEBOOKS = tuple(
+    Notebook(number, *entry)
+    for number, entry in enumerate(
+        [
+            ("welcome", LESSON),
+            ("initialize_horovod", STEP, 1, "Initialize Horovod"),
+            ("pin_gpu", STEP, 2, "Pin one GPU per process"),
+            ("print_on_rank_0", STEP, 3, "Print only on rank 0"),
+            ("distributed_optimizer", STEP, 4, "Wrap the optimizer in DistributedOptimizer"),
+            ("broadcast_weights", STEP, 5, "Broadcast the initial weights from rank 0"),
+            ("split_the_work", STEP, 6, "Split the data and the steps among workers"),
+            ("average_metrics", STEP, 7, "Average the metrics across workers"),
+            ("resume_on_rank_0", STEP, 8, "Resume from checkpoints on rank 0"),
+            ("write_on_rank_0", STEP, 9, "Write checkpoints and logs on rank 0 only"),
+            ("scale_learning_rate", STEP, 10, "Scale the learning rate by the number of workers"),
+            ("warmup", STEP, 11, "Warm up the learning rate"),
+            ("novograd", STEP, 12, "Switch to the NovoGrad optimizer"),
+            ("run_distributed", RUN),
+            ("several_hosts", BONUS),
+            ("slurm_and_mpirun", BONUS),
+            ("add_a_model", BONUS),
+            ("input_pipeline", BONUS),
+            ("elastic_training", BONUS),
+            ("where_does_the_time_go", BONUS),
+        ]
+    )
+)
+
+# The graded steps, in order, from the step notebooks.
+STEP_TITLES = {notebook.step: notebook.title for notebook in NOTEBOOKS if notebook.kind == STEP}
 STEPS = tuple(sorted(STEP_TITLES))
 LAST_STEP = STEPS[-1]
+
+
+def notebook(slug: str) -> Notebook:
+    """The notebook of NOTEBOOKS named `slug`; KeyError names the known ones."""
+    for entry in NOTEBOOKS:
+        if entry.slug == slug:
+            return entry
+    raise KeyError(f"no notebook {slug!r} in facts.NOTEBOOKS: {[n.slug for n in NOTEBOOKS]}")
+
+
+def step_notebook(step: int) -> Notebook:
+    """The notebook that teaches and grades `step`."""
+    for entry in NOTEBOOKS:
+        if entry.step == step:
+            return entry
+    raise KeyError(f"no notebook of step {step!r} in facts.NOTEBOOKS")
+
+
+def notebook_of_kind(kind: str) -> Notebook:
+    """The one notebook of `kind` (the lesson, the run); ValueError when there are several."""
+    found = [entry for entry in NOTEBOOKS if entry.kind == kind]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} notebooks of kind {kind!r}, not 1")
+    return found[0]
+
+
+def notebook_label(slug: str) -> str:
+    """How texts name a notebook: 'notebook 13'."""
+    return f"notebook {notebook(slug).number:02d}"
 
 # The bonus exercises (the source's `#@ bonus NAME` blocks) and their reference scripts,
 # relative to solutions/.

@@ -1,5 +1,6 @@
-"""The rules: one module per step, `step_NN.py`, with STEP, HINT and check(script) returning a
-grader.verdicts Failure, Note (or Advice), or None when the step is done.
+"""The rules: one module per step, `step_NN.py` (found by its name), with STEP, HINT and
+check(script) returning a grader.verdicts Failure, Note (or Advice), or None when the step is
+done.
 
 A rule reads like its step's lesson: it asks the question modules (grader.ranks, scaling,
 training, schedule, horovod_*) and the names layer (grader.names.Script) through their public
@@ -12,27 +13,23 @@ after what it knows:
 - optimizer_weights.py (step 8): a resumed run's fresh optimizer makes its variables at once.
 """
 
-from grader.rules import (
-    step_01,
-    step_02,
-    step_03,
-    step_04,
-    step_05,
-    step_06,
-    step_07,
-    step_08,
-    step_09,
-    step_10,
-    step_11,
-    step_12,
-)
+import importlib
+import pkgutil
 
-# Keyed by the step each rule checks, in step order.
-RULES = {
-    rule.STEP: rule
-    for rule in sorted(
-        (step_01, step_02, step_03, step_04, step_05, step_06,
-         step_07, step_08, step_09, step_10, step_11, step_12),
-        key=lambda rule: rule.STEP,
-    )
-}
+
+def _step_rules() -> dict:
+    """Every module step_NN.py of this package, keyed by the step it checks, in step order."""
+    rules = {}
+    for module in pkgutil.iter_modules(__path__):
+        if module.name.startswith("step_"):
+            rule = importlib.import_module(f"{__name__}.{module.name}")
+            if rule.STEP in rules:
+                raise ImportError(f"{module.name} and {rules[rule.STEP].__name__} both check "
+                                  f"step {rule.STEP}")
+            rules[rule.STEP] = rule
+    return dict(sorted(rules.items()))
+
+
+# Found, not listed: a new step's rule is one new module (tests/test_manifest.py checks that
+# the steps found are the manifest's, workbook.facts.STEPS).
+RULES = _step_rules()
