@@ -1,8 +1,8 @@
 """The chain of training scripts, rendered from one annotated source.
 
-`solutions/source/fashion_mnist.steps.py` holds the starting script and all 12 Horovod steps.
-Block markers, each on its own line and indented like the code around them, say which lines
-belong to which step:
+`solutions/source/fashion_mnist.steps.py` holds the starting script and every Horovod step
+(workbook.facts.STEPS). Block markers, each on its own line and indented like the code around
+them, say which lines belong to which step:
 
     #@ step 4
     # Horovod: wrap the optimizer so that every step averages the gradients of all workers.
@@ -93,7 +93,7 @@ def parse(source_text: str, filename: str = "<source>") -> list:
     """Returns the source as a tree: a list of `Line` and `Block` items.
 
     Raises StepSyntaxError (with the line number) for a malformed marker: an unknown
-    directive, a step number outside 1..12, `else` or `end` without a `step`, a second
+    directive, a step number outside 1..LAST_STEP, `else` or `end` without a `step`, a second
     `else`, a marker indented differently from its block's `step`, or an unclosed block.
     """
     root: list = []

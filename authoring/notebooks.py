@@ -23,7 +23,8 @@ copied into a source. A source says where it goes with a placeholder:
     {{ run_settings }}    code that sets QUICK and RUN_ARGS: the options of the full-size runs
                           (the baseline, the final run), quick when WORKBOOK_QUICK=1
     {{ steps_table }}     the steps, each linked to its notebook
-    {{ steps_in_words }}  how many steps there are, in words ("twelve")
+    {{ steps_in_words }}  how many steps there are, in words ("twelve"; {{ Steps_in_words }}:
+                          "Twelve")
     {{ number SLUG }}     the number of the notebook SLUG of the manifest, as in its file name
                           ("notebook {{ number run_distributed }}": "notebook 13")
     {{ file SLUG }}       its file name, for a link: 13_run_distributed.ipynb
@@ -298,6 +299,7 @@ def placeholder_values(
         "run_settings": lambda: RUN_SETTINGS,
         "steps_table": lambda: steps_table(notebooks),
         "steps_in_words": lambda: in_words(len(STEP_TITLES)),
+        "Steps_in_words": lambda: in_words(len(STEP_TITLES)).capitalize(),
         "next": lambda: next_link(notebooks, entry, source_dir),
     }
     by_slug = {notebook.slug: notebook for notebook in notebooks}

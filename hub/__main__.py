@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbook.facts import notebook_label
+
 from hub import (accounts, auth, classroom, cores, isolation, limits, roster, server,
                  settings, tls)
 
@@ -73,7 +75,7 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
         lines.append(f"  Oversubscribed: {len(plan)} attendees on {len(cores.machine_cores())} "
                      "cores, so some share a core and take turns (see INSTALL.md for sizing)")
     if each < limits.needed(cores_each):
-        lines.append(f"  Too little memory: notebook 13's run needs about "
+        lines.append(f"  Too little memory: {notebook_label('run_distributed')}'s run needs about "
                      f"{limits.needed(cores_each) / 1024:.1f} GiB per attendee (INSTALL.md, "
                      "sizing); it will be killed at the limit")
     lines += [f"  Note: {note}" for note in notes]

@@ -19,7 +19,7 @@ ROOT = Path("/sys/fs/cgroup")
 CGROUP_NAME = "horovod-workbook"
 RESERVED_MIB = 1024            # the system, the hub, its proxy
 DEFAULT_PIDS = 1024
-# What the workbook needs per attendee (INSTALL.md's sizing): notebook 13's 2-worker run with
+# What the workbook needs per attendee (INSTALL.md's sizing): the run notebook's 2-worker run with
 # a server and kernels; with one core, one worker.
 NEEDED_MIB = {2: 2560, 1: 1740}
 

@@ -1,7 +1,7 @@
 """Before nbgrader grades: each submission's script run for real, its steps decided.
 
 Every student's fashion_mnist.py runs once in the sandbox (grader/live/sandbox.py, the course
-hidden) through the run-for-real check, which shows all 12 steps at once; grader.judge_file
+hidden) through the run-for-real check, which shows all the steps at once; grader.judge_file
 decides each step from the run where it shows it and from the reading elsewhere. The decided
 verdicts are saved as logs/autograde/judged/<student>.json, in the course (never in a
 submission); the grading kernel is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the

@@ -24,7 +24,7 @@ from grader import check_step
 from grader.reference import reference_path
 from grader.report import FAIL_COLOR, PASS_COLOR
 from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
-from workbook.facts import LAST_STEP
+from workbook.facts import LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 
 pytestmark = pytest.mark.slow
@@ -168,7 +168,8 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
 
 # --- the Next cells: one notebook, one kernel at a time -----------------------------------------
 
-WALK = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))[: LAST_STEP + 2]  # 00 to 13
+# The welcome, the step notebooks and the run: 00 to 13.
+WALK = [NOTEBOOKS_DIR / entry.file_name for entry in NOTEBOOKS[: notebook_of_kind(RUN).number + 1]]
 
 
 @pytest.fixture
@@ -188,7 +189,8 @@ def test_next_cells_leave_two_kernels_by_notebook_13(lab_env, chromium, walk_fol
     """A learner goes from 00 to 13 by the Next link of 00, then the Next cell of every step
     (after its set-up and check cells): each step's notebook closes, saved, with its kernel,
     and by 13 JupyterLab holds 00's kernel (the baseline's) and 13's, and their two tabs."""
-    assert WALK[0].name.startswith("00_") and WALK[-1].name.startswith(f"{LAST_STEP + 1}_")
+    assert [notebook.name for notebook in WALK] == [entry.file_name for entry in NOTEBOOKS
+                                                    if entry.kind in (LESSON, STEP, RUN)]
     started = time.monotonic()
     lab = make_lab(lab_env, free_port(), free_port())
     page = None

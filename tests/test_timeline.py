@@ -222,11 +222,12 @@ def test_a_real_two_worker_timeline(tmp_path):
 @pytest.mark.timeout(900)
 def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
     from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from workbook.facts import notebook
     from workbook.paths import REPO
 
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
     try:
-        executed = execute(notebooks / "19_where_does_the_time_go.ipynb", kernel_name)
+        executed = execute(notebooks / notebook("where_does_the_time_go").file_name, kernel_name)
     finally:
         stop_tensorboards_under(tmp_path)
     outputs = [output for cell in executed.cells if cell.cell_type == "code"

@@ -1,8 +1,8 @@
 """Speed: the one vocabulary of how fast a training run went, and where its time went.
 
-Every figure of speed the workbook shows (the runner's summary, notebooks 13 and 19, the
-benchmarks and the README they write) is one of these, computed here, and labelled with
-the label given here:
+Every figure of speed the workbook shows (the runner's summary, the run notebook and the
+timeline's, the benchmarks and the README they write) is one of these, computed here, and
+labelled with the label given here:
 
 images/s
     the images that the training steps of an epoch trained (all workers together), over the

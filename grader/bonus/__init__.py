@@ -1,4 +1,4 @@
-"""Bonus exercises: checks for the bonus notebooks, outside the 12 graded steps.
+"""Bonus exercises: checks for the bonus notebooks, outside the graded steps.
 
 Each bonus module has NAME, TITLE, HINT and check(script) -> Failure | None, like a step rule;
 nbgrader never sees them (the bonus notebooks have no graded cells).

@@ -1,4 +1,4 @@
-"""Bonus "Add a model" (notebook 16): an AlexNet-style model for 28x28 images in the registry.
+"""Bonus "Add a model" (notebook add_a_model): an AlexNet-style model for 28x28 images in the registry.
 
 Static, like the step rules: MODELS has an "alexnet" entry naming a function of the file that
 can be called as builder(args); that function builds at least five Conv2D layers, max

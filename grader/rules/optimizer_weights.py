@@ -17,7 +17,7 @@ from grader.syntax import argument, position
 from grader.verdicts import Failure, Note, first_verdict
 
 # Why the workers that build a fresh model make their optimizer's variables when resuming;
-# notebook 08 says it in these words.
+# step 8's notebook says it in these words.
 WHY_WEIGHTS = (
     "rank 0's hvd.load_model makes the optimizer's variables (iter, momentum) as it loads "
     "them; a fresh optimizer makes its own in the first step, named otherwise "

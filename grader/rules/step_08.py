@@ -2,7 +2,7 @@
 
 When resuming, the workers that build a fresh model must also make their optimizer's variables
 at once, with `opt._create_all_weights(model.trainable_variables)`: WHY_WEIGHTS says why, in
-the words notebook 08 uses (measured on Horovod 0.28.1 / TensorFlow 2.15: without it a 2-worker
+the words step 8's notebook uses (measured on Horovod 0.28.1 / TensorFlow 2.15: without it a 2-worker
 resume hangs in the broadcast callback).
 """
 

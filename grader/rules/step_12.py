@@ -51,7 +51,7 @@ def check(script):
     return _preset_rate_failure(script)
 
 
-# The CPU preset's base rate: SGD's before step 12, half of it for NovoGrad (notebook 12).
+# The CPU preset's base rate: SGD's before step 12, half of it for NovoGrad (step 12's notebook).
 SGD_RATE, NOVOGRAD_RATE = 0.0125, 0.00625
 
 
