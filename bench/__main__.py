@@ -11,9 +11,10 @@ from pathlib import Path
 # Reading TensorBoard logs imports TensorFlow here: keep its C++ start-up lines out of the report.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench import (accuracy, grading, machine, overhead, plots, readme, results,  # noqa: E402
+from bench import (accuracy, grading, machine, overhead, plots, readme,  # noqa: E402
                    scaling, verdicts)
 from bench.processes import runs_stopped_on_signals  # noqa: E402
+from workbook.bench_results import RESULTS_DIR  # noqa: E402
 
 BENCHMARKS = {
     "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 5)),
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
                         help="size of the synthetic class for the grading benchmark")
     args = parser.parse_args(argv)
     if args.out is None:  # tiny results never replace the real ones
-        args.out = results.RESULTS_DIR / "tiny" if args.tiny else results.RESULTS_DIR
+        args.out = RESULTS_DIR / "tiny" if args.tiny else RESULTS_DIR
     if args.which == ["readme"]:
         changed = readme.update_readme(results_dir=args.out)
         print("README.md " + ("updated" if changed else "is up to date"))

@@ -20,12 +20,13 @@ from pathlib import Path
 
 from bench import machine, results, settings
 from bench.processes import busy_note
-from bench.training import STARTER, SOLUTION, Launch, epoch_scalars, run_script, run_separate
+from bench.training import STARTER, SOLUTION, Launch, run_script, run_separate
 from workbook import speed
+from workbook.bench_results import ACCURACY_CONFIGS, accuracy_time_key
 from workbook.facts import usable_cores
+from workbook.tensorboard_events import epoch_scalars
 
 TARGETS = (0.89, 0.90)
-CONFIGS = ("reference", "distributed", "baseline")
 
 
 def launches(cores: int, gpus: int) -> dict:
@@ -54,17 +55,14 @@ def time_to(points: list, target: float) -> float | None:
     return speed.time_to_accuracy([(p["seconds"], p["accuracy"]) for p in points], target)
 
 
-def key(target: float) -> str:
-    return f"seconds_to_{round(target * 100)}"
-
-
 def schedule(repeats: int, side_by_side: bool) -> list:
     """[(repetition, config)]: the order of the runs. The order turns with each repetition, so
     that a slow spell of the machine does not always hit the same configuration; side by side,
     a pair of reference runs comes every other repetition."""
     order = []
     for repetition in range(repeats):
-        names = [n for n in CONFIGS if n != "reference" or not side_by_side or repetition % 2 == 0]
+        names = [n for n in ACCURACY_CONFIGS
+                 if n != "reference" or not side_by_side or repetition % 2 == 0]
         turn = repetition % len(names)
         order += [(repetition, name) for name in names[turn:] + names[:turn]]
     return order
@@ -91,7 +89,7 @@ def run_record(name: str, launch: Launch, script: Path, run, side_by_side: bool)
             "side_by_side": side_by_side,
             "neighbours": run.timed.neighbours,
             "others_mean_cores": run.timed.others_mean_share,
-            **{key(t): time_to(points, t) for t in TARGETS}}
+            **{accuracy_time_key(t): time_to(points, t) for t in TARGETS}}
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
@@ -106,7 +104,7 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             record["repetition"] = repetition
             measurements.append(record)
             reached = ", ".join(
-                f"{round(t * 100)}% at {s:.0f} s" if (s := record[key(t)]) is not None
+                f"{round(t * 100)}% at {s:.0f} s" if (s := record[accuracy_time_key(t)]) is not None
                 else f"{round(t * 100)}% not reached" for t in TARGETS)
             echo(f"  accuracy {repetition + 1}/{repeats}: {name} ({configs[name].label}): "
                  f"{reached}; final {record['final_test_accuracy']:.4f}"
@@ -129,9 +127,10 @@ def summarize(configs: dict, measurements: list) -> dict:
                  "wall_seconds": results.summarize([m["wall_seconds"] for m in runs]),
                  "runs_with_busy_neighbours": sum(bool(m["neighbours"]) for m in runs)}
         for target in TARGETS:
-            times = [m[key(target)] for m in runs if m[key(target)] is not None]
-            entry[key(target)] = results.summarize(times)
-            entry[key(target)]["reached"] = len(times)
+            key = accuracy_time_key(target)
+            times = [m[key] for m in runs if m[key] is not None]
+            entry[key] = results.summarize(times)
+            entry[key]["reached"] = len(times)
         summary[name] = entry
     for target in TARGETS:
         medians = {name: median_time(summary[name], target) for name in configs}
@@ -144,5 +143,5 @@ def summarize(configs: dict, measurements: list) -> dict:
 
 def median_time(entry: dict, target: float) -> float | None:
     """A configuration's median time to the target; None unless most of its runs reached it."""
-    stats = entry[key(target)]
+    stats = entry[accuracy_time_key(target)]
     return stats["median"] if stats["reached"] * 2 > entry["runs"] else None

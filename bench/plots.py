@@ -1,4 +1,4 @@
-"""The benchmarks' pictures, one PNG per result file, drawn from the JSON alone."""
+"""The benchmarks' pictures, one PNG per result file, drawn from the result alone."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from pathlib import Path
 
 from bench import accuracy as accuracy_bench
 from bench import machine, results
+from workbook.bench_results import (SCALING_CONFIGS, SCALING_EFFICIENCY, SCALING_HOROVOD_SHARE,
+                                    SCALING_IMAGES_PER_SECOND, SCALING_MACHINE_CEILING,
+                                    BenchResult)
 
 
 def _pyplot():
@@ -17,49 +20,49 @@ def _pyplot():
     return plt
 
 
-def _save(fig, document: dict, path: Path) -> Path:
-    fig.text(0.01, 0.01, machine.one_line(document["machine"]), fontsize=7, color="0.4")
+def _save(fig, document: BenchResult, path: Path) -> Path:
+    fig.text(0.01, 0.01, machine.one_line(document.machine), fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)
     return path
 
 
-def scaling(document: dict, path: Path) -> Path:
+def scaling(document: BenchResult, path: Path) -> Path:
     plt = _pyplot()
-    configs = document["summary"]["configs"]
+    configs = document.summary[SCALING_CONFIGS]
     labels = list(configs)
-    medians = [configs[c]["images_per_second"]["median"] for c in labels]
-    low = [m - configs[c]["images_per_second"]["min"] for c, m in zip(labels, medians)]
-    high = [configs[c]["images_per_second"]["max"] - m for c, m in zip(labels, medians)]
+    medians = [configs[c][SCALING_IMAGES_PER_SECOND]["median"] for c in labels]
+    low = [m - configs[c][SCALING_IMAGES_PER_SECOND]["min"] for c, m in zip(labels, medians)]
+    high = [configs[c][SCALING_IMAGES_PER_SECOND]["max"] - m for c, m in zip(labels, medians)]
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = ["tab:blue" if configs[c]["horovodrun"] else "0.6" for c in labels]
     names = [label.replace(", ", "\n") for label in labels]  # long labels on several lines
     bars = ax.bar(names, medians, yerr=[low, high], capsize=6, color=colors)
     ax.bar_label(bars, labels=[f"{m:.0f}" for m in medians], padding=8)
     ax.set_ylabel("images / second (total, median; bars: min-max)")
-    efficiency = document["summary"]["scaling_efficiency"]
+    efficiency = document.summary[SCALING_EFFICIENCY]
     notes = ", ".join(f"{n} workers: {e['median']:.2f}" for n, e in efficiency.items())
     notes += " (target 0.90)"
-    ceiling = document["summary"].get("machine_ceiling", {})
+    ceiling = document.summary.get(SCALING_MACHINE_CEILING, {})
     if ceiling:  # what separate processes reach: the machine's own limit
         notes += ";\nmachine ceiling " + ", ".join(f"{e['median']:.2f}" for e in ceiling.values())
-        shares = document["summary"]["horovod_share_of_ceiling"].values()
+        shares = document.summary[SCALING_HOROVOD_SHARE].values()
         notes += ", Horovod's share of it " + ", ".join(f"{e['median']:.2f}" for e in shares)
     ax.set_title(f"Training throughput. Scaling efficiency {notes}", fontsize=10)
     ax.set_ylim(0, max(m + h for m, h in zip(medians, high)) * 1.2)
     return _save(fig, document, path)
 
 
-def accuracy(document: dict, path: Path) -> Path:
+def accuracy(document: BenchResult, path: Path) -> Path:
     """Every run's curve, thin, in its configuration's colour; the median time to each target
     as a marker on the target's line."""
     plt = _pyplot()
-    summary = document["summary"]
+    summary = document.summary
     colors = {"reference": "tab:gray", "distributed": "tab:blue", "baseline": "tab:orange"}
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     labelled = set()
-    for run in document["measurements"]:
+    for run in document.measurements:
         name, points = run["config"], run["curve"]
         label = None
         if name not in labelled:
@@ -88,9 +91,9 @@ def accuracy(document: dict, path: Path) -> Path:
     return _save(fig, document, path)
 
 
-def overhead(document: dict, path: Path) -> Path:
+def overhead(document: BenchResult, path: Path) -> Path:
     plt = _pyplot()
-    summary = document["summary"]
+    summary = document.summary
     names = [n for n in ("python", "horovodrun -np 1", "runner (np=auto)") if n in summary]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     firsts = [summary[n]["first_step_seconds"]["median"] or 0 for n in names]
@@ -105,9 +108,9 @@ def overhead(document: dict, path: Path) -> Path:
     return _save(fig, document, path)
 
 
-def grading(document: dict, path: Path) -> Path:
+def grading(document: BenchResult, path: Path) -> Path:
     plt = _pyplot()
-    summary = document["summary"]
+    summary = document.summary
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.5))
     one = summary["one_file_seconds"]
     names = list(one)
@@ -131,9 +134,9 @@ def grading(document: dict, path: Path) -> Path:
     return _save(fig, document, path)
 
 
-def verdicts(document: dict, path: Path) -> Path:
+def verdicts(document: BenchResult, path: Path) -> Path:
     plt = _pyplot()
-    summary = document["summary"]
+    summary = document.summary
     fig, ax = plt.subplots(figsize=(7, 2.6))
     steps = summary["steps"]
     reading = summary["reading"]
@@ -162,4 +165,4 @@ def plot(json_path: Path) -> Path:
     """Draws <name>.png next to <name>.json."""
     json_path = Path(json_path)
     document = results.read(json_path)
-    return PLOTS[document["benchmark"]](document, json_path.with_suffix(".png"))
+    return PLOTS[document.benchmark](document, json_path.with_suffix(".png"))

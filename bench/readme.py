@@ -10,19 +10,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench import machine, results
-from bench.accuracy import CONFIGS
+from bench import machine
 from workbook import speed
+from workbook.bench_results import (ACCURACY_CONFIGS, SCALING_CONFIGS, SCALING_EFFICIENCY,
+                                    SCALING_HOROVOD_SHARE, SCALING_IMAGES_PER_SECOND,
+                                    RESULTS_DIR, SCALING_MACHINE_CEILING, BenchResult,
+                                    accuracy_time_key)
 from workbook.paths import REPO
 
 README = REPO / "README.md"
 IPS = speed.images_per_second_label(2)  # the throughput runs train 2 epochs
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-
-
-def _load(results_dir: Path, name: str) -> dict | None:
-    path = Path(results_dir) / f"{name}.json"
-    return results.read(path) if path.is_file() else None
 
 
 def _time_to(stats: dict, runs: int) -> str:
@@ -32,41 +30,42 @@ def _time_to(stats: dict, runs: int) -> str:
     return text if stats["reached"] == runs else f"{text}, {stats['reached']} of {runs} runs"
 
 
-def _elsewhere(doc: dict, first: dict) -> list[str]:
+def _elsewhere(doc: BenchResult, first: BenchResult) -> list[str]:
     """A line for a benchmark measured on another kind of machine than the section's first."""
-    if doc["machine"].get("cpu") == first["machine"].get("cpu"):
+    if doc.machine.get("cpu") == first.machine.get("cpu"):
         return []
-    return [f"Measured on another machine: {machine.one_line(doc['machine'])} (commit "
-            f"{doc['machine']['commit']}).", ""]
+    return [f"Measured on another machine: {machine.one_line(doc.machine)} (commit "
+            f"{doc.machine['commit']}).", ""]
 
 
-def section(results_dir: Path = results.RESULTS_DIR) -> str:
+def section(results_dir: Path = RESULTS_DIR) -> str:
     """Markdown: the machine, one table per benchmark, each with its picture."""
-    docs = {n: _load(results_dir, n)
+    docs = {n: BenchResult.find(results_dir, n)
             for n in ("scaling", "accuracy", "overhead", "grading", "verdicts")}  # fmt: skip
     measured = [d for d in docs.values() if d]
     if not measured:
         return "No benchmark results yet: run `make bench`.\n"
-    lines = [f"Measured on {machine.one_line(measured[0]['machine'])} "
-             f"(commit {measured[0]['machine']['commit']}); `make bench` measures your machine.", ""]
+    first = measured[0].machine
+    lines = [f"Measured on {machine.one_line(first)} (commit {first['commit']}); "
+             "`make bench` measures your machine.", ""]
     if scaling := docs["scaling"]:
-        s = scaling["summary"]
+        s = scaling.summary
         lines += ["**Scaling** (solution script, full data set, "
-                  f"{scaling['settings']['repeats']} repetitions, median [min-max]):", "",
+                  f"{scaling.settings['repeats']} repetitions, median [min-max]):", "",
                   f"| launch | {IPS}, all workers | per worker |", "|---|---|---|"]
-        for label, c in s["configs"].items():
-            ips = c["images_per_second"]
+        for label, c in s[SCALING_CONFIGS].items():
+            ips = c[SCALING_IMAGES_PER_SECOND]
             lines.append(f"| {label} | {ips['median']:.0f} [{ips['min']:.0f}-{ips['max']:.0f}] "
                          f"| {c['images_per_second_per_worker']:.0f} |")
-        for n, e in s["scaling_efficiency"].items():
+        for n, e in s[SCALING_EFFICIENCY].items():
             lines += ["", f"Scaling efficiency at {n} workers ({speed.SCALING_EFFICIENCY}): "
                       f"**{e['median']:.2f}** [{e['min']:.2f}-{e['max']:.2f}] (target "
                       f"{s['target_efficiency']:.2f})."]
         if "speedup_over_single_process_default" in s:
             lines[-1] += (" Against one plain process using every core: "
                           f"{s['speedup_over_single_process_default']:.2f}x.")
-        for n, c in s.get("machine_ceiling", {}).items():
-            share = s["horovod_share_of_ceiling"][n]
+        for n, c in s.get(SCALING_MACHINE_CEILING, {}).items():
+            share = s[SCALING_HOROVOD_SHARE][n]
             lines += ["", f"Where the rest goes: {n} separate processes without Horovod reach "
                       f"{c['median']:.2f} [{c['min']:.2f}-{c['max']:.2f}] of {n}x one worker, "
                       "the most this machine allows; Horovod's workers keep "
@@ -74,37 +73,38 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                       f"that (share of the machine's ceiling: {speed.CEILING_SHARE})."]
         lines += ["", "![scaling](bench/results/scaling.png)", ""]
     if accuracy := docs["accuracy"]:
-        s = accuracy["summary"]
-        targets = [round(t * 100) for t in s["targets"]]
+        s = accuracy.summary
+        targets = s["targets"]
         lines += ["**Time to accuracy** (validation accuracy after each epoch; time from the "
                   "launch, start-up included; median [min-max] of the runs that reached the "
                   "target):", "", *_elsewhere(accuracy, measured[0]),
-                  "| run | " + " | ".join(f"to {t}%" for t in targets)
+                  "| run | " + " | ".join(f"to {round(t * 100)}%" for t in targets)
                   + " | final test accuracy |", "|---" * (len(targets) + 2) + "|"]
-        for name in CONFIGS:
+        for name in ACCURACY_CONFIGS:
             r = s[name]
-            cells = [_time_to(r[f"seconds_to_{t}"], r["runs"]) for t in targets]
+            cells = [_time_to(r[accuracy_time_key(t)], r["runs"]) for t in targets]
             final = r["final_test_accuracy"]
             lines.append(f"| {name}: {r['config']} | " + " | ".join(cells)
                          + f" | {final['median']:.4f} [{final['min']:.4f}-{final['max']:.4f}] |")
         for other, who in (("reference", "the 1-worker reference"),
                            ("baseline", "the baseline (the starting script on every core)")):
+            percents = [round(t * 100) for t in targets]
             speedups = [f"{s[f'speedup_to_{t}_over_{other}']:.2f}x sooner to {t}%"
-                        for t in targets if s.get(f"speedup_to_{t}_over_{other}")]
+                        for t in percents if s.get(f"speedup_to_{t}_over_{other}")]
             if speedups:
                 lines += ["", f"2 workers against {who}: " + ", ".join(speedups) + "."]
-        busy = sum(s[name].get("runs_with_busy_neighbours", 0) for name in CONFIGS)
+        busy = sum(s[name].get("runs_with_busy_neighbours", 0) for name in ACCURACY_CONFIGS)
         if busy:
             lines += ["", f"{busy} of the runs had a busy neighbour for part of the time (named, "
                       "with how long, in `bench/results/accuracy.json`)."]
-        if accuracy["settings"].get("reference_side_by_side"):
+        if accuracy.settings.get("reference_side_by_side"):
             lines += ["", "The reference runs two at a time, each on its own core (as fast as one "
                       "alone: see the machine ceiling above)."]
         lines += ["", "![time to accuracy](bench/results/accuracy.png)", ""]
     if overhead := docs["overhead"]:
-        s = overhead["summary"]
+        s = overhead.summary
         lines += ["**Horovod overhead** (median of "
-                  f"{overhead['settings']['repeats']}):", "", *_elsewhere(overhead, measured[0]),
+                  f"{overhead.settings['repeats']}):", "", *_elsewhere(overhead, measured[0]),
                   f"| launch | first training step after | {IPS} |", "|---|---|---|"]
         for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
             r = s[name]
@@ -113,7 +113,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
                          f"{'-' if ips is None else f'{ips:.0f}'} |")
         lines += ["", "![overhead](bench/results/overhead.png)", ""]
     if grading := docs["grading"]:
-        s = grading["summary"]
+        s = grading.summary
         one = s["one_file_seconds"]
         lines += ["**Grading**:", "", *_elsewhere(grading, measured[0]),
                   "| what | time | target |", "|---|---|---|"]
@@ -138,7 +138,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         if (load := s.get("load_average")) and load.get("n"):
             lines += [f"1-minute load average at the end of the autograde runs, the grading's "
                       f"own processes included: {_median_range(load, '', '.1f')} on "
-                      f"{grading['machine']['cores']} cores (far above that, other work shared "
+                      f"{grading.machine['cores']} cores (far above that, other work shared "
                       "the machine: the paired ratio holds, the seconds do not).", ""]
         per_student = s.get("autograde_seconds_per_student", {})
         if "baseline" in per_student:
@@ -155,7 +155,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
         lines += [f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
                   "![grading](bench/results/grading.png)", ""]
     if verdicts := docs["verdicts"]:
-        s = verdicts["summary"]
+        s = verdicts.summary
         reading = s["reading"]
         unsure = reading["can't tell"]
         lines += ["**Verdicts** on the learner-style corpus (tests/grader_cases/learners: "
@@ -171,7 +171,7 @@ def section(results_dir: Path = results.RESULTS_DIR) -> str:
 
 
 def _median_range(stats: dict, unit: str, spec: str) -> str:
-    """'41 s [38-45], n=3' from results.summarize()'s dict."""
+    """'41 s [38-45], n=3' from bench.results.summarize()'s dict."""
     unit = f" {unit}" if unit else ""
     return (f"{stats['median']:{spec}}{unit} [{stats['min']:{spec}}-{stats['max']:{spec}}], "
             f"n={stats['n']}")
@@ -184,7 +184,7 @@ def replace_section(text: str, body: str) -> str:
     return pattern.sub(lambda _: f"{START}\n{body}{END}", text)
 
 
-def update_readme(readme: Path = README, results_dir: Path = results.RESULTS_DIR) -> bool:
+def update_readme(readme: Path = README, results_dir: Path = RESULTS_DIR) -> bool:
     """Rewrites the section; returns whether README.md changed."""
     text = readme.read_text(encoding="utf-8")
     new = replace_section(text, section(results_dir))

@@ -1,15 +1,13 @@
-"""Statistics of repeated measurements, and the result files."""
+"""Statistics of repeated measurements, and the result files (their format:
+workbook.bench_results.BenchResult)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from bench import machine
-from workbook.paths import REPO
-
-RESULTS_DIR = REPO / "bench" / "results"
+from workbook.bench_results import BenchResult
 
 
 def summarize(values: list) -> dict:
@@ -30,19 +28,9 @@ def summarize(values: list) -> dict:
 
 def write(name: str, out_dir: Path, settings: dict, measurements, summary: dict) -> Path:
     """Writes <out_dir>/<name>.json with the machine, and returns its path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    document = {
-        "benchmark": name,
-        "machine": machine.describe(),
-        "settings": settings,
-        "measurements": measurements,
-        "summary": summary,
-    }
-    path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return path
+    return BenchResult(benchmark=name, machine=machine.describe(), settings=settings,
+                       measurements=measurements, summary=summary).write(out_dir)
 
 
-def read(path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def read(path) -> BenchResult:
+    return BenchResult.read(path)

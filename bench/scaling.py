@@ -19,6 +19,8 @@ from bench import machine, results, settings
 from bench.processes import busy_note
 from bench.training import Launch, run_script, run_separate
 from workbook import speed
+from workbook.bench_results import (SCALING_CONFIGS, SCALING_EFFICIENCY, SCALING_HOROVOD_SHARE,
+                                    SCALING_IMAGES_PER_SECOND, SCALING_MACHINE_CEILING)
 from workbook.facts import usable_cores
 
 
@@ -74,7 +76,7 @@ def summarize(configs: list, measurements: list) -> dict:
             "workers": launch.workers,
             "threads": launch.threads,
             "horovodrun": launch.horovodrun,
-            "images_per_second": stats,
+            SCALING_IMAGES_PER_SECOND: stats,
             "images_per_second_per_worker": round(stats["median"] / launch.workers, 2),
         }
     horovod = [launch for launch in configs if launch.horovodrun]
@@ -93,19 +95,19 @@ def summarize(configs: list, measurements: list) -> dict:
                                                          separate[0].label,
                                                          lambda a, _, b: speed.ceiling_share(a, b),
                                                          launch.workers))
-    summary = {"configs": by_config, "scaling_efficiency": efficiency, "target_efficiency": 0.9,
+    summary = {SCALING_CONFIGS: by_config, SCALING_EFFICIENCY: efficiency, "target_efficiency": 0.9,
                # Figures of a run with a busy neighbour mean little (see bench/processes.py).
                "runs_with_busy_neighbours": sum(bool(m.get("neighbours")) for m in measurements)}
     if ceiling:
         # efficiency ~= machine ceiling x Horovod's share of it
-        summary["machine_ceiling"] = ceiling
-        summary["horovod_share_of_ceiling"] = horovod_share
+        summary[SCALING_MACHINE_CEILING] = ceiling
+        summary[SCALING_HOROVOD_SHARE] = horovod_share
     default = [launch for launch in configs if not launch.horovodrun and not launch.separate]
     if default and len(horovod) > 1:
         top = horovod[-1]
         summary["speedup_over_single_process_default"] = round(
-            by_config[top.label]["images_per_second"]["median"]
-            / by_config[default[0].label]["images_per_second"]["median"], 3)
+            by_config[top.label][SCALING_IMAGES_PER_SECOND]["median"]
+            / by_config[default[0].label][SCALING_IMAGES_PER_SECOND]["median"], 3)
     return summary
 
 

@@ -6,7 +6,7 @@ plan_run, with the runner's RunOptions, and run by the runner's execute (bench/p
 the benchmarks start and supervise the workers as a notebook cell's horovodrun() does, with
 its command line, environment, time limit and clean-up. The script's own measurements are read
 back: its `RESULT {json}` line, as the runner parsed it (workbook.facts.parse_result), and the
-per-epoch scalars of its TensorBoard log (workbook.comparison.epoch_scalars).
+per-epoch scalars of its TensorBoard log (workbook.tensorboard_events.epoch_scalars).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 
 from bench.processes import CommandFailed, Timed, run_timed
 from workbook import speed
-from workbook.comparison import epoch_scalars  # the benchmarks read it from here
 from workbook.facts import SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
 from workbook.runner.command import PIN_LAUNCHER, RunOptions, RunPlan, plan_run
+from workbook.tensorboard_events import epoch_scalars
 
 SOLUTION = SOLUTIONS_DIR / SOLUTION_FILE_NAME
 STARTER = STARTER_SCRIPT

@@ -4,7 +4,6 @@ speed targets are reported by the benchmarks, not tested here."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -22,6 +21,7 @@ from bench.training import PINNED, Launch
 from processes import describe, kill_group, marked, new_marker, stop_marked
 from processes import python_c_plan as python_c
 from workbook import facts
+from workbook.bench_results import BenchResult
 from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
@@ -233,16 +233,16 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("scaling", "accuracy", "overhead", "grading", "verdicts"):
-        document = json.loads((tmp_path / f"{name}.json").read_text())
-        assert document["benchmark"] == name
-        assert document["machine"]["cores"] >= 1 and document["machine"]["tensorflow"]
+        document = BenchResult.read(tmp_path / f"{name}.json")
+        assert document.benchmark == name
+        assert document.machine["cores"] >= 1 and document.machine["tensorflow"]
         assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE)
-    summary = json.loads((tmp_path / "scaling.json").read_text())["summary"]
+    summary = BenchResult.read(tmp_path / "scaling.json").summary
     assert all(c["images_per_second"]["median"] > 0 for c in summary["configs"].values())
     assert summary["scaling_efficiency"]["2"]["median"] > 0
     assert summary["machine_ceiling"]["2"]["median"] > 0
 
-    runs = json.loads((tmp_path / "accuracy.json").read_text())["measurements"]
+    runs = BenchResult.read(tmp_path / "accuracy.json").measurements
     # One repetition: the reference side by side (two runs), the distributed run, the baseline.
     assert sorted(run["config"] for run in runs) == [
         "baseline", "distributed", "reference", "reference"]
@@ -251,25 +251,25 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
         assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
         assert isinstance(run["neighbours"], list)
 
-    overhead = json.loads((tmp_path / "overhead.json").read_text())["summary"]
+    overhead = BenchResult.read(tmp_path / "overhead.json").summary
     for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
         # Both repetitions trained (a resumed run would show no first step).
         assert overhead[name]["first_step_seconds"]["n"] == 2
         assert overhead[name]["first_step_seconds"]["median"] > 0
 
-    grades = json.loads((tmp_path / "grading.json").read_text())
-    assert grades["summary"]["grades_equal"], grades["summary"]["mismatches"]
-    scores = grades["measurements"]["scores"]
+    grades = BenchResult.read(tmp_path / "grading.json")
+    assert grades.summary["grades_equal"], grades.summary["mismatches"]
+    scores = grades.measurements["scores"]
     assert len(scores) == len(grading.TINY_KINDS)
     by_kind = dict(zip(grading.TINY_KINDS, (scores[s]["batch"] for s in sorted(scores))))
     assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
     assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
     assert 0 < by_kind[13] < 12  # one Horovod line deleted
-    verdicts = json.loads((tmp_path / "verdicts.json").read_text())["summary"]
+    verdicts = BenchResult.read(tmp_path / "verdicts.json").summary
     assert verdicts["scripts"] == 3 and verdicts["steps"] == 36
     assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
     # With runs, each script of the chain scores its step, decided by what it did.
-    assert grades["summary"]["runs_score_the_chains_steps"], grades["summary"]["runs_wrong"]
+    assert grades.summary["runs_score_the_chains_steps"], grades.summary["runs_wrong"]
 
 
 def test_readme_shows_the_committed_results():
@@ -281,17 +281,17 @@ def test_readme_shows_the_committed_results():
 
 def test_readme_section_is_written_from_result_files(tmp_path):
     assert "No benchmark results yet" in readme.section(tmp_path)
-    (tmp_path / "grading.json").write_text(json.dumps({
-        "benchmark": "grading",
-        "machine": {"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
-                    "horovod": "0.28.1", "date": "2026-11-22 06:00 UTC", "commit": "abc1234"},
-        "settings": {}, "measurements": {},
-        "summary": {"one_file_seconds": {"solution (12 pass)": {"median": 0.21}},
-                    "students": 200, "batch_seconds": {"median": 3.5},
-                    "batch_ms_per_submission": 17.5,
-                    "nbgrader_seconds": {"median": 200.0, "min": 190.0, "max": 230.0, "n": 3},
-                    "nbgrader_seconds_per_submission": 1.0, "grades_equal": True},
-    }))
+    BenchResult(
+        benchmark="grading",
+        machine={"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
+                 "horovod": "0.28.1", "date": "2026-11-22 06:00 UTC", "commit": "abc1234"},
+        settings={}, measurements={},
+        summary={"one_file_seconds": {"solution (12 pass)": {"median": 0.21}},
+                 "students": 200, "batch_seconds": {"median": 3.5},
+                 "batch_ms_per_submission": 17.5,
+                 "nbgrader_seconds": {"median": 200.0, "min": 190.0, "max": 230.0, "n": 3},
+                 "nbgrader_seconds_per_submission": 1.0, "grades_equal": True},
+    ).write(tmp_path)
     body = readme.section(tmp_path)
     assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
     assert ("| `python -m instructor autograde` (nbgrader), 200 submissions | "

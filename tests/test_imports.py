@@ -176,6 +176,30 @@ def test_the_checker_layers_import_downwards():
     assert upwards == []
 
 
+# Notebook 13's modules, one job each: the formats (the runner's run record, TensorBoard's
+# event files, bench's result files); the run model; its words and its tables; what the
+# notebooks show. Each imports only from the layers before its own.
+RUN_LAYERS = (
+    {"workbook.runner.record", "workbook.tensorboard_events", "workbook.bench_results"},
+    {"workbook.run_times"},
+    {"workbook.verdict_text", "workbook.run_tables"},
+    {"workbook.glance", "workbook.estimates"},
+)
+
+
+def test_notebook_13s_modules_import_downwards():
+    layer_of = {name: index for index, layer in enumerate(RUN_LAYERS) for name in layer}
+    assert set(layer_of) <= set(MODULES), "a layer names a module that is not there"
+    edges = graph()
+    upwards = sorted(
+        f"{name} imports {target}"
+        for name, index in layer_of.items()
+        for target in edges[name]
+        if layer_of.get(target, -1) >= index
+    )
+    assert upwards == []
+
+
 def test_the_names_layer_knows_nothing_of_horovod():
     """Its code names no Horovod module, function or table (its docstrings' examples may)."""
     tree = ast.parse((REPO / "grader" / "names.py").read_text(encoding="utf-8"))

@@ -25,6 +25,7 @@ from workbook.runner.command import PIN_LAUNCHER, plan_run
 from workbook.runner.layout import auto_layout, pins_cores, share_layout
 from workbook.runner.contention import ContentionMonitor, short_command
 from workbook.runner.pin_cores import cores_of_worker, local_rank
+from workbook.runner.record import ContentionRecord, RunRecord
 
 needs_horovodrun = pytest.mark.skipif(
     not (Path(sys.executable).parent / "horovodrun").exists(), reason="horovodrun not installed"
@@ -190,7 +191,7 @@ def test_the_monitor_names_a_busy_neighbour_and_not_the_runs_own(tmp_path, monke
     assert named[neighbour.pid].command.startswith("python -c")
     assert named[neighbour.pid].mean_share > 0.1
     assert any(f"(pid {neighbour.pid}) used" in line for line in monitor.findings())
-    assert neighbour.pid in [p["pid"] for p in monitor.record()["busy_processes"]]
+    assert neighbour.pid in [p.pid for p in ContentionRecord.of(monitor).busy_processes]
 
 
 def test_a_quiet_monitor_says_nothing():
@@ -214,13 +215,13 @@ def test_every_run_leaves_its_record(tmp_path):
     run = start_in_background("train.py", np=1, launcher="python", cwd=tmp_path,
                               logs_root=tmp_path / "logs", run_name="rec", log_dir=False)
     result = run.result(timeout=120)
-    record = json.loads((tmp_path / "logs" / "rec" / "run.json").read_text())
-    assert before <= record["started"] < record["ended"] <= time.time()
-    assert record["ended"] - record["started"] >= 1.0
-    assert (result.started_at, result.ended_at) == (record["started"], record["ended"])
-    assert record["layout"] == result.layout and record["launcher"] == "python"
-    assert record["ok"] is True and record["exit_code"] == 0
-    assert record["busy_others"] == result.busy_others
+    record = RunRecord.read(tmp_path / "logs" / "rec")
+    assert before <= record.started < record.ended <= time.time()
+    assert record.ended - record.started >= 1.0
+    assert (result.started_at, result.ended_at) == (record.started, record.ended)
+    assert record.layout == result.layout and record.launcher == "python"
+    assert record.ok is True and record.exit_code == 0
+    assert record.busy_others == result.busy_others
 
 
 def test_only_the_busiest_neighbours_are_named(monkeypatch):

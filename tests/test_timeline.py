@@ -178,7 +178,7 @@ QUICK = ("--data-dir ../data/sample --train-images 1024 --test-images 256 --dept
 def test_a_real_two_worker_timeline(tmp_path):
     import matplotlib
 
-    from workbook.comparison import read_run
+    from workbook.run_times import read_run
     from workbook.paths import NOTEBOOKS_DIR
     from workbook.runner import horovodrun
 

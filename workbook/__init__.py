@@ -11,7 +11,13 @@
     navigation     the "Next" cell: the next notebook in the same tab, this kernel shut down
     cluster        bonus lesson 15: Slurm's host lists as horovodrun's -np and -H
     pipeline_plot  bonus lesson 17: the input-pipeline measurements as a plot
-    comparison     notebook 13: runs timed from the same events, compared fairly, in words
+    run_times      notebooks 13 and 19: a run timed from its folder (its record, its epochs)
+    verdict_text   notebook 13: two runs compared fairly, in words
+    run_tables     notebook 13: the runs as tables, plots and a TensorBoard chart
+    glance         notebook 13: the verdict at a glance, the detail folded
+    estimates      how long a run will take, from this machine's own pace
+    tensorboard_events  the per-epoch scalars of a run's TensorBoard logs, read
+    bench_results  the format of `make bench`'s result files
     timeline       bonus lesson 19: Horovod's timeline per step and rank, drawn
 
 Imports flow one way: the grader, the instructor's course, the authoring tools and the

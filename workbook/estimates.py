@@ -6,18 +6,17 @@
     estimate_reference(run, epochs)     notebook 13's 1-worker reference, from the workers' pace
     beside_bench(runs, results_dir)     the learner's figures beside `make bench`'s, labelled
 
-A run's pace is read from its own folder (workbook.comparison.read_run: the epochs it has
+A run's pace is read from its own folder (workbook.run_times.read_run: the epochs it has
 finished, its start-up) and the number of epochs from its log's Keras progress ("Epoch 2/5").
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from workbook import comparison, speed
-from workbook.comparison import TARGET, RunTimes
+from workbook import bench_results, run_times, speed
+from workbook.run_times import TARGET, RunTimes
 from workbook.runner.command import RAW_LOG_NAME
 from workbook.runner.layout import plural
 
@@ -41,17 +40,17 @@ def so_far(run_dir: str | Path, label: str = "Your baseline") -> str:
     on the long side), plus its own start-up and, for the end, the evaluation's time as the
     finished run will show it (unknown until then, so left out and said)."""
     try:
-        run = comparison.read_run(run_dir)
-    except comparison.NotTimed:
+        run = run_times.read_run(run_dir)
+    except run_times.NotTimed:
         return (f"{label}: no epoch has finished yet, so no estimate from this machine yet; "
                 "run this cell again in a minute or two.")
     epochs = planned_epochs(run_dir) or run.epochs_trained
     done = run.epochs_trained
-    since_launch = comparison.run_seconds(run)
+    since_launch = run_times.run_seconds(run)
     if run.finished and run.after_training is not None and since_launch is not None:
         return (f"{label} has finished: {_minutes(since_launch)} from its launch to its end, "
                 f"{_minutes(run.training)} of it training ({done} epochs).")
-    first, later = comparison.epoch_split(run)
+    first, later = run_times.epoch_split(run)
     pace = later if later is not None else first
     left = pace * (epochs - done)
     start = run.start_up or 0.0
@@ -68,7 +67,7 @@ def short_runs(logs_dir: Path, images_one: int, images_two: int, batch: int) -> 
     """Notebook 19's two short runs, from notebook 13's runs on this machine: their steps at
     notebook 13's images/s (64 images a step; at `batch` a step is slower per image, so this is
     the short side) plus each run's start-up there."""
-    pair = comparison.newest_pair(Path(logs_dir))
+    pair = run_times.newest_pair(Path(logs_dir))
     if pair is None:
         return ("No runs of notebook 13 yet, so no estimate from this machine: the two runs "
                 "train for seconds to minutes, each after its start-up.")
@@ -90,17 +89,17 @@ def _in_minutes(seconds: float) -> str:
 
 def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     """What to expect of the distributed run, from the learner's own baseline."""
-    if baseline is None or comparison.run_seconds(baseline) is None:
+    if baseline is None or run_times.run_seconds(baseline) is None:
         return ("No finished baseline yet, so no estimate from your machine: the run takes "
                 "minutes on a CPU (notebook 00's baseline shows how many).")
-    wait = comparison.fit_end_wait(baseline)
+    wait = run_times.fit_end_wait(baseline)
     end = (f"; its end took {baseline.after_training:.0f} s"
            + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
               "thread: a script with its training data autotuned waits there from nothing to "
-              "about a minute)" if wait is not None and wait >= comparison.FIT_END_NOTED_S else "")
+              "about a minute)" if wait is not None and wait >= run_times.FIT_END_NOTED_S else "")
            if baseline.after_training is not None else "")
     return (
-        f"Your baseline (notebook 00) took {_in_minutes(comparison.run_seconds(baseline))} from "
+        f"Your baseline (notebook 00) took {_in_minutes(run_times.run_seconds(baseline))} from "
         f"its launch to its end, {_in_minutes(baseline.training)} of it training{end}. Your "
         f"{workers} workers share the same cores, so expect about as long for the training: "
         "what they gain or lose is the subject of section 4. After training, each worker "
@@ -113,18 +112,18 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     the run's workers: one worker does the work of N, each epoch at N x a worker's time x the
     scaling efficiency `make bench` measured (one worker alone is faster than each of N that
     share the machine); without a benchmark, at most N x."""
-    seconds = comparison.run_seconds(run)
-    split = comparison.split_training(run, run.epochs_trained)
+    seconds = run_times.run_seconds(run)
+    split = run_times.split_training(run, run.epochs_trained)
     if seconds is None or split is None:
         return ""
-    measured = bench_figures(results_dir).get(f"scaling efficiency, {run.workers} workers") \
-        if results_dir is not None else None
+    measured = (bench_results.figures(results_dir).get(f"scaling efficiency, {run.workers} workers")
+                if results_dir is not None else None)
     efficiency = measured[0] if measured else None  # the median
     factor = run.workers * (efficiency or 1.0)
     worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
     # The end without model.fit's wait for tf.data's autotuner: that wait is any run's own,
     # from nothing to about a minute, not the workers' to copy.
-    wait = comparison.fit_end_wait(run) or 0.0
+    wait = run_times.fit_end_wait(run) or 0.0
     total = (run.start_up + split["extra"] + factor * worker_epoch * epochs
              + run.after_training - wait)
     work = (f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
@@ -133,7 +132,7 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
            f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
            "sharing the machine" if efficiency else f"{work}, at most")
     waited = ""
-    if wait >= comparison.FIT_END_NOTED_S:
+    if wait >= run_times.FIT_END_NOTED_S:
         waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit, for "
                   "tf.data's autotuner thread: a script whose training data is autotuned waits "
                   "there from nothing to about a minute, which no estimate can tell (the "
@@ -144,36 +143,13 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     )
 
 
-def bench_figures(results_dir: Path) -> dict:
-    """The committed benchmark figures (`make bench`) that notebook 13 sets beside the
-    learner's: {name: (median, min, max)} of what bench/results/*.json hold."""
-    figures = {}
-    scaling_path = Path(results_dir) / "scaling.json"
-    accuracy_path = Path(results_dir) / "accuracy.json"
-    if scaling_path.is_file():
-        summary = json.loads(scaling_path.read_text())["summary"]
-        for name, stats in summary.get("configs", {}).items():
-            figures[name] = stats["images_per_second"]
-        for n, stats in summary.get("scaling_efficiency", {}).items():
-            figures[f"scaling efficiency, {n} workers"] = stats
-        for n, stats in summary.get("horovod_share_of_ceiling", {}).items():
-            figures[f"share of the ceiling, {n} workers"] = stats
-    if accuracy_path.is_file():
-        summary = json.loads(accuracy_path.read_text())["summary"]
-        for name in ("reference", "distributed", "baseline"):
-            if name in summary and "seconds_to_90" in summary[name]:
-                figures[f"time to 90%, {name}"] = summary[name]["seconds_to_90"]
-    return {name: (s.get("median"), s.get("min"), s.get("max")) for name, s in figures.items()
-            if s.get("median") is not None}
-
-
 def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
     """A table: the learner's figures (runs: {"reference", "distributed", "baseline"} ->
     RunTimes or None) beside the benchmark's on its quiet machine, each figure as
     workbook.speed defines it."""
     import pandas as pd
 
-    bench = bench_figures(results_dir)
+    bench = bench_results.figures(results_dir)
 
     def shown(key):
         if key not in bench:
@@ -195,7 +171,7 @@ def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
             rows.append((f"{run.images_label}: {run.label}",
                          yours(run.images_per_second), shown(key)))
     if reference is not None and distributed is not None:
-        efficiency = comparison.scaling_efficiency(reference, distributed)
+        efficiency = run_times.scaling_efficiency(reference, distributed)
         rows.append((f"scaling efficiency ({speed.SCALING_EFFICIENCY})",
                      yours(efficiency, 2),
                      shown(f"scaling efficiency, {distributed.workers} workers")))

@@ -4,8 +4,8 @@
 
 Each line says how much faster or slower the learner's workers trained than one comparison run,
 and the one part of the time that made it, all in the numbers of their runs
-(workbook.comparison's, the same as the table's). Below, folded (HTML <details>), the full
-verdict of workbook.comparison.verdict() for each comparison. JupyterLab shows the HTML, which
+(workbook.run_times', the same as the table's). Below, folded (HTML <details>), the full
+verdict of workbook.verdict_text.verdict() for each comparison. JupyterLab shows the HTML, which
 wraps at word boundaries; as plain text (a terminal, nbconvert) every line is wrapped at word
 boundaries to WIDTH columns, never in the middle of a word.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.comparison import (RunTimes, _fairness, fit_end_wait, kind, speed_up,
-                                 split_training, verdict)
+from workbook.run_times import RunTimes, fit_end_wait, speed_up, split_training
+from workbook.verdict_text import fairness, kind, verdict
 from workbook.runner.layout import plural
 
 WIDTH = 88  # plain-text lines, in characters
@@ -67,12 +67,12 @@ def line(reference: RunTimes, run: RunTimes) -> str:
 
 def flags(comparisons: list[RunTimes], run: RunTimes) -> list[str]:
     """At most one line a learner must not miss: the runs during which other processes took
-    enough CPU to change a verdict above (comparison's own test), and any run not finished."""
+    enough CPU to change a verdict above (the verdict's own test), and any run not finished."""
     unfair, unfinished = [], []
     for other in comparisons:
         ratio = speed_up(other, run)
         for each in (other, run):
-            said = _fairness(each, ratio, is_run=each is run)
+            said = fairness(each, ratio, is_run=each is run)
             if any(s.startswith("Not a fair measure") for s in said) and each.label not in unfair:
                 unfair.append(each.label)
             if not each.finished and each.label not in unfinished:

@@ -70,7 +70,7 @@ def ssh_settings(options: list[str]) -> SshSettings:
 RAW_LOG_NAME = "horovodrun.log"
 TIMELINE_NAME = "timeline.json"  # Horovod's timeline of a run with timeline=True, in its run_dir
 # What the runner records of a run next to its log: when it started and ended, its layout, and
-# the other processes that were busy meanwhile (workbook.comparison reads it).
+# the other processes that were busy meanwhile (workbook.runner.record.RunRecord, its format).
 RUN_RECORD_NAME = "run.json"
 # The launcher that pins each worker of a pinned layout to its own cores (run by its path).
 PIN_LAUNCHER = Path(__file__).with_name("pin_cores.py")

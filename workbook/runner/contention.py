@@ -6,8 +6,9 @@ every run it overlaps slower, so the runner samples, every few seconds, what the
 outside the run use, and the run's result says it when they used enough to matter: a share of
 the run's CPU that can lengthen it by SAME_SPEED or more (workbook.speed), the difference two
 runs of one script show anyway. A short burst, such as a check cell run meanwhile, is not named.
-The samples are kept (run.json's contention.samples), so that a comparison can count what others
-took during the part of the run it compares, and say whether that could change its verdict.
+The samples are kept (run.json's contention, workbook.runner.record.ContentionRecord), so that a
+comparison can count what others took during the part of the run it compares, and say whether
+that could change its verdict.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import psutil
 
@@ -115,12 +116,6 @@ class ContentionMonitor:
         """The cores all other processes used together, on average over the run."""
         return self.others_core_seconds / self.sampled_seconds if self.sampled_seconds else 0.0
 
-    @property
-    def share_of_cpu(self) -> float:
-        """The share of the machine's CPU time that other processes took during the run."""
-        return self.others_core_seconds / (self.cores * self.sampled_seconds) \
-            if self.sampled_seconds else 0.0
-
     def matters(self) -> bool:
         """Whether others took enough to lengthen the run by SAME_SPEED (see workbook.speed)."""
         return worst_case_slowdown(self.others_core_seconds, self.sampled_seconds) >= SAME_SPEED
@@ -136,16 +131,6 @@ class ContentionMonitor:
         if len(busy) > MENTION_AT_MOST:
             found.append(f"{plural(len(busy) - MENTION_AT_MOST, 'other process')} too")
         return found
-
-    def record(self) -> dict:
-        """What run.json keeps of it."""
-        return {
-            "sampled_seconds": round(self.sampled_seconds, 1),
-            "others_core_seconds": round(self.others_core_seconds, 1),
-            "cores": self.cores,
-            "samples": self.samples,
-            "busy_processes": [asdict(p) for p in self.busy_processes()],
-        }
 
 
 def describe_busy(process: BusyProcess, run_seconds: float) -> str:

@@ -97,7 +97,7 @@ class RunResult:
         if self.images_per_second is not None:
             rows.append((self.images_label, f"{self.images_per_second:,.0f}"))
         if "train_seconds" in self.metrics:
-            # The script's own measure; workbook.comparison times runs from their epochs.
+            # The script's own measure; workbook.run_times times runs from their epochs.
             rows.append(("time in model.fit", f"{self.metrics['train_seconds']} s"))
         for busy in self.busy_others:
             rows.append(("CPU shared with", busy))

@@ -1,0 +1,130 @@
+"""Notebook 13's tables, plots and TensorBoard chart (workbook.run_tables): the same figures as
+the verdict's. The slow test runs notebook 00 (the baseline) and notebook 13 headless, with the
+solution as the learner's script, and checks that its figures agree with each other."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from run_folders import a_run, times
+from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
+from workbook import run_tables, run_times
+from workbook.run_times import speed_up
+
+
+# --- one ratio everywhere ---------------------------------------------------------------------
+
+
+def test_the_ratio_the_table_the_plot_and_tensorboard_agree(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    reference = run_times.read_run(a_run(tmp_path / "ref", [100.0, 100.0]), "reference")
+    mine = run_times.read_run(a_run(tmp_path / "mine", [70.0, 55.0]), "mine")
+    ratio = speed_up(reference, mine)
+    assert ratio == pytest.approx(200 / 125)
+    table = run_tables.table([reference, mine], reference)
+    assert table.loc["mine", "training speed vs reference"] == round(ratio, 2)
+    assert table.loc["mine", "training (s)"] == 125.0
+    assert table.loc["mine", "images/s (steps, epochs after the first)"] == 100
+    ax = run_tables.plot([reference, mine])
+    # The plot's time is speed's time to an accuracy: since the launch, start-up included.
+    assert list(ax.lines[1].get_xdata()) == pytest.approx([90 / 60, 145 / 60])
+    folder = run_tables.write_tensorboard_timing(mine)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder))
+    events.Reload()
+    written = [(e.step, e.value) for e in events.Scalars(run_tables.TIMING_TAG)]
+    assert written == [(0, pytest.approx(70 / 60)), (1, pytest.approx(125 / 60))]
+    run_tables.write_tensorboard_timing(mine)  # again: rewritten, not appended
+    assert len(list(folder.iterdir())) == 1
+
+
+def test_the_table_shows_a_dash_for_a_missing_figure_and_whole_images_per_second(tmp_path):
+    reference = run_times.read_run(a_run(tmp_path / "ref", [100.0, 100.0]), "reference")
+    mine = run_times.read_run(a_run(tmp_path / "mine", [70.0, 55.0], speed=[99.6, 99.6]),
+                               "mine")
+    table = run_tables.table([reference, mine], reference)
+    assert table.loc["mine", "images/s (steps, epochs after the first)"] == 100
+    assert str(table.loc["mine", "images/s (steps, epochs after the first)"]) == "100"
+    assert (table["to 90%, from the launch (s)"] == "-").all()  # 0.6 accuracy at best
+    assert "NaN" not in table.to_string() and "nan" not in table.to_html()
+
+
+def test_the_parts_table_says_how_many_epochs_each_run_measured():
+    """The verdict projects the 2-epoch reference to 5 epochs; the parts table shows what was
+    measured, and says so with each run's epochs."""
+    reference = times("reference", epochs=(100, 90), steps=[95, 85])
+    workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, steps=[58, 56, 56, 56, 56])
+    table = run_tables.parts_table([reference, workers])
+    assert table.loc["reference", "epochs"] == 2 and table.loc["yours", "epochs"] == 5
+    assert table.loc["reference", "training steps"] == 170.0  # 2 epochs, not projected
+    unmeasured = times("no step times", epochs=(100, 90))  # parts unknown
+    shown = run_tables.parts_table([reference, unmeasured]).loc["no step times"]
+    assert shown["epochs"] == 2 and set(shown.drop("epochs")) == {"-"}
+
+
+# --- notebook 13, headless --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
+    """Notebooks 00 and 13 headless, the solution as the learner's script: the ratio printed is
+    the table's, the plot's times are each run's times since its launch (speed's time to an
+    accuracy), a bar per run of the time's parts, and the figures beside make bench's."""
+    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from workbook.paths import REPO
+
+    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
+    final = "13_run_distributed.ipynb"
+    import nbformat
+
+    notebook = nbformat.read(notebooks / final, as_version=4)
+    # What the plot shows, read from the figure the notebook drew, and what the runs say.
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "import json\n"
+        "print('PLOTTED', json.dumps([[float(x) for x in l.get_xdata()] for l in "
+        "curves.lines if len(l.get_xdata()) and l.get_linestyle() != ':']))\n"
+        "print('LAUNCH ENDS', json.dumps([[e / 60 for e in r.launch_ends] for r in runs]))\n"
+        "print('TABLE RATIO', run_tables.table(runs, one_worker).iloc[1, -1])"
+    ))
+    nbformat.write(notebook, notebooks / final)
+    try:
+        execute(notebooks / "00_welcome.ipynb", kernel_name)
+        executed = execute(notebooks / final, kernel_name)
+    finally:
+        stop_tensorboards_under(tmp_path)
+    outputs = [output for cell in executed.cells if cell.cell_type == "code"
+               for output in cell.get("outputs", [])]
+    shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    shown += "\n".join(o.get("data", {}).get("text/plain", "") for o in outputs)
+    # The verdict first: its first lines are the comparisons, the detail folded below them.
+    glance = next(o["data"]["text/html"] for o in outputs
+                  if "workbook-glance" in o.get("data", {}).get("text/html", ""))
+    first = glance.split("<details>")[0]
+    assert first.count("<p ") in (2, 3) and "Against 1 worker (reference)" in first
+    assert "Where the time went, over" in glance.split("<details>")[1]
+    printed = float(re.search(r"Speed-up, training time of the reference / yours "
+                              r"\(over \d+ epochs?\): ([\d.]+)", shown).group(1))
+    assert float(re.search(r"TABLE RATIO ([\d.]+)", shown).group(1)) == pytest.approx(
+        printed, abs=0.006)
+    plotted = json.loads(re.search(r"PLOTTED (\[.*\])", shown).group(1))
+    launch_ends = json.loads(re.search(r"LAUNCH ENDS (\[.*\])", shown).group(1))
+    assert len(plotted) == 3, "reference, your workers and the baseline"
+    assert plotted == [pytest.approx(ends) for ends in launch_ends]
+    assert "No baseline has finished yet" not in shown
+    assert re.search(r"A (slow-down|speed-up)|About the same speed", shown)
+    assert "Images/s of the steps:" in shown  # how to read the bars, in the runs' numbers
+    assert "Where the time went, over" in shown  # the parts, from the script's step_seconds
+    assert "1 worker (reference) (1 worker pinned to" in shown  # each run's hardware is named
+    assert "Your baseline (notebook 00) took" in shown  # estimates from the learner's runs
+    assert "Estimate from your 2 workers' own pace" in shown
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 2, "the bars of the time's parts and the accuracy curves"
+    assert any("make bench (median [min-max])" in o.get("data", {}).get("text/plain", "")
+               for o in outputs)
