@@ -4,7 +4,7 @@ Each notebook of the manifest, workbook.facts.NOTEBOOKS, has a source `notebooks
 (MyST markdown: prose, with code in ```{code-cell} blocks) and becomes `notebooks/NN_SLUG.ipynb`,
 NN its place in the manifest, without outputs and byte-for-byte the same for the same inputs:
 
-    python -m authoring.notebooks build    # write the notebooks that changed
+    python -m authoring.notebooks build    # write the notebooks that changed, remove orphans
     python -m authoring.notebooks check    # exit 1 and list them if any is stale
 
 What depends on the chain of scripts or on the manifest is derived here at build time, never
@@ -486,14 +486,31 @@ def expected_notebooks(
     }
 
 
+def orphans(expected: dict, output_dir: Path) -> list:
+    """The notebooks this builder made that no entry of the manifest makes any more (a
+    notebook renumbered by a new entry before it leaves its old file behind)."""
+    made_here = '"generated_from": "src/'  # in the metadata of every notebook built here
+    return sorted(
+        path.name
+        for path in Path(output_dir).glob("[0-9][0-9]_*.ipynb")
+        if path.name not in expected and made_here in path.read_text(encoding="utf-8")
+    )
+
+
 def stale_notebooks(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
-    """The names of the notebooks that are missing or differ from what their source builds."""
-    return stale_names(expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR))
+    """The names of the notebooks that are missing, differ from what their source builds, or
+    are orphans."""
+    expected, output_dir = expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR)
+    return stale_names(expected, output_dir) + orphans(expected, output_dir)
 
 
 def build(source_dir: Path | None = None, output_dir: Path | None = None) -> list:
-    """Writes the notebooks that changed; returns their names."""
-    return write_changed(expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR))
+    """Writes the notebooks that changed and removes the orphans; returns their names."""
+    expected, output_dir = expected_notebooks(source_dir), Path(output_dir or OUTPUT_DIR)
+    removed = orphans(expected, output_dir)
+    for name in removed:
+        (output_dir / name).unlink()
+    return write_changed(expected, output_dir) + [f"{name} (removed)" for name in removed]
 
 
 def main(argv=None) -> int:

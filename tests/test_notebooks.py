@@ -100,7 +100,14 @@ def test_check_lists_a_stale_notebook(tmp_path):
     edited = tmp_path / NOTEBOOK_NAMES[3]
     edited.write_text(edited.read_text().replace("Step", "Stage", 1))
     (tmp_path / NOTEBOOK_NAMES[5]).unlink()
-    assert builder.stale_notebooks(output_dir=tmp_path) == [NOTEBOOK_NAMES[3], NOTEBOOK_NAMES[5]]
+    # A notebook a new entry of the manifest renumbered leaves its old file behind.
+    shutil.copy(tmp_path / NOTEBOOK_NAMES[6], tmp_path / "99_renumbered.ipynb")
+    (tmp_path / "99_yours.ipynb").write_text("{}")  # not made by the builder: left alone
+    stale = [NOTEBOOK_NAMES[3], NOTEBOOK_NAMES[5], "99_renumbered.ipynb"]
+    assert builder.stale_notebooks(output_dir=tmp_path) == stale
+    assert builder.build(output_dir=tmp_path) == [*stale[:2], "99_renumbered.ipynb (removed)"]
+    assert builder.stale_notebooks(output_dir=tmp_path) == []
+    assert (tmp_path / "99_yours.ipynb").is_file()
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)

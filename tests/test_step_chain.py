@@ -152,8 +152,8 @@ def test_renders_nested_blocks_and_else_branches():
         ("a\n#@ step 3\nb\n", 2, "never closed"),
         ("a\n#@ else\nb\n", 2, "without '#@ step'"),
         ("a\n#@ end\n", 2, "without '#@ step'"),
-        ("#@ step 0\na\n#@ end\n", 1, "outside 1..12"),
-        ("a\nb\n#@ step 13\nc\n#@ end\n", 3, "outside 1..12"),
+        ("#@ step 0\na\n#@ end\n", 1, f"outside 1..{LAST_STEP}"),
+        (f"a\nb\n#@ step {LAST_STEP + 1}\nc\n#@ end\n", 3, f"outside 1..{LAST_STEP}"),
         ("#@ step two\na\n#@ end\n", 1, "expected '#@ step N'"),
         ("#@ step 2\na\n#@ else\nb\n#@ else\nc\n#@ end\n", 5, "second '#@ else'"),
         ("#@ step 2\na\n    #@ end\n", 3, "indented differently"),
@@ -163,7 +163,7 @@ def test_renders_nested_blocks_and_else_branches():
 )
 def test_parser_rejects_malformed_markers(source, line, message):
     with pytest.raises(StepSyntaxError, match=message) as error:
-        render(source, 12, "x.steps.py")
+        render(source, LAST_STEP, "x.steps.py")
     assert error.value.line == line
     assert f"x.steps.py:{line}:" in str(error.value)
 
