@@ -17,37 +17,38 @@ Every check returns a grader.report.Result, the one result vocabulary of the sta
 run-for-real check, the batch grader and the class report: status PASSED, FAILED or CANT_TELL
 ("can't tell" counts as done), a message, the line it points at, a hint, and for a real run
 its details (one Result per invariant) and its run's evidence. A rule's verdict (a Failure, Note,
-Advice or None of grader/verdicts.py) becomes a Result here, in _from_rule.
+Advice or None of grader/verdicts.py) becomes a Result in grader/guard.py, the one way every
+static check runs (within its budget; a checker error a verdict, never a crash).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 
-from grader import budget, judge, reference, strict
+from grader import guard, judge, reference, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
+from grader.guard import CANT_TELL_SAYS, Check
 from grader.live import run_step
 from grader.live.outcome import NOT_RUN
 from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
 from grader.source import FileProblem, parse, read_source
-from grader.verdicts import Advice, Failure, Note
 
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
 LAST_STEP = STEPS[-1]
-CANT_TELL_SAYS = "done (the grader can't tell for sure: "  # how a rule's Note begins
+STRICT_HINT = "Only comments, blank lines and formatting may differ; docstrings count as code."
 # Set by the instructor's grading kernel: a JSON file of the student's decided verdicts.
 JUDGED_VARIABLE = "WORKBOOK_JUDGED"
 
 __all__ = [
     "check_step",
     "check_all",
-    "check_files",
     "check_strict",
     "judge_file",
     "check_bonus",
@@ -124,11 +125,6 @@ def check_all(path=DEFAULT_PATH, steps=STEPS) -> Results:
     return _check(path, list(steps))
 
 
-def check_files(paths, steps=STEPS) -> dict:
-    """Checks many scripts: {path: Results}; a broken file only affects its own results."""
-    return {path: _check(path, list(steps)) for path in paths}
-
-
 def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) -> Result:
     """Does the whole file match the reference, ignoring only comments and formatting?
 
@@ -137,44 +133,34 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     """
     if reference_path is None:
         reference_path = reference.reference_path(reference_step or STEPS[-1])
-    title = f"Matches {Path(reference_path).name}"
-    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS
-    try:
-        return budget.isolated(_check_strict_here, path, reference_path, cpu_seconds=seconds)
-    except budget.Spent as spent:
-        return _spent_result(None, path, spent, title)
-
-
-def _check_strict_here(path, reference_path) -> Result:
     name = Path(reference_path).name
-    title = f"Matches {name}"
-    try:
-        text = read_source(path)
-    except FileProblem as problem:
-        return _problem_result(None, title, path, problem)
     try:
         reference_text = read_source(reference_path)
         reference_tree = parse(reference_text)
     except FileProblem as problem:
         raise FileProblem(f"reference {problem.message}", unreadable=True) from None
-    try:
-        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "comparing the file took too long"):
-            tree = parse(text)
-            if strict.matches(tree, reference_tree):
-                return Result(PASSED, title, f"your file matches {name}", path=str(path))
-            found = strict.first_difference(tree, reference_tree, text, reference_text) or (1, 1)
-    except budget.Spent as spent:
-        return _spent_result(None, path, spent, title)
-    except FileProblem as problem:
-        return _problem_result(None, title, path, problem)
-    except RecursionError as error:
-        return _problem_result(None, title, path, FileProblem(_too_deep(error).message))
+
+    def compare(script: Script) -> Result:
+        found = None
+        if not strict.matches(script.tree, reference_tree):
+            found = strict.first_difference(script.tree, reference_tree, script.text,
+                                            reference_text) or (1, 1)  # fmt: skip
+        return _strict_result(found, path, script.text, reference_text, name)
+
+    check = Check(f"Matches {name}", compare, STRICT_HINT, doing="comparing the file")
+    return guard.run_checks(path, [check])[0]
+
+
+def _strict_result(found, path, text: str, reference_text: str, name: str) -> Result:
+    """Strict mode's verdict: the file matches (`found` None), or the first lines that differ."""
+    if found is None:
+        return Result(PASSED, f"Matches {name}", f"your file matches {name}", path=str(path))
     message, diff = strict.describe_difference(text, reference_text, found, name)
     return Result(
         FAILED,
-        title,
+        f"Matches {name}",
         f"your file does not match {name}: {message}",
-        hint="Only comments, blank lines and formatting may differ; docstrings count as code.",
+        hint=STRICT_HINT,
         expected_diff=diff,
         line=found[0] or None,
         path=str(path),
@@ -185,32 +171,10 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> Result:
     """Checks a bonus exercise (see grader/bonus/) in the script at `path`; no points."""
     if name not in BONUSES:
         raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
-    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS
-    try:
-        return budget.isolated(_check_bonus_here, name, path, cpu_seconds=seconds)
-    except budget.Spent as spent:
-        return _spent_result(None, path, spent, BONUSES[name].TITLE)
-
-
-def _check_bonus_here(name: str, path) -> Result:
     bonus = BONUSES[name]
-    try:
-        script = Script.from_text(read_source(path))
-    except FileProblem as problem:
-        return _problem_result(None, bonus.TITLE, path, problem)
-    try:
-        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "checking the bonus took too long"):
-            failure = bonus.check(script)
-    except budget.Spent as spent:
-        return _spent_result(None, path, spent, bonus.TITLE)
-    except RecursionError as error:
-        failure = _too_deep(error)
-    except Exception as error:  # a grader bug must read as one, not as the learner's mistake
-        failure = Failure(f"the grader could not check this ({type(error).__name__}: {error})")
-    result = _from_rule(failure, None, bonus.TITLE, path, bonus.HINT)
-    if not result.passed:
-        result.expected_diff = reference.bonus_diff(name)
-    return result
+    check = Check(bonus.TITLE, bonus.check, bonus.HINT, doing="checking the bonus",
+                  expected_diff=partial(reference.bonus_diff, name))  # fmt: skip
+    return guard.run_checks(path, [check])[0]
 
 
 def train_bonus(name: str, path=DEFAULT_PATH, **options) -> Result:
@@ -219,103 +183,5 @@ def train_bonus(name: str, path=DEFAULT_PATH, **options) -> Result:
 
 
 def _check(path, steps: list) -> Results:
-    """The steps' results, computed within the checker's budget (grader/budget.py)."""
-    seconds = budget.PARSE_CPU_SECONDS + budget.STEP_CPU_SECONDS * len(steps)
-    try:
-        return budget.isolated(_check_here, path, steps, cpu_seconds=seconds)
-    except budget.Spent as spent:
-        return Results(_spent_result(step, path, spent) for step in steps)
-
-
-def _check_here(path, steps: list) -> Results:
-    try:
-        with budget.cpu_limit(budget.PARSE_CPU_SECONDS, "reading the file took too long"):
-            script = Script.from_text(read_source(path))
-    except FileProblem as problem:
-        return Results(
-            _problem_result(step, reference.title(step), path, problem) for step in steps
-        )
-    except budget.Spent as spent:
-        return Results(_spent_result(step, path, spent) for step in steps)
-    return Results(_run_rule(script, step, path) for step in steps)
-
-
-def _run_rule(script: Script, step: int, path) -> Result:
-    rule = RULES[step]
-    title = reference.title(step)
-    try:
-        with budget.cpu_limit(budget.STEP_CPU_SECONDS, "checking this step took too long"):
-            failure = rule.check(script)
-    except budget.Spent as spent:
-        return _spent_result(step, path, spent)
-    except RecursionError as error:
-        failure = _too_deep(error)
-    except MemoryError:
-        return _spent_result(step, path, budget.Spent("it needed too much memory"))
-    except Exception as error:  # a grader bug must not hide the other steps' results
-        failure = Failure(f"the grader could not check this step ({type(error).__name__}: {error})")
-    result = _from_rule(failure, step, title, path, rule.HINT)
-    if not result.passed:
-        result.expected_diff = reference.expected_diff(step)
-    return result
-
-
-def _too_deep(error: RecursionError) -> Failure:
-    line = budget.line_of(error.__traceback__)
-    where = f" (line {line})" if line else ""
-    return Failure(f"the file is too deeply nested to check{where}", line)
-
-
-def _spent_result(step, path, spent: budget.Spent, title: str = "") -> Result:
-    """A check that ran out of budget: failed, saying where, never a pass."""
-    subject = f"step {step}" if step is not None else "the file"
-    return Result(
-        FAILED,
-        reference.title(step) if step is not None else title,
-        spent.message(subject[0].upper() + subject[1:]),
-        hint=(f"Look at line {spent.line}: " if spent.line else "")
-        + "simplify what it computes (no huge numbers, ranges or nesting), then check again.",
-        step=step,
-        line=spent.line,
-        path=str(path),
-    )
-
-
-def _from_rule(failure, step, title: str, path, hint: str) -> Result:
-    """A rule's verdict (grader/verdicts.py) as a Result: None is PASSED; an Advice (done, by
-    another route that works) PASSED with its note; a Note CANT_TELL, saying what the grader
-    couldn't tell; a Failure FAILED, with `hint` unless it has its own."""
-    if failure is None:
-        return Result(PASSED, title, "done", step=step, path=str(path))
-    if isinstance(failure, Note):
-        if isinstance(failure, Advice):
-            status, message = PASSED, f"done (note: {failure.message})"
-        else:
-            status, message = CANT_TELL, f"{CANT_TELL_SAYS}{failure.message})"
-        return Result(status, title, message, step=step, path=str(path))
-    return Result(
-        FAILED,
-        title,
-        failure.message,
-        step=step,
-        hint=failure.hint or hint,
-        line=failure.line,
-        path=str(path),
-    )
-
-
-def _problem_result(step, title: str, path, problem: FileProblem) -> Result:
-    hint = "Fix this first; then every step can be checked."
-    if problem.line:
-        hint = f"Look at line {problem.line} and the line before it. " + hint
-    return Result(
-        FAILED,
-        title,
-        problem.message,
-        step=step,
-        hint=hint,
-        line=problem.line,
-        path=str(path),
-        file_problem=True,
-        unreadable=problem.unreadable,
-    )
+    """The steps' results (grader/guard.py: within the budget, a checker error a verdict)."""
+    return guard.run_checks(path, [guard.step_check(step) for step in steps])

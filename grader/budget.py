@@ -1,11 +1,11 @@
 """Every check ends within a fixed time and memory budget, whatever the script holds.
 
-The checker never runs a learner's script, but it works things out from it (a multiplier's
-value at each epoch, names through chains of assignments), and a broken or hostile script can
-make that slow or huge: `9 ** 9 ** 9 ** 2`, a loop over `range(10**12)`, deep nesting, a 1 MB
-file. Three layers keep every check bounded:
+The checker never runs a learner's script, but it works things out from it (names through
+chains of assignments, the conditions around a line, which workers run it), and a broken or
+hostile script can make that slow or huge: `9 ** 9 ** 9 ** 2`, a loop over `range(10**12)`,
+deep nesting, a 1 MB file. Two layers keep every check bounded (grader/guard.py runs every
+check within them):
 
-- the evaluator refuses work it can see is too big (grader/schedule.py raises `TooCostly`);
 - `cpu_limit(seconds)` stops a piece of checking after `seconds` of CPU time (SIGPROF, so a
   busy machine does not make a good script fail), naming the line the checker was working on;
 - `isolated(function, ...)` runs the whole check in a forked child with an address-space limit,
@@ -13,7 +13,7 @@ file. Three layers keep every check bounded:
   operation). The parent only receives the pickled result.
 
 Where forking is not safe (no fork, or MPI initialised in this process: OpenMPI forbids it),
-`isolated` runs in-process: the first two layers still hold.
+`isolated` runs in-process: `cpu_limit` still holds.
 """
 
 from __future__ import annotations
@@ -52,14 +52,6 @@ class Spent(BaseException):
         )
 
 
-class TooCostly(Spent):
-    """The evaluator refused something it can see is too big (`node` is where)."""
-
-    def __init__(self, node, what: str):
-        super().__init__(what, getattr(node, "lineno", None))
-        self.node = node
-
-
 def line_of(traceback) -> int | None:
     """The line of the script the checker was working on: the innermost frame of `traceback`
     holding an AST node with a line number."""
@@ -82,8 +74,8 @@ def cpu_limit(seconds: float, what: str):
     """Raises Spent(what, line) when the block uses more than `seconds` of CPU time.
 
     SIGPROF counts this process's CPU time, so waiting for a busy machine costs nothing. Only
-    the main thread can receive signals; elsewhere the block runs without this limit (the
-    evaluator's own refusals and `isolated`'s hard limits still apply)."""
+    the main thread can receive signals; elsewhere the block runs without this limit (`isolated`'s
+    hard limits still apply)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGPROF"):
         yield
         return

@@ -43,5 +43,3 @@ def first_verdict(*checks):
 class Advice(Note):
     """A Note for a step done by another route that works: the step passes, and the message
     says what the workbook recommends instead and why (it is no doubt of the grader's)."""
-
-    sure: bool = True

@@ -16,7 +16,8 @@ import black
 import pytest
 
 import grader
-from grader import check_all, check_files, check_step, check_strict
+from grader import batch, budget, check_all, check_bonus, check_step, check_strict, strict
+from grader.bonus import BONUSES
 from grader_cases.mistakes import CASES
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
@@ -255,22 +256,57 @@ def test_html_escapes_learner_text(tmp_path):
     assert "<b>x</b>" not in result._repr_html_() and "&lt;b&gt;" in result._repr_html_()
 
 
-def test_check_files_keeps_bad_files_to_themselves(tmp_path):
+def test_bad_files_keep_to_themselves(tmp_path):
     good = tmp_path / "good.py"
     good.write_text(reference_text(LAST_STEP), encoding="utf-8")
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n", encoding="utf-8")
     binary = tmp_path / "binary.py"
     binary.write_bytes(b"\x00\x01\xff" * 100)
+    grades = batch.grade_all([broken, good, binary])  # one class, in one process
+    assert [grade.score for grade in grades] == [0, LAST_STEP, 0]
+    assert "line 1" in grades[0].problem and "binary" in grades[2].problem
     missing = tmp_path / "missing.py"
-    results = check_files([broken, good, binary, missing, tmp_path])
-    assert results[good].passed
-    for bad in (broken, binary, missing, tmp_path):
-        assert len(results[bad]) == LAST_STEP and not any(r.passed for r in results[bad])
-    assert "line 1" in results[broken][0].message
-    assert "binary" in results[binary][0].message
-    assert "no such file" in results[missing][0].message
-    assert "directory" in results[tmp_path][0].message
+    for bad, says in ((broken, "line 1"), (binary, "binary"), (missing, "no such file"),
+                      (tmp_path, "directory")):  # fmt: skip
+        results = check_all(bad)
+        assert len(results) == LAST_STEP and not any(r.passed for r in results)
+        assert says in results[0].message
+
+
+class Boom(Exception):
+    pass
+
+
+def boom(*args):
+    raise Boom("a grader bug")
+
+
+def test_a_checker_error_is_a_verdict_of_its_own_check_only(monkeypatch):
+    """grader/guard.py, the one way every static check runs: an error in one check is that
+    check's failure, saying the grader could not check it; the other checks keep theirs."""
+    solution = SOLUTIONS / step_chain.output_name(LAST_STEP)
+    monkeypatch.setattr(step_08, "check", boom)
+    results = check_all(solution)
+    assert passed_steps(results) == [step for step in STEPS if step != 8]
+    assert results[7].message == "the grader could not check this step (Boom: a grader bug)"
+    monkeypatch.setattr(strict, "matches", boom)
+    result = check_strict(solution)
+    assert not result.passed
+    assert result.message == "the grader could not check this (Boom: a grader bug)"
+    monkeypatch.setattr(BONUSES["alexnet"], "check", boom)
+    result = check_bonus("alexnet", solution)
+    assert not result.passed and "could not check this (Boom" in result.message
+
+
+def test_a_check_that_runs_out_of_budget_fails_saying_so(monkeypatch):
+    def too_big(script):
+        raise budget.Spent("a test budget", 7)
+
+    monkeypatch.setattr(step_11, "check", too_big)
+    result = check_step(11, SOLUTIONS / step_chain.output_name(LAST_STEP))
+    assert not result.passed and result.line == 7
+    assert result.message.startswith("Step 11 could not be checked: the checker gave up at line 7")
 
 
 @pytest.mark.parametrize(

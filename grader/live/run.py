@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.source import FileProblem, parse, read_source
+from grader.guard import reading_problem
 from grader.live.evidence import Evidence
 from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
 from grader.live.outcome import doomed, judge
@@ -84,9 +84,8 @@ def run_step(
     if step not in INVARIANTS:
         raise ValueError(f"step must be one of {STEP_RANGE}, not {step!r}")
     script = Path(path).resolve()
-    try:
-        parse(read_source(path))
-    except FileProblem as problem:
+    problem = reading_problem(path)  # the static checker's guarded reading (grader/guard.py)
+    if problem is not None:
         return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable,
                        file_problem=True)
 
