@@ -10,8 +10,10 @@ for real (grader/live/) shows what the script does. Per step:
    passed run, and the message says so.
 2. The run crashed or hung: the crash is the step's whose lines in the reference chain the
    failing line is most like (also when the run had shown that step to hold before it broke),
-   else, when the run showed no step broken (which may well be the cause), the first step the
-   run did not show: FAILED, decided by the run.
+   and the step whose lines alone name what the error quotes ('NovoGrad', 'tfa'); in the
+   second launch it is the resume's too (step 8: the script did not go on from its
+   checkpoint). Else, when the run showed no step broken (which may well be the cause), the
+   first step the run did not show: FAILED, decided by the run.
 3. Otherwise the reading decides when it is sure (PASSED or FAILED).
 4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
    documented default, instructor/README.md), and the class report lists it with both pieces
@@ -28,6 +30,7 @@ import re
 from dataclasses import replace
 
 from grader import reference
+from grader.live.run import RESUME_STEP
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
 # What a run on this machine can't show, per step; the reading decides that part.
@@ -42,13 +45,13 @@ ENDED_EARLY = ("crashed", "hung")  # grader.live.outcome's kinds a crash can be 
 def decide(static: Results, run: Result | None) -> Results:
     """The decided verdict of each step of `static`, given the run's Result (or None)."""
     findings = {detail.step: detail for detail in (run.details if run else [])}
-    blamed = blamed_step(run, findings) if run is not None else None
+    blamed = blamed_steps(run, findings) if run is not None else set()
     return Results(_decide_step(result, findings.get(result.step), run, blamed)
                    for result in static)  # fmt: skip
 
 
-def _decide_step(static: Result, found: Result | None, run: Result | None, blamed) -> Result:
-    if blamed == static.step and (found is None or found.status != FAILED):
+def _decide_step(static: Result, found: Result | None, run: Result | None, blamed: set) -> Result:
+    if static.step in blamed and (found is None or found.status != FAILED):
         return replace(static, status=FAILED, decided_by=RUN,
                        message=f"the script did not get through this step on {run.run.workers} "
                        f"workers: {run.message}",
@@ -82,20 +85,36 @@ def _why_unseen(found: Result | None, run: Result | None) -> str:
     return f"the run did not show it ({run.message})"
 
 
-def blamed_step(run: Result, findings: dict) -> int | None:
-    """The step a crash or a hang is blamed on, or None (the run finished, or timed out): the
+def blamed_steps(run: Result, findings: dict) -> set:
+    """The steps a crash or a hang is blamed on, none when the run finished or timed out: the
     step whose reference lines the failing line is most like (a step the run had shown to hold
-    too: a NovoGrad import only the fresh start has breaks the resume), else the first step
-    the run did not show."""
+    too: a NovoGrad import only the fresh start has breaks the resume), the step that alone
+    names what the error quotes, and the resume's step when it came in the second launch;
+    else the first step the run did not show."""
     if run.run is None or run.run.outcome not in ENDED_EARLY:
-        return None
-    owner = step_of_line(run.run.code, sorted(findings))
-    if owner is not None:
-        return owner
+        return set()
+    steps = sorted(findings)
+    blamed = {step for step in (step_of_line(run.run.code, steps),
+                                step_of_quoted_name(run.message, steps)) if step is not None}  # fmt: skip
+    if run.run.resumed and RESUME_STEP in findings:
+        blamed.add(RESUME_STEP)
+    if blamed:
+        return blamed
     if any(found.status == FAILED for found in findings.values()):
-        return None  # a step the run showed broken may well be why: no second penalty for it
+        return set()  # a step the run showed broken may well be why: no second penalty for it
     unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
-    return unseen[0] if unseen else None
+    return set(unseen[:1])
+
+
+def step_of_quoted_name(message: str, steps: list) -> int | None:
+    """The one step among `steps` whose added reference lines use a name the error message
+    quotes ("Unknown optimizer: 'NovoGrad'", "local variable 'tfa'"), if exactly one does."""
+    for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", message or ""):
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        using = [step for step in steps if any(word.search(line) for line in added_lines(step))]
+        if len(using) == 1:
+            return using[0]
+    return None
 
 
 def step_of_line(code: str, steps: list) -> int | None:
@@ -104,11 +123,14 @@ def step_of_line(code: str, steps: list) -> int | None:
     code = _normalized(code)
     if not code:
         return None
+    # A traceback shows a statement's first line only: `model = hvd.load_model(` is as much
+    # the start of step 8's one-line call as of step 12's call over several lines.
+    cut = code.endswith(("(", "[", "{", ","))
     best, best_ratio = None, SAME_LINE
-    for step in steps:
+    for step in steps:  # on a tie the earlier step: the one that brought the line
         for line in added_lines(step):
-            ratio = difflib.SequenceMatcher(None, code, line).ratio()
-            if ratio >= best_ratio:
+            ratio = difflib.SequenceMatcher(None, code, line[: len(code)] if cut else line).ratio()
+            if ratio > best_ratio or (best is None and ratio == best_ratio):
                 best, best_ratio = step, ratio
     return best
 

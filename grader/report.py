@@ -44,6 +44,7 @@ class Run:
     error: str = ""  # the failing rank's error output
     line: int | None = None  # the line of the script where it crashed or hung, if known
     code: str = ""  # ... and that line's code
+    resumed: bool = False  # it ended early in the second launch, the resume from a checkpoint
 
     @property
     def finished(self) -> bool:

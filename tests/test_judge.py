@@ -24,11 +24,11 @@ def static(*statuses) -> Results:
                    for step, status in enumerate(statuses, start=1))  # fmt: skip
 
 
-def run(*statuses, outcome="finished", code="") -> Result:
+def run(*statuses, outcome="finished", code="", said="", resumed=False) -> Result:
     details = [finding(step, status, f"ran {step}") for step, status in enumerate(statuses, 1)]
-    return Result(FAILED if outcome != "finished" else PASSED, "run", f"the run {outcome}",
+    return Result(FAILED if outcome != "finished" else PASSED, "run", f"the run {outcome}{said}",
                   details=details, run=Run(outcome, seconds=9, line=7 if code else None,
-                                           code=code))  # fmt: skip
+                                           code=code, resumed=resumed))  # fmt: skip
 
 
 def test_what_the_run_showed_decides_against_the_reading():
@@ -72,6 +72,24 @@ def test_a_crash_at_a_step_the_run_had_shown_to_hold_is_that_steps():
     decided = decide(static(*[PASSED] * 12), run(*shown, outcome="crashed", code=load))
     assert (decided[11].status, decided[11].decided_by) == (FAILED, RUN)
     assert (decided[7].status, decided[7].decided_by) == (PASSED, READING)
+
+
+@pytest.mark.parametrize("code, said, blamed", [
+    # every rank loading the checkpoint: rank 1 has none (the statement's first line is step 8's)
+    ("model = hvd.load_model(", ": OSError: No file or directory found at /x/ckpt-2.h5", {8}),
+    # load_model without NovoGrad among its custom objects: the resume and step 12
+    ("model = hvd.load_model(", ": ValueError: Unknown optimizer: 'NovoGrad'. Please ensure",
+     {8, 12}),
+    # tfa imported in the fresh start's branch only
+    ("custom_optimizers=[tfa.optimizers.NovoGrad],",
+     ": UnboundLocalError: cannot access local variable 'tfa'", {8, 12}),
+])  # fmt: skip
+def test_a_crash_while_resuming_is_the_resumes_and_the_steps_it_names(code, said, blamed):
+    shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 4
+    decided = decide(static(*[PASSED] * 12), run(*shown, outcome="crashed", code=code, said=said,
+                                                 resumed=True))  # fmt: skip
+    assert {r.step for r in decided if r.status == FAILED} == blamed
+    assert {r.decided_by for r in decided if r.step in blamed} == {RUN}
 
 
 def test_a_crash_no_step_owns_fails_the_first_step_the_run_did_not_show():

@@ -19,7 +19,8 @@ from grader.report import CANT_TELL, FAILED, PASSED
 
 WARMUP = [0.015625, 0.01875, 0.021875, 0.025]  # Horovod's warmup over 4 steps, 2 workers
 ARGS = {"values": {"base_lr": 0.0125, "warmup_epochs": 1.0, "lr_drops": [2], "epochs": 2,
-                   "train_images": 256, "batch_size": 32, "momentum": 0.9}, "ignored": []}  # fmt: skip
+                   "train_images": 256, "batch_size": 32, "test_images": 64,
+                   "val_batch_size": 16, "momentum": 0.9}, "ignored": []}  # fmt: skip
 FIT = {"initial_epoch": 0, "epochs": 2, "steps_per_epoch": 4, "callbacks": [],
        "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
        "code": "model.fit(", "top_line": 350}  # fmt: skip
@@ -46,7 +47,13 @@ def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=Non
 
 def setting(tmp_path: Path) -> Setting:
     return Setting(np=2, log_dir=str(tmp_path / "logs"), first_epochs=2, final_epochs=3,
-                   asked=ASKED)  # fmt: skip
+                   asked=ASKED, sgd_preset_lr=0.025)  # fmt: skip
+
+
+def keys(first: int, count: int, batch: int) -> list:
+    """The keys of `count` keyed images from `first` on, in batches of `batch`."""
+    levels = [float(level) for level in range(first, first + count)]
+    return [levels[at:at + batch] for at in range(0, count, batch)]
 
 
 def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
@@ -60,10 +67,13 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
         data = {
             "fit": dict(FIT),
             "args": ARGS,
-            "labels": [[rank] * 32, [2 + rank] * 32],
+            "train_keys": keys(128 * rank, 128, 32) * 2,  # its half of the 256, each epoch
+            "val_keys": keys(32 * rank, 32, 16),  # its half of the 64 test images
+            "val_steps": {"0": 2},
+            "lr_callbacks": {"LearningRateWarmupCallback": 0.025},
             "lr": {"0": WARMUP, "1": [0.025] * 4},
             "steps": {"0": 4, "1": 4},
-            "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}},
+            "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}, "1": {"loss": 2.1}},
             "saved": ["/logs/checkpoint-1.h5", "/logs/checkpoint-2.h5"] if rank == 0 else [],
             "printed": {"chars": 120 if rank == 0 else 0, "first": "Epoch 1/2" if rank == 0 else ""},
             "horovod": {"initialized": True, "size": 2, "rank": rank, "local_rank": rank},
@@ -76,7 +86,8 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
         first_step(records[rank], weights(rank), update, after=weights(7))
         if second:
             write_rank(folder, rank, run=2, args=ARGS, fit={**FIT, "initial_epoch": 2, "epochs": 3},
-                       lr={"2": [0.0025] * 4}, steps={"2": 4}, finished=True)  # fmt: skip
+                       lr={"2": [0.0025] * 4}, steps={"2": 4}, epoch_logs={"2": {"loss": 2.0}},
+                       finished=True)  # fmt: skip
     return records
 
 
@@ -160,22 +171,74 @@ def test_different_weights_after_the_first_step_fail(tmp_path):
     assert found.status == FAILED and "the weights of rank 1 differ from rank 0's" in found.message
 
 
-def test_same_batches_fail(tmp_path):
-    good_ranks(tmp_path, labels=([[1] * 32], [[1] * 32]))
+def test_each_rank_on_images_of_its_own_holds(tmp_path):
+    good_ranks(tmp_path)
     found = judged(tmp_path, 6)[6]
-    assert found.status == FAILED and "trained on the same images" in found.message
+    assert found.status == PASSED, found.message
+    assert "validated on test images of its own" in found.message
 
 
-@pytest.mark.parametrize("steps, epochs, words", [
-    (8, 2, "2 times over the data in one epoch"),
-    (2, 2, "an epoch covers only 50% of the data"),
-    (4, 1, "rank 0 trained until epoch 1, though --epochs asked for 2"),
+@pytest.mark.parametrize("callback, step", [("BroadcastGlobalVariablesCallback", 5),
+                                             ("MetricAverageCallback", 7)])
+def test_a_collective_callback_on_rank_0_only_fails(tmp_path, callback, step):
+    """Under `if hvd.rank() == 0:`: the run hangs in its first step, and the records say why."""
+    good_ranks(tmp_path, second=False, fit=(dict(FIT, callbacks=[callback]), dict(FIT)))
+    for path in (tmp_path / "records").glob("run1-rank*-after-first-step.npy"):
+        path.unlink()
+    found = judged(tmp_path, step)[step]
+    assert found.status == FAILED, found.message
+    assert f"rank 0 passed hvd.callbacks.{callback} to model.fit and rank 1 did not" in found.message
+
+
+def test_ranks_that_share_images_fail(tmp_path):
+    """Shuffled before sharding (each rank its own order): half of the images on both."""
+    good_ranks(tmp_path, train_keys=(keys(0, 128, 32), keys(64, 128, 32)))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED, found.message
+    assert "rank 0 and rank 1 both trained on 64 of the same images" in found.message
+    assert "before shuffling" in found.hint
+
+
+@pytest.mark.parametrize("train, steps, epochs, words", [
+    ((keys(0, 128, 32) * 2, keys(128, 128, 32) * 2), 8, 2, "rank 0 went over its 128 images 2 times"),
+    ((keys(0, 64, 32), keys(128, 64, 32)), 2, 2, "the epoch covers only 50% of the data"),
+    (None, 4, 1, "rank 0 trained until epoch 1, though --epochs asked for 2"),
 ])  # fmt: skip
-def test_the_data_once_per_epoch(tmp_path, steps, epochs, words):
+def test_the_data_once_per_epoch(tmp_path, train, steps, epochs, words):
     fit = dict(FIT, epochs=epochs)
-    good_ranks(tmp_path, steps=({"0": steps}, {"0": steps}), fit=(fit, fit))
+    more = {"train_keys": train} if train else {}
+    good_ranks(tmp_path, steps=({"0": steps}, {"0": steps}), fit=(fit, fit), **more)
     found = judged(tmp_path, 6)[6]
     assert found.status == FAILED and words in found.message, found.message
+
+
+@pytest.mark.parametrize("validated, words", [
+    ((keys(0, 64, 16), keys(0, 64, 16)), "rank 0 and rank 1 both validated on 64 of the same"),
+    ((keys(0, 32, 16) * 2, keys(32, 32, 16) * 2), "rank 0 went over its 32 images 2 times"),
+])  # fmt: skip
+def test_validation_on_the_test_images_once(tmp_path, validated, words):
+    """Unsharded validation, or validation_steps not divided: each worker repeats work."""
+    good_ranks(tmp_path, val_keys=validated, val_steps=({"0": 4}, {"0": 4}))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED and words in found.message, found.message
+    assert "validation_dataset.shard" in found.hint
+
+
+def test_keys_a_transform_merged_are_not_taken_for_images(tmp_path):
+    """A per-image standardization makes every keyed image 0: counts only, no claim of overlap."""
+    same = [[0.0] * 32] * 4
+    good_ranks(tmp_path, train_keys=(same, same))
+    assert judged(tmp_path, 6)[6].status == PASSED
+    good_ranks(tmp_path, train_keys=(same * 2, same * 2), steps=({"0": 8}, {"0": 8}))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED and "2 times over the data in one epoch" in found.message
+
+
+def test_arrays_given_to_fit_are_named_whole(tmp_path):
+    whole = [float(level) for level in range(256)]
+    good_ranks(tmp_path, train_keys=([], []), array_keys=(whole, whole))
+    found = judged(tmp_path, 6)[6]
+    assert found.status == FAILED and "both trained on 256 of the same images" in found.message
 
 
 def test_metrics_that_differ_fail(tmp_path):
@@ -267,6 +330,28 @@ def test_learning_rates_that_are_not_scaled(tmp_path, rates, words):
     assert good[10].status == FAILED and words in good[10].message
 
 
+def test_the_scaled_rate_needs_a_finished_epoch_at_the_full_rate(tmp_path):
+    """A run stopped in the warmup (a deadlock in step 1) shows no peak: not a fail."""
+    good_ranks(tmp_path, second=False, lr=({"0": WARMUP[:1]}, {"0": WARMUP[:1]}),
+               epoch_logs=({}, {}), steps=({}, {}))  # fmt: skip
+    found = judged(tmp_path, 11)
+    assert found[10].status == CANT_TELL and "finished no epoch" in found[10].message
+    assert found[11].status == CANT_TELL, found[11].message
+
+
+def test_the_schedule_follows_the_scripts_own_scaled_rate(tmp_path):
+    """A rate scaled wrongly (step 10's fault) but warmed up and dropped right: step 11 holds."""
+    own = [rate / 8 for rate in WARMUP]
+    good_ranks(tmp_path, lr=({"0": own, "1": [own[-1]] * 4}, {"0": own, "1": [own[-1]] * 4}),
+               lr_callbacks=({"LearningRateWarmupCallback": own[-1]},) * 2)  # fmt: skip
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": [own[-1] / 10] * 4},
+                   fit={**FIT, "initial_epoch": 2, "epochs": 3}, epoch_logs={"2": {}})  # fmt: skip
+    found = judged(tmp_path, 11)
+    assert found[10].status == FAILED
+    assert found[11].status == PASSED, found[11].message
+
+
 @pytest.mark.parametrize("first, second, resumed, words", [
     ([0.025] * 4, [0.025] * 4, [0.0025] * 4, "no warmup"),
     ([0.0140625, 0.015625, 0.0171875, 0.01875], [0.025] * 4, [0.0025] * 4, "rises too slowly"),
@@ -311,6 +396,22 @@ def test_a_momentum_corrected_warmup_is_named(tmp_path):
 def test_novograd_holds_on_every_rank_and_sgd_fails(tmp_path):
     good_ranks(tmp_path)
     assert "rank 0 trains with SGD, not NovoGrad" in judged(tmp_path, 12)[12].message
+
+
+def test_novograd_outside_the_distributed_optimizer_fails(tmp_path):
+    bare = dict(FIT, optimizer="NovoGrad", distributed_optimizer=False)
+    good_ranks(tmp_path, fit=(bare, bare))
+    found = judged(tmp_path, 12)[12]
+    assert found.status == FAILED and "not wrapped in hvd.DistributedOptimizer" in found.message
+
+
+def test_novograd_at_sgds_preset_rate_fails(tmp_path):
+    """The preset's base rate kept from SGD (Setting.sgd_preset_lr): step 12 halves it."""
+    novograd = dict(FIT, optimizer="NovoGrad")
+    kept = {**ARGS, "values": {**ARGS["values"], "base_lr": 0.025}}
+    good_ranks(tmp_path, fit=(novograd, novograd), args=(kept, kept))
+    found = judged(tmp_path, 12)[12]
+    assert found.status == FAILED and "still gives SGD's --base-lr 0.025" in found.message
 
 
 def test_the_probe_passes_only_the_options_a_script_knows():

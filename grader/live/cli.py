@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
         help="run a training script for real on 2 workers and check what the ranks do",
         description=(
             f"Run the script on {WORKERS} workers, twice (a few steps from scratch, then a resume, "
-            f"on the committed sample with the smallest model) and check the invariants of steps "
+            f"on keyed data with the smallest model) and check the invariants of steps "
             f"{FIRST_STEP}..N from what the ranks did: Horovod on every worker, one GPU each "
             "(simulated), one rank printing, averaged updates, the same weights, the data once "
             "per epoch, averaged metrics, the resume epoch, one writer, every step's learning "

@@ -52,3 +52,25 @@ def corrected_momentum(momentum: float, rate: float, previous: float) -> float:
 def same(a: float, b: float, relative: float = 1e-3) -> bool:
     """Equal up to float32 rounding (the rates are float32 variables)."""
     return abs(a - b) <= relative * max(abs(a), abs(b), 1e-30)
+
+
+def preset_value(script_path, preset: str, key: str):
+    """`PRESETS[preset][key]` of a script of the lesson's chain, read without running it (a
+    literal in `PRESETS = {"cpu": dict(key=...), ...}`); None when it isn't there."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(script_path).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                and any(getattr(t, "id", None) == "PRESETS" for t in node.targets)):  # fmt: skip
+            for name, table in zip(node.value.keys, node.value.values):
+                if isinstance(name, ast.Constant) and name.value == preset:
+                    entries = table.keywords if isinstance(table, ast.Call) else []
+                    for entry in entries:
+                        if entry.arg == key:
+                            try:
+                                return ast.literal_eval(entry.value)
+                            except ValueError:
+                                return None
+    return None

@@ -63,6 +63,9 @@ class Setting:
     first_epochs: int
     final_epochs: int
     asked: dict
+    # The base rate the lesson's SGD script (step 11) takes from the asked preset, which step
+    # 12 halves for NovoGrad; None: not known, not checked.
+    sgd_preset_lr: float | None = None
 
     def private_log_dir(self, rank: int, run: int) -> str:
         return self.log_dir if rank == 0 else f"{self.log_dir}-rank{rank}-run{run}"
@@ -76,12 +79,18 @@ def parsed(evidence: Evidence, name: str, setting: Setting, rank: int = 0, run: 
     return setting.asked.get(name) if value is None else value
 
 
-def recipe(evidence: Evidence, setting: Setting) -> Recipe:
-    """The rates the lesson's recipe gives for the options this run parsed. A script without
+def recipe(evidence: Evidence, setting: Setting, scaled_lr: float | None = None) -> Recipe | None:
+    """The rates the lesson's recipe gives for the options this run parsed (None without a
+    --base-lr); `scaled_lr`, when given, in place of base_lr x N. A script without
     --warmup-epochs (before step 11) is held to the warmup the check asked for."""
     drops = parsed(evidence, "lr_drops", setting)
+    base_lr = parsed(evidence, "base_lr", setting)
+    if scaled_lr is not None:
+        base_lr = scaled_lr / setting.np
+    if not isinstance(base_lr, (int, float)):
+        return None
     return Recipe(
-        base_lr=float(parsed(evidence, "base_lr", setting)),
+        base_lr=float(base_lr),
         workers=setting.np,
         warmup_epochs=float(parsed(evidence, "warmup_epochs", setting) or 0),
         lr_drops=tuple(int(d) for d in (drops if isinstance(drops, list) else [drops])),
@@ -287,7 +296,25 @@ def averaged_not_summed(evidence: Evidence) -> Result:
                    "several steps?)")  # fmt: skip
 
 
+def on_some_ranks(evidence: Evidence, callback: str, step: int) -> Result | None:
+    """FAILED when only some ranks pass Horovod's `callback` (which calls a collective) to
+    model.fit: the others never join it, so the run can't go on; else None."""
+    fits = _ranks_with(evidence, 1, lambda r: r.fit)
+    having = [rank for rank, fit in fits.items() if callback in (fit.get("callbacks") or [])]
+    if not having or len(fits) < evidence.np or len(having) == len(fits):
+        return None
+    others = [rank for rank in fits if rank not in having]
+    return finding(step, FAILED, f"{_ranks_text(having)} passed hvd.callbacks.{callback} to "
+                   f"model.fit and {_ranks_text(others)} did not: it waits for every rank, so "
+                   "the ranks that have it wait forever", f"Pass hvd.callbacks.{callback} to "
+                   "model.fit on every rank: only the writers belong under `if hvd.rank() == "
+                   "0:`.")  # fmt: skip
+
+
 def same_weights(evidence: Evidence, setting: Setting) -> Result:
+    partly = on_some_ranks(evidence, "BroadcastGlobalVariablesCallback", 5)
+    if partly is not None:
+        return partly
     weights = _ranks_with(evidence, 1, lambda r: r.weights_after_first_step)
     if len(weights) < evidence.np:
         return finding(5, CANT_TELL, _not_reached(evidence, weights, "finished a training step"))
@@ -308,62 +335,123 @@ def same_weights(evidence: Evidence, setting: Setting) -> Result:
     )
 
 
+SPLIT_HINT = ("Shard the training dataset before shuffling it: "
+              "train_dataset.shard(hvd.size(), hvd.rank()) gives each worker its own part.")
+STEPS_HINT = ("Divide the steps once: steps_per_epoch = steps_per_epoch // hvd.size() (each worker "
+              "trains 1/N of them, on its own 1/N of the data), and keep --epochs as it is.")
+VALIDATION_HINT = ("Shard the validation dataset as well (validation_dataset.shard(hvd.size(), "
+                   "hvd.rank())) and divide validation_steps by hvd.size(), so that together "
+                   "the workers validate on each test image once.")
+
+
+def epoch_keys(record, kind: str) -> list | None:
+    """The keys (probe.image_keys) of the images a rank trained ("train") or validated ("val")
+    on in the first epoch, in order; None when its records don't show a whole first epoch."""
+    if kind == "train" and record.data.get("array_keys") is not None:
+        return record.data["array_keys"]  # a NumPy x: every row, every epoch
+    batches = record.data.get(f"{kind}_keys") or []
+    steps = (record.data.get("steps" if kind == "train" else "val_steps") or {}).get("0")
+    if not steps or len(batches) < steps:
+        return None
+    return [key for batch in batches[:steps] for key in batch]
+
+
+def keys_name_images(keys: dict, total: int) -> bool:
+    """Whether the keys tell images apart: the script's transforms kept the keyed data's levels
+    distinct (a per-image standardization, a clip or a rounding would merge them)."""
+    together = sum(len(seen) for seen in keys.values())
+    distinct = len(set().union(*keys.values()))
+    if not together or 2 * distinct < min(total, together):
+        return False
+    for seen in keys.values():
+        if seen and max(seen.count(key) for key in set(seen)) > -(-len(seen) // len(set(seen))) + 1:
+            return False  # one key far more often than the others: merged levels
+    return True
+
+
+SHARED, OVER, SHORT = "shared", "over", "short"  # how an epoch's split can be wrong
+
+
+def split_problem(keys: dict, total: int, batch: int, doing: str, whole: bool) -> tuple:
+    """(kind, words) of what is wrong with how the ranks' first epoch went over `total` images,
+    ("", "") if nothing: SHARED, two ranks on the same images; OVER, a rank going over its
+    images more than once (or, where keys don't name images, the ranks together over the data);
+    SHORT (only when `whole`: the epoch must cover the data), less than the data set.
+    `doing`: "trained" or "validated"."""
+    per_rank = ", ".join(f"rank {rank} {len(seen)}" for rank, seen in sorted(keys.items()))
+    together = sum(len(seen) for seen in keys.values())
+    seen = (f"in epoch 1 the ranks together {doing} on {together} images ({per_rank}), and "
+            f"the data set has {total}")  # fmt: skip
+    if keys_name_images(keys, total):
+        ranks = sorted(keys)
+        for first in ranks:
+            for second in ranks[ranks.index(first) + 1:]:
+                shared = set(keys[first]) & set(keys[second])
+                if shared:
+                    return SHARED, (f"{seen}: rank {first} and rank {second} both {doing} "
+                                    f"on {len(shared)} of the same images")  # fmt: skip
+        for rank, images in sorted(keys.items()):
+            if len(images) - len(set(images)) > batch:
+                return OVER, (f"{seen}: rank {rank} went over its {len(set(images))} images "
+                              f"{len(images) / len(set(images)):.3g} times")  # fmt: skip
+        distinct = len(set().union(*keys.values()))
+        if whole and distinct < total - len(keys) * batch:
+            return SHORT, f"{seen}: the epoch covers only {distinct / total:.0%} of the data"
+        return "", ""
+    # Keys that don't name images: the counts alone.
+    if together > total + len(keys) * batch:
+        return OVER, f"{seen}: {together / total:.3g} times over the data in one epoch"
+    if whole and together < total - len(keys) * batch:
+        return SHORT, f"{seen}: an epoch covers only {together / total:.0%} of the data"
+    return "", ""
+
+
 def different_batches(evidence: Evidence, setting: Setting) -> Result:
-    labels = _ranks_with(evidence, 1, lambda r: r.data.get("labels") or None)
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
-    if fits and not all(fit.get("dataset") for fit in fits.values()):
-        return finding(6, CANT_TELL, "can't tell: model.fit got no tf.data.Dataset, whose "
-                       "batches this check can see")  # fmt: skip
-    if len(labels) < evidence.np:
-        return finding(6, CANT_TELL, _not_reached(evidence, labels, "read a batch"))
-    batches = min(len(seen) for seen in labels.values())
-    alike = [rank for rank, seen in labels.items() if rank and seen[:batches] == labels[0][:batches]]
-    if alike:
-        return finding(
-            6,
-            FAILED,
-            f"rank 0 and rank {alike[0]} trained on the same images: their first {batches} "
-            "batches have the same labels in the same order (this check gives every rank's "
-            "shuffle the same seed, so ranks that read the same images show it)",
-            "Shard the training dataset before shuffling it: "
-            "train_dataset.shard(hvd.size(), hvd.rank()) gives each worker its own part.",
-        )
-    return data_once(evidence, setting, labels, fits)
-
-
-def data_once(evidence: Evidence, setting: Setting, labels: dict, fits: dict) -> Result:
-    """Different batches on every rank: do their epochs together go over the data set once?"""
-    hint = ("Divide the steps once: steps_per_epoch = steps_per_epoch // hvd.size() (each worker "
-            "trains 1/N of them, on its own 1/N of the data), and keep --epochs as it is.")  # fmt: skip
+    if len(fits) < evidence.np:
+        return finding(6, CANT_TELL, _not_reached(evidence, fits, "reached model.fit"))
     asked = int(parsed(evidence, "epochs", setting))
     epochs = {rank: fit.get("epochs") for rank, fit in fits.items()}
     if any(value != asked for value in epochs.values()):
         rank = next(rank for rank, value in epochs.items() if value != asked)
         return finding(6, FAILED, f"rank {rank} trained until epoch {epochs[rank]}, though "
                        f"--epochs asked for {asked}: an epoch of N workers already goes over "
-                       "the whole data set", hint)  # fmt: skip
-    steps = {rank: (record.data.get("steps") or {}).get("0")
-             for rank, record in evidence.ranks(1).items()}  # fmt: skip
-    images = parsed(evidence, "train_images", setting)
-    batch = len(labels[0][0]) if labels.get(0) else parsed(evidence, "batch_size", setting)
-    if None in steps.values() or len(steps) < evidence.np or not images or not batch:
-        return finding(6, CANT_TELL, "can't tell: every rank trained on different batches, but "
-                       "not every rank finished its first epoch")  # fmt: skip
-    together = sum(steps.values()) * batch
-    per_rank = ", ".join(f"rank {rank} {count} steps" for rank, count in sorted(steps.items()))
-    seen = (f"in epoch 1 the ranks together trained on {together} images ({per_rank} of "
-            f"{batch}), and the data set has {images}")  # fmt: skip
-    if together > images + evidence.np * batch:
-        return finding(6, FAILED, f"{seen}: {together / images:.3g} times over the data in one "
-                       "epoch", hint)  # fmt: skip
-    if together < images - evidence.np * batch:
-        return finding(6, FAILED, f"{seen}: an epoch covers only {together / images:.0%} of the "
-                       "data", hint)  # fmt: skip
-    return finding(6, PASSED, f"every rank trained on different batches; {seen}: the data once "
-                   "per epoch (with the same shuffle seed on every rank)")  # fmt: skip
+                       "the whole data set", STEPS_HINT)  # fmt: skip
+    records = evidence.ranks(1)
+    train = {rank: epoch_keys(record, "train") for rank, record in records.items()}
+    if any(keys is None for keys in train.values()):
+        if not any(fit.get("dataset") or records[rank].data.get("array_keys") is not None
+                   for rank, fit in fits.items()):  # fmt: skip
+            return finding(6, CANT_TELL, "can't tell: model.fit got neither a tf.data.Dataset "
+                           "nor arrays, whose images this check can name")  # fmt: skip
+        return finding(6, CANT_TELL, "can't tell: not every rank finished its first epoch")
+    if not all(train.values()):
+        return finding(6, CANT_TELL, "can't tell: the training batches were not images this "
+                       "check can name")  # fmt: skip
+    images = int(parsed(evidence, "train_images", setting))
+    batch = int(parsed(evidence, "batch_size", setting))
+    kind, problem = split_problem(train, images, batch, "trained", whole=True)
+    if problem:
+        return finding(6, FAILED, problem, SPLIT_HINT if kind == SHARED else STEPS_HINT)
+    validated = {rank: epoch_keys(record, "val") for rank, record in records.items()}
+    shown = "every rank trained on images of its own, the data once per epoch"
+    if all(validated.values()):
+        _, problem = split_problem(validated, int(parsed(evidence, "test_images", setting)),
+                                int(parsed(evidence, "val_batch_size", setting)), "validated",
+                                whole=False)  # fmt: skip
+        if problem:
+            return finding(6, FAILED, problem, VALIDATION_HINT)
+        shown += ", and validated on test images of its own"
+    else:
+        shown += " (validation: not seen)"
+    counts = ", ".join(f"rank {rank} {len(keys)}" for rank, keys in sorted(train.items()))
+    return finding(6, PASSED, f"{shown}: in epoch 1 {counts} of the {images} images")
 
 
 def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
+    partly = on_some_ranks(evidence, "MetricAverageCallback", 7)
+    if partly is not None:
+        return partly
     logs = _ranks_with(evidence, 1, lambda r: r.epoch_logs().get(0))
     if len(logs) < evidence.np:
         return finding(7, CANT_TELL, _not_reached(evidence, logs, "finished an epoch"))
@@ -517,16 +605,38 @@ def one_writer(evidence: Evidence, setting: Setting) -> Result:
     return finding(9, PASSED, f"only rank 0 wrote {' and '.join(writers[0])}")
 
 
-def _rates(evidence: Evidence, rank: int) -> list:
-    """[(run, epoch, [rates])] of one rank, in order."""
+def _rates(evidence: Evidence, rank: int, finished: bool = False) -> list:
+    """[(run, epoch, [rates])] of one rank, in order; `finished`: only the epochs it finished."""
     found = []
     for run in sorted(evidence.runs):
         record = evidence.ranks(run).get(rank)
         if record:
+            done = record.epoch_logs()
             for epoch, rates in sorted(record.learning_rates().items()):
-                if rates and None not in rates:
+                if rates and None not in rates and (epoch in done or not finished):
                     found.append((run, epoch, rates))
     return found
+
+
+def _steps_per_epoch(evidence: Evidence) -> int | None:
+    """How many training steps an epoch of rank 0 has: what model.fit was told, else what its
+    first epoch, finished, had."""
+    record = evidence.ranks(1).get(0)
+    if record is None:
+        return None
+    told = (record.fit or {}).get("steps_per_epoch")
+    if isinstance(told, int) and told > 0:
+        return told
+    if 0 in record.epoch_logs():
+        return (record.data.get("steps") or {}).get("0")
+    return None
+
+
+def _own_scaled_rate(evidence: Evidence) -> float | None:
+    """The rate the script told Horovod's warmup callback (initial_lr), on rank 0, if any."""
+    record = evidence.ranks(1).get(0)
+    told = (record.data.get("lr_callbacks") or {}) if record else {}
+    return told.get("LearningRateWarmupCallback")
 
 
 def _rate_list(rates: list) -> str:
@@ -539,10 +649,16 @@ def _schedule(epochs: list) -> str:
 
 
 def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
-    epochs = _rates(evidence, 0)
-    if not epochs:
-        return finding(10, CANT_TELL, "can't tell: rank 0 reported no learning rate")
-    base_lr = recipe(evidence, setting).base_lr
+    epochs = _rates(evidence, 0, finished=True)
+    wanted = recipe(evidence, setting)
+    if wanted is None:
+        return finding(10, CANT_TELL, "can't tell: the script has no --base-lr to scale")
+    full = [epoch for _, epoch, _ in epochs
+            if epoch >= wanted.warmup_epochs and not any(epoch >= d for d in wanted.lr_drops)]  # fmt: skip
+    if not full:
+        return finding(10, CANT_TELL, "can't tell: rank 0 finished no epoch that trains at the "
+                       "full rate (after the warmup, before a drop)")  # fmt: skip
+    base_lr = wanted.base_lr
     scaled = base_lr * setting.np
     highest = max(max(rates) for _, _, rates in epochs)
     schedule = _schedule(epochs)
@@ -573,7 +689,11 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                            f"epoch {epoch + 1}: {_rate_list(rates)}, and rank 0 "
                            f"{_rate_list(ours[run, epoch])}",
                            "Give every rank the same callbacks for the learning rate.")  # fmt: skip
-    wanted = recipe(evidence, setting)
+    # The schedule's shape against the script's own scaled rate (step 10 judges that rate).
+    wanted = recipe(evidence, setting, _own_scaled_rate(evidence))
+    if wanted is None:
+        return finding(11, CANT_TELL, "can't tell: the script has no --base-lr to follow")
+    steps = _steps_per_epoch(evidence)
     drops = [str(d + 1) for d in wanted.lr_drops]
     told = (f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
             f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
@@ -583,7 +703,9 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
             "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
             "itself, not step_decay(...) or a number.")  # fmt: skip
     for run, epoch, rates in epochs[0]:
-        expected = wanted.rates(epoch, len(rates))
+        if steps is None and epoch not in evidence.ranks(run)[0].epoch_logs():
+            continue  # an unfinished epoch of unknown length: its warmup can't be placed
+        expected = wanted.rates(epoch, steps or len(rates))
         for batch, (got, want) in enumerate(zip(rates, expected)):
             if not same(got, want, SAME_RATE):
                 where = f"epoch {epoch + 1}" + (" (after resuming)" if run == 2 else "")
@@ -591,7 +713,7 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                 return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
                                f"{got:.4g} where {told} gives {want:.4g}{why} (rank 0: "
                                f"{schedule})", hint)  # fmt: skip
-    seen = {(run, epoch) for run, epoch, _ in epochs[0]}
+    seen = {(run, epoch) for run, epoch, _ in _rates(evidence, 0, finished=True)}
     wanted_epochs = [(1, epoch) for epoch in range(setting.first_epochs)]
     if evidence.ranks(2):
         wanted_epochs.append((2, setting.final_epochs - 1))
@@ -636,6 +758,10 @@ def _momentum_note(evidence: Evidence, setting: Setting) -> str:
     return ", with Horovod's momentum correction" if corrected else ""
 
 
+NOVOGRAD_HINT = ("opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, ...), then wrap it in "
+                 "hvd.DistributedOptimizer as before.")  # fmt: skip
+
+
 def novograd(evidence: Evidence, setting: Setting) -> Result:
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if len(fits) < evidence.np:
@@ -644,10 +770,21 @@ def novograd(evidence: Evidence, setting: Setting) -> Result:
               if "novograd" not in str(fit.get("optimizer")).lower()}  # fmt: skip
     if others:
         rank, name = next(iter(others.items()))
-        return finding(12, FAILED, f"rank {rank} trains with {name}, not NovoGrad",
-                       "opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, ...), then wrap it "
-                       "in hvd.DistributedOptimizer as before.")  # fmt: skip
-    return finding(12, PASSED, "every rank trains with NovoGrad")
+        return finding(12, FAILED, f"rank {rank} trains with {name}, not NovoGrad", NOVOGRAD_HINT)
+    bare = [rank for rank, fit in fits.items() if not fit.get("distributed_optimizer")]
+    if bare:
+        return finding(12, FAILED, f"{_ranks_text(bare)} train with a NovoGrad that is not "
+                       "wrapped in hvd.DistributedOptimizer: no step averages the workers' "
+                       "gradients", NOVOGRAD_HINT)  # fmt: skip
+    base_lr, sgd_lr = parsed(evidence, "base_lr", setting), setting.sgd_preset_lr
+    if sgd_lr is not None and isinstance(base_lr, (int, float)) and same(base_lr, sgd_lr):
+        return finding(12, FAILED, f"every rank trains with NovoGrad, but --preset "
+                       f"{setting.asked.get('preset')} still gives SGD's --base-lr {base_lr:g}: "
+                       "NovoGrad's normalized steps are bigger than SGD's at one rate",
+                       "Halve base_lr in the preset for NovoGrad, as the lesson's step 12 "
+                       "does.")  # fmt: skip
+    return finding(12, PASSED, "every rank trains with NovoGrad, wrapped in "
+                   "hvd.DistributedOptimizer")
 
 
 # The invariant of each step, checked once the step is done.
@@ -666,6 +803,7 @@ INVARIANTS = {
     12: novograd,
 }
 FIRST_STEP = min(INVARIANTS)
+NOVOGRAD_STEP = next(step for step, check in INVARIANTS.items() if check is novograd)
 
 
 def findings(evidence: Evidence, setting: Setting, step: int) -> list:

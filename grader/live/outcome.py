@@ -26,6 +26,7 @@ class Outcome:
     error: str = ""  # the failing rank's error output
     line: int | None = None  # the script's line where it crashed or waits in vain
     code: str = ""
+    resumed: bool = False  # ended early in the second run (the resume)
 
 
 def _current(evidence: Evidence) -> dict:
@@ -107,12 +108,32 @@ def mismatched_training(evidence: Evidence) -> str | None:
     )
 
 
+# Horovod's callbacks that call a collective: every rank must pass them, or the others wait.
+COLLECTIVE_CALLBACKS = ("BroadcastGlobalVariablesCallback", "MetricAverageCallback")
+
+
+def mismatched_callbacks(evidence: Evidence) -> str | None:
+    """Ranks in the same model.fit with and without one of COLLECTIVE_CALLBACKS, in words."""
+    current = _current(evidence)
+    training = {rank: (run, record) for rank, (run, record) in current.items() if record.in_fit}
+    if len(training) < evidence.np or len({run for run, _ in training.values()}) > 1:
+        return None
+    for callback in COLLECTIVE_CALLBACKS:
+        having = sorted(rank for rank, (_, record) in training.items()
+                        if callback in (record.fit.get("callbacks") or []))  # fmt: skip
+        if having and len(having) < len(training):
+            others = sorted(set(training) - set(having))
+            return (f"rank {having[0]} passed hvd.callbacks.{callback} to model.fit and rank "
+                    f"{others[0]} did not; it waits for every rank")  # fmt: skip
+    return None
+
+
 def doomed(evidence: Evidence, runs: int) -> str | None:
     """Why this run can never finish well, in a sentence, or None."""
     stuck = stuck_collective(evidence, runs)
     if stuck:
         return f"the run hung: {stuck}"
-    mismatch = mismatched_training(evidence)
+    mismatch = mismatched_training(evidence) or mismatched_callbacks(evidence)
     return f"the run was stopped, as it could never finish: {mismatch}" if mismatch else None
 
 
@@ -144,8 +165,9 @@ def judge(
     if stuck:
         waiting = next((record.waiting for _, record in _current(evidence).values()
                         if record.waiting), None) or {}  # fmt: skip
+        resumed = any(run == 2 for run, _ in _current(evidence).values())
         return Outcome(HUNG, stuck, HANG_HINT, line=waiting.get("line"),
-                       code=waiting.get("code") or "")  # fmt: skip
+                       code=waiting.get("code") or "", resumed=resumed)  # fmt: skip
     if run.timed_out:
         return Outcome(
             UNFINISHED,
@@ -182,6 +204,7 @@ def _crash(run, evidence: Evidence) -> Outcome:
             error=from_the_script_on(run.error, script),
             line=error.get("line"),
             code=error.get("code") or "",
+            resumed=number == 2,
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()

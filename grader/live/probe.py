@@ -8,9 +8,11 @@ The script runs unchanged (runpy, as `__main__`) after a few hooks are installed
   sees the weights right after the first training step's update, before any other callback
   (Horovod's broadcast runs at the end of that step); the last sees them once every callback
   has run, the learning rate of each batch and the metrics of each epoch.
-- The training dataset gets a tap that keeps the labels of its first batches, and every
-  Dataset.shuffle one seed, the same on every rank: ranks that read the same images then read
-  them in the same order, which shows (different data alone would never look alike).
+- The training and validation datasets get a tap that names every image of every batch by
+  its median pixel: the check gives the script keyed data (grader/live/keyed_data.py), each
+  image one grey level of its own, which survives the lesson's flips, shifts and normalization,
+  so the images each rank trains and validates on in an epoch show (NumPy arrays given to
+  model.fit are named whole).
 - Horovod's collectives, called from the script, note the line they wait on; Model.save and
   save_weights note the files they write.
 - The script's argparse keeps only the options it knows (the check passes the lesson's options,
@@ -44,8 +46,6 @@ PRIVATE_LOG_DIR_VARIABLE = "WORKBOOK_PROBE_PRIVATE_LOG_DIR"
 # Which run of the script this launch is: "1", or "2" for the one that goes on from the
 # first run's checkpoint (a new launch, new processes: as a real resume).
 RUN_NUMBER_VARIABLE = "WORKBOOK_PROBE_RUN"
-SHUFFLE_SEED = 20240601
-LABEL_BATCHES = 3  # the batches whose labels are kept
 SIMULATED_GPUS_VARIABLE = "WORKBOOK_PROBE_GPUS"  # how many GPUs to simulate on this host
 PRINTED_KEPT = 200  # characters of the first output kept
 COLLECTIVES = ("allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall",
@@ -73,7 +73,10 @@ class Record:
             "stages": [],
             "waiting": None,
             "fit": None,
-            "labels": [],
+            "train_keys": [],  # [[the key of each image] of each training batch], in order
+            "val_keys": [],  # ... of each validation batch
+            "array_keys": None,  # the keys of a NumPy x given to model.fit, whole
+            "val_steps": {},  # {epoch: validation steps done}
             "lr": {},
             "epoch_logs": {},
             "saved": [],
@@ -141,6 +144,17 @@ def trainable_vector(model):
 
     values = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in model.trainable_variables]
     return np.concatenate(values) if values else np.zeros(0)
+
+
+def image_keys(images) -> list:
+    """Each image's median pixel: its key in the check's keyed data, whatever flip, shift of a
+    few pixels or per-pixel affine normalization the script applied (padding stays a minority)."""
+    import numpy as np
+
+    images = np.asarray(images)
+    if images.ndim < 2 or not images.shape[0]:
+        return []
+    return [float(v) for v in np.median(images.reshape(images.shape[0], -1), axis=1)]
 
 
 def learning_rate(optimizer):
@@ -428,6 +442,10 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
                 self.record.save_vector("after-first-step", trainable_vector(self.model))
                 self.record.stage("finished training step 1")
 
+        def on_test_batch_end(self, batch, logs=None):  # validation inside model.fit
+            steps = self.record.data["val_steps"]
+            steps[str(self.epoch)] = steps.get(str(self.epoch), 0) + 1
+
         def on_epoch_end(self, epoch, logs=None):
             names = set(self.model.metrics_names)
             self.record.data["epoch_logs"][str(epoch)] = {
@@ -437,21 +455,19 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             }
             self.record.stage(f"finished epoch {epoch + 1}")
 
-    def tapped(dataset, record):
-        """The dataset, with a tap that keeps the labels of its first batches."""
-        kept = record.data["labels"]
+    def tapped(dataset, kept: list):
+        """The dataset, with a tap that appends the keys of each batch's images to `kept`."""
 
-        def keep(labels):
-            if len(kept) < LABEL_BATCHES:
-                kept.append([int(x) for x in labels.numpy().ravel()])
+        def keep(images):
+            kept.append(image_keys(images.numpy()))
             return True
 
         def tap(*element):
-            if len(element) < 2 or not isinstance(element[1], tf.Tensor):
-                return element
-            done = tf.py_function(keep, [element[1]], Tout=tf.bool)
+            if not element or not isinstance(element[0], tf.Tensor):
+                return element  # a dict of inputs, say: no keys
+            done = tf.py_function(keep, [element[0]], Tout=tf.bool)
             with tf.control_dependencies([done]):
-                return (element[0], tf.identity(element[1]), *element[2:])
+                return (tf.identity(element[0]), *element[1:])
 
         return dataset.map(tap)
 
@@ -484,8 +500,18 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         for callback in callbacks:  # the script's own, which may read the metrics
             if not type(callback).__module__.startswith("horovod"):
                 watch_epoch_logs(callback, record, record.data["fit"]["initial_epoch"])
-        if record.data["fit"]["dataset"]:
-            arguments["x"] = tapped(arguments["x"], record)
+        x, validation = arguments.get("x"), arguments.get("validation_data")
+        if isinstance(x, tf.data.Dataset):
+            arguments["x"] = tapped(x, record.data["train_keys"])
+        elif hasattr(x, "shape") and hasattr(x, "dtype") and not arguments.get("steps_per_epoch"):
+            record.data["array_keys"] = image_keys(x)  # every row, every epoch
+        if isinstance(validation, tf.data.Dataset):
+            arguments["validation_data"] = tapped(validation, record.data["val_keys"])
+        record.data["lr_callbacks"] = {
+            type(callback).__name__: float(callback.initial_lr)
+            for callback in callbacks
+            if isinstance(getattr(callback, "initial_lr", None), (int, float))
+        }
         arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]
         record.stage("started model.fit")
         result = original_fit(*bound.args, **bound.kwargs)
@@ -493,13 +519,6 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         return result
 
     model_class.fit = fit
-
-    original_shuffle = tf.data.Dataset.shuffle
-
-    def shuffle(self, buffer_size, seed=None, *args, **kwargs):
-        return original_shuffle(self, buffer_size, SHUFFLE_SEED, *args, **kwargs)
-
-    tf.data.Dataset.shuffle = shuffle
 
     for method in ("save", "save_weights"):
         original = getattr(model_class, method)

@@ -1,7 +1,8 @@
 """Runs the learner's script for real: 2 workers, twice, then checks what the ranks did.
 
 The script runs unchanged under the runner's horovodrun (Gloo), each worker through the probe
-(grader/live/probe.py), on part of the committed sample with the smallest WideResNet (depth 4).
+(grader/live/probe.py), on keyed data (grader/live/keyed_data.py) with the smallest WideResNet
+(depth 4).
 One configuration shows every step at once, whichever step is asked for:
 
 - the first run trains FIRST_EPOCHS epochs from scratch, with a warmup of one epoch, so that
@@ -33,14 +34,16 @@ from pathlib import Path
 
 from grader.guard import reading_problem
 from grader.live.evidence import Evidence
-from grader.live.invariants import FIRST_STEP, INVARIANTS, Setting, findings
+from grader.live.expected import preset_value
+from grader.live.invariants import FIRST_STEP, INVARIANTS, NOVOGRAD_STEP, Setting, findings
+from grader.live.keyed_data import write_keyed_data
 from grader.live.outcome import doomed, judge
 from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, RUN_NUMBER_VARIABLE,
                                SIMULATED_GPUS_VARIABLE)  # fmt: skip
 from grader.live.report import not_run, run_result
+from grader.reference import reference_path
 from grader.report import Result
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
-from workbook.paths import REPO
 
 PROBE = Path(__file__).with_name("probe.py")
 WORKERS = 2
@@ -51,13 +54,15 @@ HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle w
 POLL_S = 0.5
 FIRST_EPOCHS, FINAL_EPOCHS = 2, 3
 # The options the lesson's script takes, in the smallest form that still shows every step:
-# 256 images in batches of 32 make 4 steps per worker and epoch; the warmup takes epoch 1,
-# the full rate epoch 2, and the rate drops in epoch 3 (--lr-drops counts from 0).
-ASKED = {"base_lr": 0.0125, "warmup_epochs": 1, "lr_drops": [2], "train_images": 256,
-         "batch_size": 32, "momentum": 0.9}  # fmt: skip
-RUN_ARGS = ["--data-dir", str(REPO / "data" / "sample"), "--train-images", "256",
-            "--test-images", "64", "--batch-size", "32", "--val-batch-size", "32",
-            "--depth", "4", "--width", "1", "--preset", "cpu", "--base-lr", "0.0125",
+# 256 keyed images (grader/live/keyed_data.py) in batches of 32 make 4 steps per worker and
+# epoch; the warmup takes epoch 1, the full rate epoch 2, and the rate drops in epoch 3
+# (--lr-drops counts from 0). 64 test images in batches of 16: 2 validation steps per worker,
+# so a worker that validates its part twice shows. No --base-lr: the cpu preset's rate is
+# step 12's to set. --data-dir is the run's own keyed data.
+ASKED = {"warmup_epochs": 1, "lr_drops": [2], "train_images": 256, "test_images": 64,
+         "batch_size": 32, "val_batch_size": 16, "momentum": 0.9, "preset": "cpu"}  # fmt: skip
+RUN_ARGS = ["--train-images", "256", "--test-images", "64", "--batch-size", "32",
+            "--val-batch-size", "16", "--depth", "4", "--width", "1", "--preset", "cpu",
             "--momentum", "0.9", "--warmup-epochs", "1", "--lr-drops", "2",
             "--epochs", str(FIRST_EPOCHS)]  # fmt: skip
 SECOND_RUN_ARGS = ["--epochs", str(FINAL_EPOCHS)]  # go on from the first run's checkpoint
@@ -98,6 +103,7 @@ def run_step(
     # beside it, say) is on the run's sys.path, or in its sandbox.
     (folder / "script").mkdir()
     script = Path(shutil.copyfile(script, folder / "script" / script.name))
+    data = write_keyed_data(folder / "data", ASKED["train_images"], ASKED["test_images"])
     env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all",
            SIMULATED_GPUS_VARIABLE: "1"}  # fmt: skip
     # Before step 8 the ranks can't agree on a resume (and need not): one run shows the rest.
@@ -116,7 +122,8 @@ def run_step(
     try:
         for number in range(1, runs + 1):
             left = max(1.0, deadline - time.monotonic())
-            launch = Launch(number, [*RUN_ARGS, *(SECOND_RUN_ARGS if number == 2 else [])],
+            args = [*RUN_ARGS, "--data-dir", str(data), *(SECOND_RUN_ARGS if number == 2 else [])]
+            launch = Launch(number, args,
                             {**env, RUN_NUMBER_VARIABLE: str(number)})  # fmt: skip
             run, stuck = _run_watched(script, log_dir, launch, np, left, records, sandbox, say)
             seconds += run.wall_seconds
@@ -130,7 +137,9 @@ def run_step(
     evidence = Evidence.read(records, np)
     outcome = judge(run, evidence, np, timeout, stuck, number)
     setting = Setting(np=np, log_dir=str(log_dir), first_epochs=FIRST_EPOCHS,
-                      final_epochs=FINAL_EPOCHS, asked=ASKED)  # fmt: skip
+                      final_epochs=FINAL_EPOCHS, asked=ASKED,
+                      sgd_preset_lr=preset_value(reference_path(NOVOGRAD_STEP - 1),
+                                                 ASKED["preset"], "base_lr"))  # fmt: skip
     result = run_result(step, path, outcome, findings(evidence, setting, step),
                         seconds=seconds, workers=np)  # fmt: skip
     if result.passed:
