@@ -182,13 +182,6 @@ class Evidence:
         """{rank: RankRecord} of one run (ranks that never started it are missing)."""
         return self.runs.get(run, {})
 
-    def complete(self, run: int = 1) -> bool:
-        """Whether every rank reported in this run."""
-        return len(self.ranks(run)) == self.np
-
-    def missing(self, run: int = 1) -> list:
-        return [rank for rank in range(self.np) if rank not in self.ranks(run)]
-
 
 def event_file_writers(log_dirs: list, pids: dict) -> dict:
     """{rank: [TensorBoard event files it wrote]} under `log_dirs`; `pids` is {pid: rank}."""

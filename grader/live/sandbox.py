@@ -459,14 +459,6 @@ def remove_cgroups(procs_files: list[Path]) -> None:
                 time.sleep(0.1)
 
 
-def peak_memory(procs_file: Path) -> int | None:
-    """The most memory the run's cgroup has used (bytes), while it is there."""
-    try:
-        return int((procs_file.parent / "memory.max_usage_in_bytes").read_text())
-    except OSError:
-        return None
-
-
 def _run(argv: list[str]) -> None:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
