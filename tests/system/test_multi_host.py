@@ -46,7 +46,7 @@ from workbook import runner
 from workbook.runner.command import RAW_LOG_NAME, RUN_RECORD_NAME
 from workbook.runner.hosts import SSH_TIMEOUT_S
 
-FAILS_ON_RANK_1 = Path(__file__).resolve().parent / "runner_cases" / "fails_on_rank_1.py"
+FAILS_ON_RANK_1 = Path(__file__).resolve().parents[1] / "runner_cases" / "fails_on_rank_1.py"
 # Each worker counts to 3, then waits in silence: a worker that still wrote would end on its own
 # (a broken pipe) once its ssh connection is gone, one that waits does not.
 COUNTS = """\
@@ -57,7 +57,7 @@ for step in range(4):
 time.sleep(300)
 """
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
 SAMPLE = REPO / "data" / "sample"
 VENV_BIN = Path(sys.executable).parent
@@ -330,7 +330,6 @@ def where_lines(output: str) -> dict[int, dict]:
     return {where["rank"]: where for where in found}
 
 
-@pytest.mark.slow
 def test_run_on_two_hosts(on_path, tmp_path):
     hosts = on_path
     where_am_i = tmp_path / "where_am_i.py"
@@ -377,7 +376,6 @@ def test_run_on_two_hosts(on_path, tmp_path):
     print(f"two hosts: {seconds:.0f} s")
 
 
-@pytest.mark.slow
 def test_an_interrupted_run_leaves_nothing_on_either_host(on_path, tmp_path):
     hosts = on_path
     (tmp_path / "counts.py").write_text(COUNTS)
@@ -404,7 +402,6 @@ def test_an_interrupted_run_leaves_nothing_on_either_host(on_path, tmp_path):
     assert time.monotonic() - stopped < 40
 
 
-@pytest.mark.slow
 def test_a_failing_rank_leaves_nothing_on_either_host(on_path, tmp_path):
     """Rank 1 (hostB) fails; rank 0 (hostA) would wait a minute: horovodrun stops only its ssh."""
     hosts = on_path
@@ -424,7 +421,6 @@ def test_a_failing_rank_leaves_nothing_on_either_host(on_path, tmp_path):
     assert time.monotonic() - started < 60  # well before rank 0's minute is up
 
 
-@pytest.mark.slow
 def test_unreachable_host_is_named_at_once(on_path, tmp_path):
     (tmp_path / "train.py").write_text("print('never runs')\n")
     started = time.monotonic()

@@ -14,7 +14,6 @@ from lab_helpers import START_TIMEOUT_S, URL, free_port, make_lab, read_until_ur
 from workbook.paths import REPO
 from workbook.tensorboard import serving_logdir
 
-pytestmark = pytest.mark.slow
 
 
 def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):

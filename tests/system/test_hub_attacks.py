@@ -23,7 +23,7 @@ from hub_helpers import (ARTIFACTS, ATTENDEES, INSTRUCTOR, MEMORY_MIB, STEP_ONE,
                          open_notebook, password_of, run_cell, submit_log_in)
 from workbook.facts import LEARNER_SCRIPT_NAME
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.timeout(900)]
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
 
 SETUP = ("import sys\nfrom pathlib import Path\n\n"

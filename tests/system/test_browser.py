@@ -27,7 +27,6 @@ from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, st
 from workbook.facts import LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 
-pytestmark = pytest.mark.slow
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Root needs --no-sandbox; the rest keep an offline machine's Chromium from calling home.

@@ -19,7 +19,6 @@ import pytest
 from workbook.facts import results, with_safe_env
 from workbook.paths import REPO
 
-pytestmark = pytest.mark.slow
 
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
 SAMPLE = REPO / "data" / "sample"

@@ -19,9 +19,8 @@ import pytest
 from processes import run_script
 from workbook.facts import chain_file_name
 
-pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 SAMPLE = REPO / "data" / "sample"
 HOROVODRUN = Path(sys.executable).parent / "horovodrun"

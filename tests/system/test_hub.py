@@ -31,7 +31,7 @@ from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, SCRIPTS, 
 from workbook.facts import LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.timeout(900)]
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
 
 
