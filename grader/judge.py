@@ -10,10 +10,10 @@ for real (grader/live/) shows what the script does. Per step:
    passed run, and the message says so.
 2. The run crashed or hung: the crash is the step's whose lines in the reference chain the
    failing line is most like (also when the run had shown that step to hold before it broke),
-   and the step whose lines alone name what the error quotes ('NovoGrad', 'tfa'); in the
-   second launch it is the resume's too (step 8: the script did not go on from its
-   checkpoint). Else, when the run showed no step broken (which may well be the cause), the
-   first step the run did not show: FAILED, decided by the run.
+   and the step whose lines alone name what the error quotes ('NovoGrad', 'tfa'). When the
+   run showed no step broken (which may well be the cause): in the second launch it is the
+   resume's too (step 8: the script did not go on from its checkpoint), and with no step
+   named, the first step the run did not show. FAILED, decided by the run.
 3. Otherwise the reading decides when it is sure (PASSED or FAILED).
 4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
    documented default, instructor/README.md), and the class report lists it with both pieces
@@ -95,21 +95,23 @@ def blamed_steps(run: Result, findings: dict) -> set:
         return set()
     steps = sorted(findings)
     blamed = {step for step in (step_of_line(run.run.code, steps),
-                                step_of_quoted_name(run.message, steps)) if step is not None}  # fmt: skip
+                                step_of_quoted_name(run.run.exception, steps))
+              if step is not None}  # fmt: skip
+    if any(found.status == FAILED for found in findings.values()):
+        return blamed  # a step the run showed broken may well be why: no second penalty for it
     if run.run.resumed and RESUME_STEP in findings:
         blamed.add(RESUME_STEP)
-    if blamed:
-        return blamed
-    if any(found.status == FAILED for found in findings.values()):
-        return set()  # a step the run showed broken may well be why: no second penalty for it
     unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
-    return set(unseen[:1])
+    return blamed or set(unseen[:1])
 
 
-def step_of_quoted_name(message: str, steps: list) -> int | None:
-    """The one step among `steps` whose added reference lines use a name the error message
-    quotes ("Unknown optimizer: 'NovoGrad'", "local variable 'tfa'"), if exactly one does."""
-    for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", message or ""):
+def step_of_quoted_name(exception: str, steps: list) -> int | None:
+    """The one step among `steps` whose added reference lines use a name the exception's first
+    clause quotes ("ValueError: Unknown optimizer: 'NovoGrad'. Please ensure...", "local
+    variable 'tfa'"), if exactly one does. Not the rest: "Allowed kwargs are {'lr', ...}"
+    lists what the failing call could have had."""
+    first = re.split(r"\.\s|\{|\[", exception or "", maxsplit=1)[0]
+    for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", first):
         word = re.compile(rf"\b{re.escape(name)}\b")
         using = [step for step in steps if any(word.search(line) for line in added_lines(step))]
         if len(using) == 1:

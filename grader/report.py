@@ -45,6 +45,7 @@ class Run:
     line: int | None = None  # the line of the script where it crashed or hung, if known
     code: str = ""  # ... and that line's code
     resumed: bool = False  # it ended early in the second launch, the resume from a checkpoint
+    exception: str = ""  # the failing rank's exception, "Type: message", when it crashed
 
     @property
     def finished(self) -> bool:

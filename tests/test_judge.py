@@ -28,7 +28,7 @@ def run(*statuses, outcome="finished", code="", said="", resumed=False) -> Resul
     details = [finding(step, status, f"ran {step}") for step, status in enumerate(statuses, 1)]
     return Result(FAILED if outcome != "finished" else PASSED, "run", f"the run {outcome}{said}",
                   details=details, run=Run(outcome, seconds=9, line=7 if code else None,
-                                           code=code, resumed=resumed))  # fmt: skip
+                                           code=code, resumed=resumed, exception=said))  # fmt: skip
 
 
 def test_what_the_run_showed_decides_against_the_reading():
@@ -76,13 +76,17 @@ def test_a_crash_at_a_step_the_run_had_shown_to_hold_is_that_steps():
 
 @pytest.mark.parametrize("code, said, blamed", [
     # every rank loading the checkpoint: rank 1 has none (the statement's first line is step 8's)
-    ("model = hvd.load_model(", ": OSError: No file or directory found at /x/ckpt-2.h5", {8}),
+    ("model = hvd.load_model(", "OSError: No file or directory found at /x/ckpt-2.h5", {8}),
     # load_model without NovoGrad among its custom objects: the resume and step 12
-    ("model = hvd.load_model(", ": ValueError: Unknown optimizer: 'NovoGrad'. Please ensure",
+    ("model = hvd.load_model(", "ValueError: Unknown optimizer: 'NovoGrad'. Please ensure",
      {8, 12}),
     # tfa imported in the fresh start's branch only
     ("custom_optimizers=[tfa.optimizers.NovoGrad],",
-     ": UnboundLocalError: cannot access local variable 'tfa'", {8, 12}),
+     "UnboundLocalError: cannot access local variable 'tfa'", {8, 12}),
+    # what the call could have had is not what failed ('lr' is step 11's name)
+    ("tfa.optimizers.NovoGrad(learning_rate=scaled_lr, momentum=args.momentum))",
+     "TypeError: Unexpected keyword argument passed to optimizer: momentum. Allowed kwargs "
+     "are {'lr', 'decay'}.", {8, 12}),
 ])  # fmt: skip
 def test_a_crash_while_resuming_is_the_resumes_and_the_steps_it_names(code, said, blamed):
     shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 4
@@ -90,6 +94,16 @@ def test_a_crash_while_resuming_is_the_resumes_and_the_steps_it_names(code, said
                                                  resumed=True))  # fmt: skip
     assert {r.step for r in decided if r.status == FAILED} == blamed
     assert {r.decided_by for r in decided if r.step in blamed} == {RUN}
+
+
+def test_a_crash_while_resuming_after_a_step_shown_broken_is_not_the_resumes():
+    """op=hvd.Sum on the rank that builds its optimizer, Average on the one that loads it: the
+    resume's allreduce fails for step 4's fault, which the first run showed."""
+    shown = [PASSED] * 3 + [FAILED] + [PASSED] * 3 + [CANT_TELL] + [PASSED] * 4
+    decided = decide(static(*[PASSED] * 12), run(*shown, outcome="crashed", resumed=True,
+                     code="model.fit(train_dataset, epochs=args.epochs,",
+                     said="FailedPreconditionError: Mismatched reduction operation"))  # fmt: skip
+    assert {r.step for r in decided if r.status == FAILED} == {4}
 
 
 def test_a_crash_no_step_owns_fails_the_first_step_the_run_did_not_show():

@@ -27,6 +27,7 @@ class Outcome:
     line: int | None = None  # the script's line where it crashed or waits in vain
     code: str = ""
     resumed: bool = False  # ended early in the second run (the resume)
+    exception: str = ""  # the failing rank's "Type: message"
 
 
 def _current(evidence: Evidence) -> dict:
@@ -205,6 +206,7 @@ def _crash(run, evidence: Evidence) -> Outcome:
             line=error.get("line"),
             code=error.get("code") or "",
             resumed=number == 2,
+            exception=what,
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()

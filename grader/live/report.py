@@ -22,7 +22,8 @@ def run_result(step: int, path, outcome, findings: list, *, seconds: float, work
     """The verdict of a run that ended as `outcome` (grader.live.outcome.Outcome) with these
     findings of steps 4..step."""
     run = Run(outcome.kind, seconds=seconds, workers=workers, error=outcome.error,
-              line=outcome.line, code=outcome.code, resumed=outcome.resumed)  # fmt: skip
+              line=outcome.line, code=outcome.code, resumed=outcome.resumed,
+              exception=outcome.exception)  # fmt: skip
     status = worst(detail.status for detail in findings) if run.finished else FAILED
     message = _summary(outcome.message, findings, run)
     return Result(status, title(step, workers), message, step=step, hint=outcome.hint,
