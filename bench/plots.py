@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import accuracy as accuracy_bench
-from bench import machine, results
+from bench import machine
 from workbook.bench_results import (SCALING_CONFIGS, SCALING_EFFICIENCY, SCALING_HOROVOD_SHARE,
                                     SCALING_IMAGES_PER_SECOND, SCALING_MACHINE_CEILING,
                                     BenchResult)
@@ -164,5 +164,5 @@ PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "gradin
 def plot(json_path: Path) -> Path:
     """Draws <name>.png next to <name>.json."""
     json_path = Path(json_path)
-    document = results.read(json_path)
+    document = BenchResult.read(json_path)
     return PLOTS[document.benchmark](document, json_path.with_suffix(".png"))

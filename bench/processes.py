@@ -53,10 +53,6 @@ class Timed:
     # Cores that all processes outside the benchmark used, on average over the run.
     others_mean_share: float
 
-    @property
-    def output(self) -> str:
-        return self.result.output
-
 
 class CommandFailed(RuntimeError):
     """A benchmarked command failed or timed out; the message names its log."""

@@ -30,7 +30,3 @@ def write(name: str, out_dir: Path, settings: dict, measurements, summary: dict)
     """Writes <out_dir>/<name>.json with the machine, and returns its path."""
     return BenchResult(benchmark=name, machine=machine.describe(), settings=settings,
                        measurements=measurements, summary=summary).write(out_dir)
-
-
-def read(path) -> BenchResult:
-    return BenchResult.read(path)

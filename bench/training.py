@@ -20,12 +20,11 @@ from bench.processes import CommandFailed, Timed, run_timed
 from workbook import speed
 from workbook.facts import SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR, STARTER_SCRIPT
-from workbook.runner.command import PIN_LAUNCHER, RunOptions, RunPlan, plan_run
+from workbook.runner.command import RunOptions, RunPlan, plan_run
 from workbook.tensorboard_events import epoch_scalars
 
 SOLUTION = SOLUTIONS_DIR / SOLUTION_FILE_NAME
 STARTER = STARTER_SCRIPT
-PINNED = PIN_LAUNCHER  # the runner's: pins worker i to the i-th block of cores
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pytest
 
 from bench import accuracy, grading, overhead, readme, results, scaling
 from bench.processes import FirstStepConsole, run_timed
-from bench.training import PINNED, Launch
+from bench.training import Launch
 from processes import describe, kill_group, marked, new_marker, stop_marked
 from processes import python_c_plan as python_c
 from workbook import facts
@@ -25,6 +25,7 @@ from workbook.bench_results import BenchResult
 from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.facts import parse_result, usable_cores
 from workbook.runner import contention
+from workbook.runner.command import PIN_LAUNCHER
 from grader import check_all
 from workbook.paths import REPO
 
@@ -67,7 +68,7 @@ def test_launches_are_planned_by_the_runner(tmp_path):
     assert two.env["TF_CPP_MIN_LOG_LEVEL"] == "2" and not two.layout.pinned
     pinned = plan(Launch(2, 1, pinned=True), ["--epochs", "1"])
     assert pinned.layout.pinned
-    assert pinned.argv[3:8] == ["2", sys.executable, str(PINNED), "1", str(script)]
+    assert pinned.argv[3:8] == ["2", sys.executable, str(PIN_LAUNCHER), "1", str(script)]
     # The benchmark's 2 pinned workers are what a notebook cell's np=2, share=1 starts.
     cell = plan_run([str(script), "--epochs", "1"], np=2, share=1, gpus=0, run_name="run",
                     logs_root=logs, log_dir=logs / "run")  # fmt: skip
@@ -85,7 +86,7 @@ def test_launches_are_planned_by_the_runner(tmp_path):
     )  # fmt: skip
     # Each of `separate`'s processes: plain python, pinned to its block of cores.
     separate = plan(Launch(2, 1, horovodrun=False, pinned=True, separate=True))
-    assert separate.argv[:4] == [sys.executable, str(PINNED), "1", str(script)]
+    assert separate.argv[:4] == [sys.executable, str(PIN_LAUNCHER), "1", str(script)]
 
 
 def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
@@ -97,8 +98,8 @@ def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
         for variable in ("HOROVOD_LOCAL_RANK", "WORKBOOK_CORE_BLOCK"):
             env = {k: v for k, v in os.environ.items() if k != "HOROVOD_LOCAL_RANK"}
             done = subprocess.run(
-                [sys.executable, str(PINNED), "1", str(probe), "--x", "1"], capture_output=True,
-                text=True, env={**env, variable: str(rank)}, check=True,
+                [sys.executable, str(PIN_LAUNCHER), "1", str(probe), "--x", "1"],
+                capture_output=True, text=True, env={**env, variable: str(rank)}, check=True,
             )
             assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"
 

@@ -83,7 +83,6 @@ def test_a_run_in_parts_from_its_folder(tmp_path):
     parts = run_times.read_run(folder).parts
     assert parts == TimeParts(start_up=20.0, first_epoch_extra=10.0, steps=120.0,
                               between_steps=30.0, after_training=15.0)
-    assert parts.outside_steps == 75.0
     # A script that logs no step_seconds: the parts it cannot know are None.
     assert run_times.read_run(a_run(tmp_path / "old", [60.0])).parts.steps is None
 

@@ -114,12 +114,6 @@ class TimeParts:
     def items(self) -> list[tuple[str, float | None]]:
         return [(label, getattr(self, name)) for name, label in self.NAMES.items()]
 
-    @property
-    def outside_steps(self) -> float | None:
-        """Everything but the steps at their steady pace."""
-        parts = [self.start_up, self.first_epoch_extra, self.between_steps, self.after_training]
-        return None if None in parts else sum(parts)
-
 
 def time_parts(
     start_up: float | None,

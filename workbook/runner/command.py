@@ -166,10 +166,6 @@ class RunPlan:
         return self.run_dir / RAW_LOG_NAME
 
     @property
-    def record_path(self) -> Path:
-        return self.run_dir / RUN_RECORD_NAME
-
-    @property
     def marker(self) -> tuple[str, str]:
         """(name, value) of the environment variable every process of this run carries."""
         return RUN_MARKER, self.env[RUN_MARKER]
