@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the workbook's packages
 
 from hub import settings as hub_settings  # noqa: E402
-from workbook.facts import LAB_ARGS  # noqa: E402
+from workbook.facts import LAB_ARGS, notebook  # noqa: E402
 
 c = get_config()  # noqa: F821 (JupyterHub provides it)
 settings_file = os.environ[hub_settings.SETTINGS_VARIABLE]
@@ -39,7 +39,7 @@ c.Authenticator.admin_users = {s.instructor}
 c.JupyterHub.spawner_class = "hub.spawner.WorkshopSpawner"
 c.WorkshopSpawner.settings_file = settings_file
 c.Spawner.cmd = [str(Path(s.venv) / "bin" / "jupyterhub-singleuser")]
-c.Spawner.default_url = "/lab/tree/notebooks/00_welcome.ipynb"
+c.Spawner.default_url = f"/lab/tree/notebooks/{notebook('welcome').file_name}"
 c.Spawner.args = list(LAB_ARGS)  # as `make lab` starts it
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180

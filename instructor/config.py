@@ -12,7 +12,7 @@ CONFIG_FILE = "nbgrader_config.py"
 CELL_TIMEOUT = 60
 
 # What an LMS download looks like: a zip with one folder per student id, the files inside it
-# (subfolders are fine), e.g. alice/01_initialize_horovod.ipynb, alice/fashion_mnist.py.
+# (subfolders are fine), e.g. alice/NN_initialize_horovod.ipynb, alice/fashion_mnist.py.
 # nbgrader matches the regexp against the absolute path of each extracted file.
 ZIP_REGEXP = r".*/extracted/[^/]+/(?P<student_id>[^/]+)/(?:.*/)?(?P<file_id>[^/]+)$"
 

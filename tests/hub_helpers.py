@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from hub import accounts, isolation, settings as hub_settings
+from workbook.facts import step_notebook
 from workbook.paths import REPO
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -38,7 +39,7 @@ INSTRUCTOR = f"hubt{TAG}teach"
 # What each attendee's script is when they submit: steps 1, 1-2 and 1-3 done.
 SCRIPTS = dict(zip(ATTENDEES, (1, 2, 3)))
 MEMORY_MIB = 3072  # each attendee's limit here: a runaway allocation reaches it in seconds
-ASSIGNMENT, STEP_ONE = "horovod_steps", "01_initialize_horovod.ipynb"
+ASSIGNMENT, STEP_ONE = "horovod_steps", step_notebook(1).file_name
 
 
 def needs(condition: bool, reason: str):
@@ -152,7 +153,7 @@ def log_in(browser, s, user: str, password: str | None = None):
         page.wait_for_url(f"**/user/{user}/formgrader/**", timeout=WAIT_MS * 2)
         return page
     page.wait_for_url(f"**/user/{user}/lab/**", timeout=WAIT_MS * 2)
-    expect(page.locator(".jp-NotebookPanel:visible")).to_have_count(1)  # 00_welcome
+    expect(page.locator(".jp-NotebookPanel:visible")).to_have_count(1)  # the welcome notebook
     return page
 
 

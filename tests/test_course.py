@@ -116,8 +116,8 @@ def test_init_writes_source_and_a_config_nbgrader_understands(tmp_path):
     course = init(tmp_path / "course", steps=[1, 6])
     source = course.folder("source")
     assert sorted(p.name for p in source.iterdir()) == [
-        "01_initialize_horovod.ipynb",
-        "06_split_the_work.ipynb",
+        step_notebook(1).file_name,
+        step_notebook(6).file_name,
         "fashion_mnist.py",
     ]
     assert (source / "fashion_mnist.py").read_bytes() == solution_after(0).read_bytes()
@@ -239,7 +239,7 @@ def test_ignore_pattern_drops_library_noise_and_keeps_the_rest():
 def test_zip_regexp_reads_student_and_file_from_the_extracted_path():
     base = "/c/downloaded/horovod_steps/extracted/lms_download"
     for path, student, file_id in [
-        (f"{base}/alice/01_initialize_horovod.ipynb", "alice", "01_initialize_horovod.ipynb"),
+        (f"{base}/alice/{step_notebook(1).file_name}", "alice", step_notebook(1).file_name),
         (f"{base}/bob/horovod_steps/fashion_mnist.py", "bob", "fashion_mnist.py"),
     ]:
         match = re.match(ZIP_REGEXP, path)
@@ -323,20 +323,20 @@ def test_tampered_check_cells_are_named(generated):
 def test_unusable_notebooks_and_scripts_are_named(generated, tmp_path):
     folder = place_submission(generated, "frank", solution_after(12))
     assert notebook_problems(folder) == [] and script_problem(folder) == ""
-    broken = folder / "06_split_the_work.ipynb"
+    broken = folder / step_notebook(6).file_name
     broken.write_text(broken.read_text()[:300])
-    old = folder / "01_initialize_horovod.ipynb"
+    old = folder / step_notebook(1).file_name
     notebook = nbformat.read(old, as_version=4)
     check_cell(notebook, 1).metadata.nbgrader["schema_version"] = 1
     nbformat.write(notebook, old)
     problems = notebook_problems(folder)  # old metadata is no problem: autograde restores it
     assert [str(p) for p in problems] == [
-        "06_split_the_work.ipynb: NotJSONError: Notebook does not appear to be JSON",
+        f"{step_notebook(6).file_name}: NotJSONError: Notebook does not appear to be JSON",
     ]
     with generated.gradebook() as gradebook:
         expected = expected_metadata(gradebook, generated.assignment)
         assert metadata_changes(folder, expected) == [
-            "01_initialize_horovod.ipynb: nbgrader metadata of check_step_01 changed, restored"
+            f"{step_notebook(1).file_name}: nbgrader metadata of check_step_01 changed, restored"
         ]
 
     script = folder / "fashion_mnist.py"
@@ -493,7 +493,7 @@ def test_heatmap_keeps_rows_legible_for_200_students(tmp_path):
 # Autograding takes 2-10 s a student on 2 busy cores. WORKBOOK_COURSE_STEPS=1,6-10 grades fewer
 # notebooks (it needs 6, 8, 9 and 10 for aaron, erin and frank).
 COURSE_STEPS = parse_steps(os.environ.get("WORKBOOK_COURSE_STEPS", ALL_STEPS))
-CORRUPT = "06_split_the_work.ipynb"  # after 01, whose grade nbgrader saves before failing
+CORRUPT = step_notebook(6).file_name  # after step 1's, whose grade nbgrader saves before failing
 
 
 def expected_steps(done_through: int) -> dict:

@@ -1,10 +1,11 @@
-"""Notebook 13's verdict at a glance (workbook.glance): a short line per comparison, the detail
-folded, how to read the bars, and text that never splits a word."""
+"""The run_distributed notebook's verdict at a glance (workbook.glance): a short line per
+comparison, the detail folded, how to read the bars, and text that never splits a word."""
 
 from __future__ import annotations
 
 from run_folders import times
 from workbook import verdict_text
+from workbook.facts import notebook_label
 from workbook.run_times import speed_up
 
 
@@ -12,8 +13,8 @@ def glance_runs():
     ref = times("1 worker (reference)", epochs=(80, 60), steps=(60, 50), speed=1130)
     yours = times("your workers", epochs=(55, 35, 35, 35, 35), workers=2,
                   steps=(40, 28, 28, 28, 28), speed=1736)
-    base = times("the baseline (notebook 00)", epochs=(50, 35, 35, 36, 36), share=None,
-                 steps=(35, 30, 30, 30, 30), speed=1780)
+    base = times(f"the baseline ({notebook_label('welcome')})", epochs=(50, 35, 35, 36, 36),
+                 share=None, steps=(35, 30, 30, 30, 30), speed=1780)
     return ref, yours, base
 
 
@@ -28,7 +29,8 @@ def test_the_verdict_first_a_short_line_per_comparison_then_the_detail_folded():
     assert "What mattered: the training steps" in shown.lines[0]
     assert "(1,736 against 1,130 images/s)" in shown.lines[0]
     assert shown.lines[1].startswith(
-        f"Against the baseline (notebook 00): about the same ({speed_up(base, yours):.2f}x)")
+        f"Against the baseline ({notebook_label('welcome')}): about the same "
+        f"({speed_up(base, yours):.2f}x)")
     assert all(len(text) < 160 for text in shown.lines)  # a glance: two short sentences
     page = shown._repr_html_()
     top, folded = page.split("<details>")

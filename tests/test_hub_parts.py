@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hub import classroom, cores, roster, settings, workbook_copy
-from workbook.facts import LEARNER_SCRIPT_NAME
+from workbook.facts import LEARNER_SCRIPT_NAME, step_notebook
 from workbook.paths import REPO
 
 
@@ -130,7 +130,7 @@ def test_an_attendees_copy_is_made_once_and_never_overwritten(tmp_path):
     assert made and copy == home / "horovod-workbook"
     script = copy / "notebooks" / LEARNER_SCRIPT_NAME
     assert script.read_text() == (REPO / "solutions" / LEARNER_SCRIPT_NAME).read_text()
-    assert (copy / "notebooks" / "01_initialize_horovod.ipynb").is_file()
+    assert (copy / "notebooks" / step_notebook(1).file_name).is_file()
     assert (copy / "workbook" / "paths.py").is_file() and (copy / "grader").is_dir()
     assert not (copy / "notebooks" / "logs").exists()
     for link in ("data/sample", "data/fashion_mnist", "solutions"):

@@ -176,9 +176,9 @@ def test_the_checker_layers_import_downwards():
     assert upwards == []
 
 
-# Notebook 13's modules, one job each: the formats (the runner's run record, TensorBoard's
-# event files, bench's result files); the run model; its words and its tables; what the
-# notebooks show. Each imports only from the layers before its own.
+# The run_distributed notebook's modules, one job each: the formats (the runner's run record,
+# TensorBoard's event files, bench's result files); the run model; its words and its tables;
+# what the notebooks show. Each imports only from the layers before its own.
 RUN_LAYERS = (
     {"workbook.runner.record", "workbook.tensorboard_events", "workbook.bench_results"},
     {"workbook.run_times"},
@@ -187,7 +187,7 @@ RUN_LAYERS = (
 )
 
 
-def test_notebook_13s_modules_import_downwards():
+def test_the_run_notebooks_modules_import_downwards():
     layer_of = {name: index for index, layer in enumerate(RUN_LAYERS) for name in layer}
     assert set(layer_of) <= set(MODULES), "a layer names a module that is not there"
     edges = graph()

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from workbook.facts import STEPS
+
 CORPUS = Path(__file__).parent / "grader_cases" / "learners"
 SCRIPTS = sorted(path.name for path in CORPUS.glob("*.py"))
 TRUTH = json.loads((CORPUS / "truth.json").read_text())
@@ -24,7 +26,7 @@ def test_script_parses_and_truth_has_its_shape(name):
     truth = TRUTH[name]
     assert (Path(__file__).parents[1] / truth["base"]).is_file()
     assert truth["kind"] in {"correct", "wrong", "partway"}
-    assert sorted(truth["steps"], key=int) == [str(step) for step in range(1, 13)]
+    assert sorted(truth["steps"], key=int) == [str(step) for step in STEPS]
     assert all(isinstance(value, bool) for value in truth["steps"].values())
     assert set(truth["why"]) <= set(truth["steps"]) and truth["how"]
     if truth["kind"] == "correct":
@@ -32,7 +34,7 @@ def test_script_parses_and_truth_has_its_shape(name):
     else:
         assert not all(truth["steps"].values())
     if truth["kind"] == "partway":
-        done = [step for step in range(1, 13) if truth["steps"][str(step)]]
+        done = [step for step in STEPS if truth["steps"][str(step)]]
         assert done == list(range(1, len(done) + 1)), "a part-way script's steps done come first"
 
 

@@ -64,7 +64,7 @@ def graded_cells(notebook) -> list:
 
 def test_there_is_a_notebook_for_every_step_plus_welcome_and_final():
     assert sorted(STEP_NOTEBOOKS) == list(range(1, LAST_STEP + 1))
-    assert NOTEBOOK_NAMES[0] == "00_welcome.ipynb"
+    assert NOTEBOOK_NAMES[0] == notebook_of_kind(LESSON).file_name
     assert NOTEBOOK_NAMES.index(FINAL_NOTEBOOK) == LAST_STEP + 1
 
 

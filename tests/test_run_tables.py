@@ -1,6 +1,7 @@
-"""Notebook 13's tables, plots and TensorBoard chart (workbook.run_tables): the same figures as
-the verdict's. The slow test runs notebook 00 (the baseline) and notebook 13 headless, with the
-solution as the learner's script, and checks that its figures agree with each other."""
+"""The run_distributed notebook's tables, plots and TensorBoard chart (workbook.run_tables): the
+same figures as the verdict's. The slow test runs the welcome notebook (the baseline) and the
+run_distributed one headless, with the solution as the learner's script, and checks that its
+figures agree with each other."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from run_folders import a_run, times
 from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook import run_tables, run_times
+from workbook.facts import notebook, notebook_label
 from workbook.run_times import speed_up
 
 
@@ -68,20 +70,21 @@ def test_the_parts_table_says_how_many_epochs_each_run_measured():
     assert shown["epochs"] == 2 and set(shown.drop("epochs")) == {"-"}
 
 
-# --- notebook 13, headless --------------------------------------------------------------------
+# --- the run_distributed notebook, headless ----------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
-    """Notebooks 00 and 13 headless, the solution as the learner's script: the ratio printed is
-    the table's, the plot's times are each run's times since its launch (speed's time to an
-    accuracy), a bar per run of the time's parts, and the figures beside make bench's."""
+def test_the_run_notebook_shows_one_set_of_figures(tmp_path, kernel_name):
+    """The welcome and run_distributed notebooks headless, the solution as the learner's
+    script: the ratio printed is the table's, the plot's times are each run's times since its
+    launch (speed's time to an accuracy), a bar per run of the time's parts, and the figures
+    beside make bench's."""
     from test_notebooks import execute, stop_tensorboards_under, workbook_copy
     from workbook.paths import REPO
 
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
-    final = "13_run_distributed.ipynb"
+    final = notebook("run_distributed").file_name
     import nbformat
 
     notebook = nbformat.read(notebooks / final, as_version=4)
@@ -95,7 +98,7 @@ def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
     ))
     nbformat.write(notebook, notebooks / final)
     try:
-        execute(notebooks / "00_welcome.ipynb", kernel_name)
+        execute(notebooks / notebook("welcome").file_name, kernel_name)
         executed = execute(notebooks / final, kernel_name)
     finally:
         stop_tensorboards_under(tmp_path)
@@ -122,7 +125,8 @@ def test_notebook_13_shows_one_set_of_figures(tmp_path, kernel_name):
     assert "Images/s of the steps:" in shown  # how to read the bars, in the runs' numbers
     assert "Where the time went, over" in shown  # the parts, from the script's step_seconds
     assert "1 worker (reference) (1 worker pinned to" in shown  # each run's hardware is named
-    assert "Your baseline (notebook 00) took" in shown  # estimates from the learner's runs
+    # Estimates from the learner's runs.
+    assert f"Your baseline ({notebook_label('welcome')}) took" in shown
     assert "Estimate from your 2 workers' own pace" in shown
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 2, "the bars of the time's parts and the accuracy curves"

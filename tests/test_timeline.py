@@ -106,7 +106,7 @@ def test_the_table_shows_percents_to_a_tenth_that_add_up_to_100():
     assert percents.loc[0].tolist() == [83.3, 0.0, 16.7]  # 20, 0 and 4 ms of a 24 ms step
     assert percents.loc[1].tolist() == [33.3, 50.0, 16.7]  # 8, 12 and 4 ms
     assert all(sum(row) == pytest.approx(100) for row in percents.to_numpy())
-    # The figures notebook 19's sentences quote are the table's.
+    # The figures the where_does_the_time_go notebook's sentences quote are the table's.
     ranks = summary(timeline)["ranks"]
     assert [ranks[1][f"{phase}_percent"] for phase in ("compute", "waiting", "allreduce")] == \
         percents.loc[1].tolist()

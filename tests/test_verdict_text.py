@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from run_folders import a_run, times
 from workbook import run_times, verdict_text
+from workbook.facts import notebook_label
 from workbook.run_times import speed_up
 
 
@@ -45,7 +46,9 @@ def test_a_slow_down_is_said_plainly_with_numbers_and_reasons():
     assert "the first took 90.0 s on your workers, 60.0 s on 1 worker (reference)" in text
     assert "each later one 60.0 s against 50.0 s (0.83x as fast)" in text
     assert "Each worker went at 70% of the pace of 1 worker (reference)" in text
-    assert "allreduce of every step" in text and "Notebook 19" in text
+    assert "allreduce of every step" in text
+    timeline_notebook = notebook_label("where_does_the_time_go").capitalize()
+    assert f"{timeline_notebook} measures the steps' part" in text
     assert "speed-up" not in text.lower().replace("a slow-down", "")
 
 
@@ -159,8 +162,9 @@ def test_a_close_call_is_not_flagged_for_a_few_percent():
 
 
 def test_a_figure_without_verdict_is_flagged_only_when_others_could_cost_a_tenth(tmp_path):
-    """Notebook 19's rule: a note with the share for a little contention, 'Not a fair measure'
-    only when the worst case (a core-second per second) reaches 10% of the training."""
+    """The where_does_the_time_go notebook's rule: a note with the share for a little
+    contention, 'Not a fair measure' only when the worst case (a core-second per second)
+    reaches 10% of the training."""
     run = run_times.read_run(a_run(tmp_path / "r", [60.0, 50.0]))
     assert verdict_text.contention_note(run) is None  # no samples
     run.others_core_seconds = 0.5

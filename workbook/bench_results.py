@@ -4,8 +4,9 @@ description for the benchmarks that write them (bench/) and the notebooks that r
     BenchResult             one file: the benchmark's name, the machine, the settings, every
                             measurement and the summary; written and read only here
     SCALING_*, ACCURACY_*   the summary's keys that leave bench/ (the README, the plots and
-                            notebook 13 read them; bench/scaling.py and accuracy.py write them)
-    figures(results_dir)    what notebook 13 sets beside the learner's figures
+                            the run_distributed notebook read them; bench/scaling.py and
+                            accuracy.py write them)
+    figures(results_dir)    what the run_distributed notebook sets beside the learner's figures
 
 A summary's statistics are bench.results.summarize()'s: {n, median, min, max, spread}.
 """
@@ -66,8 +67,8 @@ class BenchResult:
 
 
 def figures(results_dir: Path = RESULTS_DIR) -> dict:
-    """The benchmark figures that notebook 13 sets beside the learner's: {name: (median, min,
-    max)} of the scaling and accuracy results in `results_dir`."""
+    """The benchmark figures that the run_distributed notebook sets beside the learner's: {name:
+    (median, min, max)} of the scaling and accuracy results in `results_dir`."""
     found = {}
     if scaling := BenchResult.find(results_dir, "scaling"):
         summary = scaling.summary

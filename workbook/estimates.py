@@ -1,9 +1,12 @@
 """How long a run will take, from this machine's own measured speed, never from a constant.
 
-    so_far(run_dir)                     notebook 00's peek at the running baseline
-    short_runs(logs_dir, images)        notebook 19's two short runs, from notebook 13's pace
-    expect_like_baseline(baseline)      notebook 13's distributed run, from the baseline
-    estimate_reference(run, epochs)     notebook 13's 1-worker reference, from the workers' pace
+    so_far(run_dir)                     the welcome notebook's peek at the running baseline
+    short_runs(logs_dir, images)        the two short runs of the where_does_the_time_go
+                                        notebook, from the run_distributed notebook's pace
+    expect_like_baseline(baseline)      the run_distributed notebook's distributed run, from the
+                                        baseline
+    estimate_reference(run, epochs)     the run_distributed notebook's 1-worker reference, from
+                                        the workers' pace
     beside_bench(runs, results_dir)     the learner's figures beside `make bench`'s, labelled
 
 A run's pace is read from its own folder (workbook.run_times.read_run: the epochs it has
@@ -16,6 +19,7 @@ import re
 from pathlib import Path
 
 from workbook import bench_results, run_times, speed
+from workbook.facts import notebook_label
 from workbook.run_times import TARGET, RunTimes
 from workbook.runner.command import RAW_LOG_NAME
 from workbook.runner.layout import plural
@@ -64,21 +68,22 @@ def so_far(run_dir: str | Path, label: str = "Your baseline") -> str:
 
 
 def short_runs(logs_dir: Path, images_one: int, images_two: int, batch: int) -> str:
-    """Notebook 19's two short runs, from notebook 13's runs on this machine: their steps at
-    notebook 13's images/s (64 images a step; at `batch` a step is slower per image, so this is
-    the short side) plus each run's start-up there."""
+    """The where_does_the_time_go notebook's two short runs, from the run_distributed notebook's
+    runs on this machine: their steps at that notebook's images/s (64 images a step; at `batch` a
+    step is slower per image, so this is the short side) plus each run's start-up there."""
     pair = run_times.newest_pair(Path(logs_dir))
     if pair is None:
-        return ("No runs of notebook 13 yet, so no estimate from this machine: the two runs "
-                "train for seconds to minutes, each after its start-up.")
+        return (f"No runs of {notebook_label('run_distributed')} yet, so no estimate from this "
+                "machine: the two runs train for seconds to minutes, each after its start-up.")
     reference, workers = pair
     if not reference.images_per_second or not workers.images_per_second:
         return ""
     one = (reference.start_up or 0) + images_one / reference.images_per_second
     two = (workers.start_up or 0) + images_two / workers.images_per_second
-    return (f"Estimate from notebook 13's runs on this machine: about {_minutes(one)} for the "
-            f"1-worker run and {_minutes(two)} for the 2 workers (their steps at notebook 13's "
-            f"images/s, {reference.images_per_second:,.0f} and "
+    run_distributed = notebook_label("run_distributed")
+    return (f"Estimate from {run_distributed}'s runs on this machine: about {_minutes(one)} for "
+            f"the 1-worker run and {_minutes(two)} for the 2 workers (their steps at "
+            f"{run_distributed}'s images/s, {reference.images_per_second:,.0f} and "
             f"{workers.images_per_second:,.0f}, plus its start-up; {batch} images a step "
             "instead of 64 make them slower per image, so expect somewhat more).")
 
@@ -91,7 +96,7 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     """What to expect of the distributed run, from the learner's own baseline."""
     if baseline is None or run_times.run_seconds(baseline) is None:
         return ("No finished baseline yet, so no estimate from your machine: the run takes "
-                "minutes on a CPU (notebook 00's baseline shows how many).")
+                f"minutes on a CPU ({notebook_label('welcome')}'s baseline shows how many).")
     wait = run_times.fit_end_wait(baseline)
     end = (f"; its end took {baseline.after_training:.0f} s"
            + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
@@ -99,11 +104,12 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
               "about a minute)" if wait is not None and wait >= run_times.FIT_END_NOTED_S else "")
            if baseline.after_training is not None else "")
     return (
-        f"Your baseline (notebook 00) took {_in_minutes(run_times.run_seconds(baseline))} from "
-        f"its launch to its end, {_in_minutes(baseline.training)} of it training{end}. Your "
-        f"{workers} workers share the same cores, so expect about as long for the training: "
-        "what they gain or lose is the subject of section 4. After training, each worker "
-        "evaluates the test set on its own share of the cores."
+        f"Your baseline ({notebook_label('welcome')}) took "
+        f"{_in_minutes(run_times.run_seconds(baseline))} from its launch to its end, "
+        f"{_in_minutes(baseline.training)} of it training{end}. Your {workers} workers share "
+        "the same cores, so expect about as long for the training: what they gain or lose is "
+        "the subject of section 4. After training, each worker evaluates the test set on its "
+        "own share of the cores."
     )
 
 

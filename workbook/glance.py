@@ -1,6 +1,8 @@
-"""Notebook 13's verdict at a glance: a short line per comparison, then the detail folded.
+"""The run_distributed notebook's verdict at a glance: a short line per comparison, then the
+detail folded.
 
-    glance(one_worker, yours, baseline)      what notebook 13's verdict cell shows
+    glance(one_worker, yours, baseline)      what the run_distributed notebook's verdict cell
+                                             shows
 
 Each line says how much faster or slower the learner's workers trained than one comparison run,
 and the one part of the time that made it, all in the numbers of their runs
@@ -88,7 +90,8 @@ def flags(comparisons: list[RunTimes], run: RunTimes) -> list[str]:
 
 
 class Glance:
-    """What notebook 13's verdict cell shows (HTML in JupyterLab, wrapped text elsewhere)."""
+    """What the run_distributed notebook's verdict cell shows (HTML in JupyterLab, wrapped text
+    elsewhere)."""
 
     def __init__(self, run: RunTimes, comparisons: list[RunTimes]):
         self.run = run
@@ -132,7 +135,8 @@ class Glance:
 
 
 def glance(one_worker: RunTimes, yours: RunTimes, baseline: RunTimes | None = None) -> Glance:
-    """Notebook 13's verdict: your workers against the 1-worker reference, then the baseline."""
+    """The run_distributed notebook's verdict: your workers against the 1-worker reference, then
+    the baseline."""
     return Glance(yours, [one_worker, baseline])
 
 

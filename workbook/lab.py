@@ -27,11 +27,11 @@ import threading
 import time
 from pathlib import Path
 
-from workbook.facts import LAB_ARGS, with_safe_env
+from workbook.facts import LAB_ARGS, notebook, with_safe_env
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
 
-WELCOME_NOTEBOOK = NOTEBOOKS_DIR / "00_welcome.ipynb"
+WELCOME_NOTEBOOK = NOTEBOOKS_DIR / notebook("welcome").file_name
 START_TIMEOUT_S = 90
 
 # The notebooks a learner runs; the filter applies to them only.

@@ -6,7 +6,10 @@ using 5.9 GiB. The Next cell instead saves and closes its notebook, shuts down i
 opens the next notebook in its place:
 
     from workbook.navigation import open_next
-    open_next("02_pin_gpu.ipynb", "Step 2: Pin one GPU per process")
+    open_next("NN_pin_gpu.ipynb", "Step 2: Pin one GPU per process")
+
+(the next notebook's file name, NN its place in workbook.facts.NOTEBOOKS, written by the
+notebook builder).
 
 It does so in the browser (JupyterLab's own commands, reached through `window.jupyterapp`, which
 `make lab` exposes), and only for the kernel that ran the cell: a notebook reopened later with

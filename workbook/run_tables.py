@@ -1,5 +1,5 @@
-"""Run tables: notebook 13's runs as tables, plots and a TensorBoard chart, all from the same
-RunTimes (workbook.run_times), so that every figure agrees with the verdict's.
+"""Run tables: the run_distributed notebook's runs as tables, plots and a TensorBoard chart, all
+from the same RunTimes (workbook.run_times), so that every figure agrees with the verdict's.
 
     table(runs, reference)          a row per run: its times, images/s, accuracy, speed-up
     plot(runs)                      validation accuracy against the minutes since the launch

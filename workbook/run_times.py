@@ -1,5 +1,5 @@
 """Run times: a training run timed from what it left in its log folder, whoever started it and
-in which kernel (notebooks 13 and 19, workbook.estimates).
+in which kernel (the run_distributed and where_does_the_time_go notebooks, workbook.estimates).
 
 - started, ended: the runner's record of the run (workbook.runner.record.RunRecord, run.json),
   when the launcher started and when its last process was gone;
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook import speed
-from workbook.facts import parse_result
+from workbook.facts import notebook_label, parse_result
 from workbook.runner.command import RAW_LOG_NAME
 from workbook.runner.contention import SAMPLE_INTERVAL_S
 from workbook.runner.layout import plural
@@ -240,8 +240,9 @@ def newest_finished(logs_dir: Path, pattern: str) -> Path | None:
 
 
 def newest_pair(logs_dir: Path, stem: str = "fashion_mnist") -> tuple[RunTimes, RunTimes] | None:
-    """Notebook 13's newest finished pair of runs of `stem`: (1 worker with one worker's share,
-    N workers with that share each), as notebook 19 sets them beside its own; None if none."""
+    """The run_distributed notebook's newest finished pair of runs of `stem`: (1 worker with one
+    worker's share, N workers with that share each), as the where_does_the_time_go notebook sets
+    them beside its own; None if none."""
     found = {}
     for folder in Path(logs_dir).glob(f"{stem}-np*"):
         record = RunRecord.read(folder)
@@ -253,8 +254,9 @@ def newest_pair(logs_dir: Path, stem: str = "fashion_mnist") -> tuple[RunTimes, 
     if True not in found or False not in found:
         return None
     try:
-        return (read_run(found[True][1], "notebook 13's reference"),
-                read_run(found[False][1], "notebook 13's workers"))
+        run_distributed = notebook_label("run_distributed")
+        return (read_run(found[True][1], f"{run_distributed}'s reference"),
+                read_run(found[False][1], f"{run_distributed}'s workers"))
     except NotTimed:
         return None
 

@@ -1,4 +1,5 @@
-"""Verdict text: what notebook 13's comparison of two runs says, in words and with their numbers.
+"""Verdict text: what the run_distributed notebook's comparison of two runs says, in words and
+with their numbers.
 
     verdict(reference, run)     the ratio, the part of the time that made the difference, the
                                 time to an accuracy, the time after training, why a run is
@@ -6,7 +7,8 @@
                                 the verdict
     kind(ratio)                 speed-up, about the same, or slow-down
     fairness(run, ratio, ...)   whether other processes' CPU time could have made the verdict
-    contention_note(run)        the same for a figure with no verdict (notebook 19's images/s)
+    contention_note(run)        the same for a figure with no verdict (the images/s of the
+                                where_does_the_time_go notebook)
 
 Every figure is workbook.run_times' (the same as the tables'); workbook.glance shows these
 sentences folded below its short lines.
@@ -14,6 +16,7 @@ sentences folded below its short lines.
 
 from __future__ import annotations
 
+from workbook.facts import notebook_label
 from workbook.run_times import (TARGET, RunTimes, epoch_split, scaling_efficiency,
                                 split_training, speed_up, training_for)
 from workbook.runner.layout import plural
@@ -187,8 +190,9 @@ def fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
             "would not change this verdict."]
 
 
-# A figure with no verdict (notebook 19's efficiency) is called not a fair measure only when
-# other processes could have slowed its run by this much; less is said as what it could cost.
+# A figure with no verdict (the where_does_the_time_go notebook's efficiency) is called not a
+# fair measure only when other processes could have slowed its run by this much; less is said as
+# what it could cost.
 UNFAIR_SLOWDOWN = 0.10
 
 
@@ -237,14 +241,15 @@ def _why_not_faster(reference: RunTimes, run: RunTimes) -> list[str]:
             "more machines."
         )
         if steps_slower:
-            text += " Every step also waits for its allreduce (notebook 19 measures it)."
+            text += (" Every step also waits for its allreduce "
+                     f"({notebook_label('where_does_the_time_go')} measures it).")
         reasons.append(text)
     elif scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         reasons.append(
             f"With a worker's share each, {run.workers} workers could approach "
             f"{run.workers / reference.workers:.0f}x; the rest goes to the allreduce of every "
             "step, to waiting for the slower worker, to what the workers share besides their "
-            "cores (memory bandwidth, caches), and to the time outside the steps. Notebook 19 "
-            "measures the steps' part."
+            "cores (memory bandwidth, caches), and to the time outside the steps. "
+            f"{notebook_label('where_does_the_time_go').capitalize()} measures the steps' part."
         )
     return reasons

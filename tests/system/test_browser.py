@@ -1,7 +1,8 @@
 """What a learner sees, in a real browser: `make lab`, a step notebook opened in headless Chromium,
 its set-up and check cells run with Shift+Enter: the grader's red feedback with one line under
-it (no traceback), then, once the step is done, one green line. And a walk from 00 to 13 by the
-Next cells, which leaves two kernels running, not fourteen.
+it (no traceback), then, once the step is done, one green line. And a walk from the welcome
+notebook to the run_distributed one by the Next cells, which leaves two kernels running, not one
+per notebook.
 
 Chromium is Debian's (`make browser`, run by `make test`, installs it); Playwright only drives
 it. The screenshots are kept in test-artifacts/ (browser-step01-check.png, the failed check;
@@ -24,7 +25,8 @@ from grader import check_step
 from grader.reference import reference_path
 from grader.report import FAIL_COLOR, PASS_COLOR
 from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
-from workbook.facts import LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind
+from workbook.facts import (LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind,
+                            step_notebook)
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
 
 
@@ -33,11 +35,12 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
-NOTEBOOK = NOTEBOOKS_DIR / "01_initialize_horovod.ipynb"
+NOTEBOOK = NOTEBOOKS_DIR / step_notebook(1).file_name
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "browser-step01-check.png"
 PASSED_SCREENSHOT = ARTIFACTS / "browser-step01-passed.png"
-WALK_SCREENSHOT = ARTIFACTS / "browser-walk-00-13.png"
+WALK_SCREENSHOT = ARTIFACTS / (f"browser-walk-{NOTEBOOKS[0].number:02d}-"
+                               f"{notebook_of_kind(RUN).number:02d}.png")
 STEP_TIMEOUT_MS = 60_000  # one wait in the page: the notebook, the kernel, a cell's output
 
 
@@ -167,14 +170,15 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
 
 # --- the Next cells: one notebook, one kernel at a time -----------------------------------------
 
-# The welcome, the step notebooks and the run: 00 to 13.
+# The welcome, the step notebooks and the run, in the manifest's order.
 WALK = [NOTEBOOKS_DIR / entry.file_name for entry in NOTEBOOKS[: notebook_of_kind(RUN).number + 1]]
 
 
 @pytest.fixture
 def walk_folder():
-    """Notebooks 00 to 13 next to the solution, so every check passes, in a folder of their own
-    under test-artifacts/ (JupyterLab serves only the repository)."""
+    """The walk's notebooks (the welcome to the run) next to the solution, so every check
+    passes, in a folder of their own under test-artifacts/ (JupyterLab serves only the
+    repository)."""
     folder = ARTIFACTS / "walk"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -184,10 +188,11 @@ def walk_folder():
     return folder
 
 
-def test_next_cells_leave_two_kernels_by_notebook_13(lab_env, chromium, walk_folder):
-    """A learner goes from 00 to 13 by the Next link of 00, then the Next cell of every step
-    (after its set-up and check cells): each step's notebook closes, saved, with its kernel,
-    and by 13 JupyterLab holds 00's kernel (the baseline's) and 13's, and their two tabs."""
+def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, walk_folder):
+    """A learner goes from the welcome notebook to the run_distributed one by the welcome's Next
+    link, then the Next cell of every step (after its set-up and check cells): each step's
+    notebook closes, saved, with its kernel, and by the run JupyterLab holds the welcome's kernel
+    (the baseline's) and the run's, and their two tabs."""
     assert [notebook.name for notebook in WALK] == [entry.file_name for entry in NOTEBOOKS
                                                     if entry.kind in (LESSON, STEP, RUN)]
     started = time.monotonic()
