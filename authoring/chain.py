@@ -217,18 +217,6 @@ def render_bonus(source_text: str, bonus: str, filename: str = "<source>") -> st
     return render(source_text, LAST_STEP, filename, bonus)
 
 
-def changed_steps_by_line(source_text: str, step: int) -> tuple:
-    """Returns, for step-1 and step, the enclosing block steps of each rendered line.
-
-    Use it with difflib on the two renderings: every line that the diff replaces, deletes or
-    inserts must have `step` among its enclosing steps.
-    """
-    return (
-        [steps for _, steps in render_lines(source_text, step - 1)],
-        [steps for _, steps in render_lines(source_text, step)],
-    )
-
-
 output_name = chain_file_name  # the file name of the script at `step` in solutions/
 
 

@@ -159,12 +159,18 @@ def up(args) -> int:
     return 0
 
 
+def _saved(state_dir) -> settings.HubSettings | None:
+    """The hub's settings; None, said, when no hub was set up in state_dir."""
+    s = settings.saved(state_dir)
+    if s is None:
+        print(f"no hub was set up in {state_dir}")
+    return s
+
+
 def down(args) -> int:
-    path = Path(args.state_dir) / settings.SETTINGS_NAME
-    if not path.is_file():
-        print(f"no hub was set up in {args.state_dir}")
+    s = _saved(args.state_dir)
+    if s is None:
         return 0
-    s = settings.load(path)
     print("hub stopped" if server.stop(s) else "the hub was not running")
     removed = []
     for name in [s.instructor, *s.attendees]:
@@ -218,11 +224,9 @@ def _owner_gone(path: Path) -> bool:
 
 
 def password(args) -> int:
-    path = Path(args.state_dir) / settings.SETTINGS_NAME
-    if not path.is_file():
-        print(f"no hub was set up in {args.state_dir}")
+    s = _saved(args.state_dir)
+    if s is None:
         return 1
-    s = settings.load(path)
     if args.name not in s.attendees:
         print(f"error: {args.name!r} is not in the roster ({', '.join(s.attendees)})",
               file=sys.stderr)
@@ -236,8 +240,7 @@ def password(args) -> int:
 
 
 def status(args) -> int:
-    path = Path(args.state_dir) / settings.SETTINGS_NAME
-    s = settings.load(path) if path.is_file() else None
+    s = settings.saved(args.state_dir)
     if s and server.running(s):
         print(banner(s, s.cores))
         return 0

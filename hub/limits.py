@@ -105,16 +105,6 @@ def remove(user: str, root: Path = ROOT) -> None:
                 break
 
 
-def oom_kills(user: str, root: Path = ROOT) -> int:
-    """How many of the attendee's processes the kernel killed at their memory limit."""
-    try:
-        text = (group("memory", user, root) / "memory.oom_control").read_text()
-    except OSError:
-        return 0
-    values = dict(line.split() for line in text.splitlines() if line.strip())
-    return int(values.get("oom_kill", 0))
-
-
 def describe(memory_mib: int, pids_max: int, have: dict[str, bool]) -> str:
     parts = [f"memory {memory_mib / 1024:.1f} GiB" + ("" if have["memory"] else
                                                        " (not enforced: no memory cgroup)"),

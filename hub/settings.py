@@ -91,11 +91,15 @@ def load(path) -> HubSettings:
                           if k in known})
 
 
+def saved(state_dir) -> HubSettings | None:
+    """The settings saved in state_dir, or None when no hub was set up there."""
+    path = Path(state_dir) / SETTINGS_NAME
+    return load(path) if path.is_file() else None
+
+
 def load_or_new(state_dir, **given) -> HubSettings:
     """The settings saved before (the passwords stay the same), updated with what is given."""
-    path = Path(state_dir) / SETTINGS_NAME
-    settings = load(path) if path.is_file() else HubSettings(state_dir=str(state_dir),
-                                                              roster=given["roster"])
+    settings = saved(state_dir) or HubSettings(state_dir=str(state_dir), roster=given["roster"])
     for name, value in given.items():
         if value is not None:
             setattr(settings, name, value)

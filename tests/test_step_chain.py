@@ -73,7 +73,9 @@ def test_after_step_has_only_the_later_todos(step):
 @pytest.mark.parametrize("step", range(1, LAST_STEP + 1))
 def test_diff_touches_only_this_steps_blocks(step):
     old_text, new_text = rendered(step - 1).splitlines(), rendered(step).splitlines()
-    old_steps, new_steps = step_chain.changed_steps_by_line(SOURCE_TEXT, step)
+    # The steps of the blocks that enclose each line: a changed line must be inside `step`'s.
+    old_steps, new_steps = ([steps for _, steps in step_chain.render_lines(SOURCE_TEXT, s)]
+                            for s in (step - 1, step))
     assert len(old_steps) == len(old_text) and len(new_steps) == len(new_text)
     matcher = difflib.SequenceMatcher(None, old_text, new_text, autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
