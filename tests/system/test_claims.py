@@ -6,33 +6,24 @@ tests/claims/two_workers.py runs the experiments under `horovodrun --gloo -np 2`
 sample, a few batches each, many experiments in one horovodrun; rank 0 prints `CLAIM name {json}`.
 A version of Horovod, TensorFlow or Keras that behaves otherwise fails a test here.
 
-Step 11's schedule experiments run in `make check` (one horovodrun, about 30 s); the others,
-and the resume that hangs, in `make test`.
+Step 11's schedule experiments are in tests/smoke/test_schedule_claims.py (make check, one
+horovodrun, about 30 s); the others, and the resume that hangs, here (make test).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from processes import kill_group
-from workbook.facts import with_safe_env
+from claim_runs import (all_close, close, needs_horovodrun_and_sample, run_experiments, start, stop,
+                        worker_env)
 
-REPO = Path(__file__).resolve().parents[1]
-EXPERIMENTS = Path(__file__).resolve().parent / "claims" / "two_workers.py"
-HOROVODRUN = Path(sys.executable).with_name("horovodrun")
-SAMPLE = REPO / "data" / "sample"
-CLAIM_LINE = re.compile(r"^\[0\]<stdout>:CLAIM (\w+) (.*)$", re.MULTILINE)
-# Step 11's: they decide what the checker says about a Keras schedule beside the warmup.
-SCHEDULE_EXPERIMENTS = ["schedules", "schedules_novograd", "schedules_long_warmup"]
+pytestmark = needs_horovodrun_and_sample
+
+# Every experiment but step 11's schedules (tests/smoke/test_schedule_claims.py).
 OTHER_EXPERIMENTS = [
     "init", "gpu_list", "progress_bars", "averaged_step", "wrapped_twice", "wrapped_after_compile",
     "broadcast_variables", "broadcast_callback", "shard_and_shuffle", "validation_coverage",
@@ -40,61 +31,8 @@ OTHER_EXPERIMENTS = [
     "optimizer_variable_names", "resume_with_created_weights", "scaled_rate", "warmup_default",
     "novograd_first_step", "api", "cache_replays", "model_sizes",
 ]  # fmt: skip
-RUN_TIMEOUT = 300  # seconds for one horovodrun of many experiments (about 60 s on 2 cores)
 START_TIMEOUT = 150  # seconds for both workers to reach model.fit in the hang experiment
 HANG_SECONDS = 20  # the fixed resume finishes its one batch in well under a second
-
-pytestmark = [
-    pytest.mark.skipif(not HOROVODRUN.is_file(), reason=f"no {HOROVODRUN}: make env"),
-    pytest.mark.skipif(not (SAMPLE / "train.npz").is_file(), reason=f"no sample in {SAMPLE}"),
-]
-
-
-def worker_env() -> dict:
-    env = with_safe_env()
-    env.update(TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONUNBUFFERED="1")  # fmt: skip
-    env["PATH"] = os.pathsep.join([str(HOROVODRUN.parent), env.get("PATH", "")])
-    return env
-
-
-def start(names: list, log_path: Path) -> subprocess.Popen:
-    command = [HOROVODRUN, "--gloo", "-np", "2", "-H", "localhost:2", sys.executable, EXPERIMENTS]
-    # The workers' temporary files (checkpoints, TensorFlow's autograph sources) go to the
-    # test's own folder, also when a hang is killed before they could remove them.
-    env = {**worker_env(), "TMPDIR": str(log_path.parent)}
-    with log_path.open("w") as log:
-        return subprocess.Popen(
-            [str(part) for part in command + names], cwd=log_path.parent, env=env,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Kills the run with everything it started; conftest.py also kills whatever carries the
-    test's marker."""
-    kill_group(process)
-
-
-def run_experiments(names: list, folder: Path) -> dict:
-    """{experiment: the value rank 0 printed}, from one horovodrun of `names`."""
-    log_path = folder / "horovodrun.log"
-    process = start(names, log_path)
-    try:
-        process.wait(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        stop(process)
-        pytest.fail(f"timed out after {RUN_TIMEOUT} s:\n{log_path.read_text()[-5000:]}")
-    output = log_path.read_text()
-    assert process.returncode == 0, output[-5000:]
-    claims = {name: json.loads(value) for name, value in CLAIM_LINE.findall(output)}
-    assert sorted(claims) == sorted(names), output[-5000:]
-    return claims
-
-
-@pytest.fixture(scope="module")
-def schedule_claims(tmp_path_factory):
-    return run_experiments(SCHEDULE_EXPERIMENTS, tmp_path_factory.mktemp("schedules"))
 
 
 @pytest.fixture(scope="module")
@@ -102,155 +40,19 @@ def claims(tmp_path_factory):
     return run_experiments(OTHER_EXPERIMENTS, tmp_path_factory.mktemp("claims"))
 
 
-def close(a, b) -> bool:
-    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-9)
+# ---- every notebook but step 11's schedules ------------------------------------------------
 
 
-def all_close(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-
-
-def at(run: dict, key: str, epoch: int, batch: int = 0):
-    """The value recorded at the start of `batch` of `epoch`."""
-    return run[key][run["first_batches"][epoch] + batch]
-
-
-# ---- notebook 11 and step 11's check: schedules beside the warmup (make check) -------------
-
-# two_workers.schedule_run: 2 warmup epochs of 3 batches, x0.1 from epoch 3, SGD momentum 0.9.
-WARMUP, DROP, STEPS, MOMENTUM = 2, 3, 3, 0.9
-
-
-def warmup_rate(scaled_lr: float, epoch: int, batch: int, steps: int = STEPS, warmup=WARMUP):
-    """Horovod 0.28.1's warmup at a batch: horovod/_keras/callbacks.py, lines 196-200."""
-    fraction = epoch + batch / steps + 1 / steps
-    return scaled_lr / 2 * (fraction * (2 - 1) / warmup + 1)
-
-
-@pytest.mark.check
-def test_a_keras_schedule_beside_the_warmup_gives_the_same_rate_at_every_batch(schedule_claims):
-    """Notebook 11: the warmup sets the rate at every batch of its epochs, after Keras's
-    LearningRateScheduler set it at the epoch's start, so the Keras schedule undoes nothing."""
-    runs = schedule_claims["schedules"]
-    horovod = runs["horovod"]
-    scaled = horovod["scaled_lr"]
-    for epoch in range(WARMUP):
-        for batch in range(STEPS):
-            assert close(at(horovod, "lr", epoch, batch), warmup_rate(scaled, epoch, batch))
-    assert close(at(horovod, "lr", 2), scaled) and close(at(horovod, "lr", DROP), scaled * 0.1)
-    for name in ("keras_after", "keras_before", "keras_beside_horovod"):
-        assert all_close(runs[name]["lr"], horovod["lr"]), name
-
-
-@pytest.mark.check
-def test_horovods_schedule_corrects_sgds_momentum_where_the_rate_drops(schedule_claims):
-    """Notebook 11: what Horovod's LearningRateScheduleCallback adds is momentum correction:
-    for the first batch after it changes the rate, momentum x new rate / old rate."""
-    runs = schedule_claims["schedules"]
-    horovod, keras = runs["horovod"], runs["keras_after"]
-    assert close(at(horovod, "momentum", DROP), MOMENTUM * 0.1)  # the drop's first batch
-    assert close(at(horovod, "momentum", DROP, 1), MOMENTUM)  # restored after it
-    assert close(at(keras, "momentum", DROP), MOMENTUM)  # Keras's callback leaves it alone
-    # The warmup corrects it too: at an epoch's start it sees the jump Keras made to scaled_lr.
-    scaled = horovod["scaled_lr"]
-    jump = warmup_rate(scaled, 1, 0) / scaled
-    assert close(at(keras, "momentum", 1), MOMENTUM * jump)
-    assert close(at(horovod, "momentum", 1), MOMENTUM * warmup_rate(scaled, 1, 0)
-                 / warmup_rate(scaled, 0, STEPS - 1))  # fmt: skip
-    # So the weights differ, a little.
-    assert horovod["weights"] != keras["weights"]
-    assert all_close(horovod["weights"], keras["weights"]) is False
-
-
-@pytest.mark.check
-def test_a_keras_schedule_beside_horovods_moves_its_momentum_correction(schedule_claims):
-    """Step 11's note: Horovod's schedule then compares its rate with the one Keras just set, so
-    the momentum is cut at the first batch of every epoch after the drop, not at the drop."""
-    beside = schedule_claims["schedules"]["keras_beside_horovod"]
-    assert close(at(beside, "momentum", DROP), MOMENTUM * 0.1)
-    assert close(at(beside, "momentum", DROP + 1), MOMENTUM * 0.1)  # no drop there
-    assert close(at(schedule_claims["schedules"]["horovod"], "momentum", DROP + 1), MOMENTUM)
-
-
-@pytest.mark.check
-def test_with_novograd_the_two_schedules_train_the_same(schedule_claims):
-    """Notebook 11: NovoGrad has no momentum attribute to correct: the same rates, the same
-    weights."""
-    runs = schedule_claims["schedules_novograd"]
-    assert all_close(runs["horovod"]["lr"], runs["keras_after"]["lr"])
-    assert set(runs["horovod"]["momentum"]) == {None}
-    assert runs["horovod"]["weights"] == runs["keras_after"]["weights"]
-
-
-@pytest.mark.check
-def test_a_warmup_longer_than_the_first_drop_delays_it_in_both(schedule_claims):
-    """4 warmup epochs, x0.1 from epoch 3: both schedules keep warming up through epoch 3 and
-    set scaled_lr x 0.1 at epoch 4."""
-    runs = schedule_claims["schedules_long_warmup"]
-    horovod = runs["horovod"]
-    scaled = horovod["scaled_lr"]
-    assert all_close(runs["keras_after"]["lr"], horovod["lr"])
-    assert close(at(horovod, "lr", 3, 1), warmup_rate(scaled, 3, 1, steps=2, warmup=4))
-    assert close(at(horovod, "lr", 4), scaled * 0.1)
-    # Keras sets the dropped rate at epoch 3's start; the warmup's momentum correction then
-    # multiplies by its rate over that one (notebook 11: 9.4, and a momentum of 8.4).
-    jump = warmup_rate(scaled, 3, 0, steps=2, warmup=4) / (scaled * 0.1)
-    assert round(jump, 1) == 9.4
-    assert close(at(runs["keras_after"], "momentum", 3), MOMENTUM * jump)
-    assert round(at(runs["keras_after"], "momentum", 3), 1) == 8.4
-    assert at(horovod, "momentum", 3) < 1.0
-
-
-@pytest.mark.check
-def test_a_schedule_during_the_warmup_fights_it_and_spoils_the_momentum(schedule_claims):
-    """Step 11's check: a LearningRateScheduleCallback from epoch 0 sets scaled_lr at the first
-    batch of each warmup epoch, and the two callbacks' momentum restores undo each other."""
-    runs = schedule_claims["schedules"]
-    overlapping, horovod = runs["horovod_from_0"], runs["horovod"]
-    scaled = horovod["scaled_lr"]
-    assert close(at(overlapping, "lr", 0), scaled) and close(at(overlapping, "lr", 1), scaled)
-    assert close(at(overlapping, "lr", 0, 1), warmup_rate(scaled, 0, 1))
-    # After the warmup no callback corrects batch 1: it shows the momentum left behind.
-    assert close(at(horovod, "momentum", 2, 1), MOMENTUM)
-    assert not close(at(overlapping, "momentum", 2, 1), MOMENTUM)
-
-
-@pytest.mark.check
-def test_a_number_as_multiplier_decays_every_epoch(schedule_claims):
-    """Notebook 11 and step 11's check: multiplier=m sets initial_lr * m ** (epoch - start)."""
-    number = schedule_claims["schedules"]["number"]
-    scaled = number["scaled_lr"]
-    assert close(at(number, "lr", 0), scaled)  # before start_epoch=1: the optimizer's own
-    for epoch in range(1, 5):
-        assert close(at(number, "lr", epoch), scaled * 0.1 ** (epoch - 1)), epoch
-
-
-@pytest.mark.check
-def test_keras_schedule_alone_sets_the_scaled_rate_from_the_first_step(schedule_claims):
-    """Notebook 10: step 10's script has the scaled rate from its first batch."""
-    alone = schedule_claims["schedules"]["keras_alone"]
-    scaled = alone["scaled_lr"]
-    assert close(alone["lr"][0], scaled) and close(at(alone, "lr", DROP), scaled * 0.1)
-
-
-# ---- the other notebooks (make test) --------------------------------------------------------
-
-slow = pytest.mark.slow
-
-
-@slow
 def test_init_ranks_and_sizes(claims):
     """Notebook 01: ranks 0 and 1 of size 2; local ranks 0 and 1 on one machine."""
     assert claims["init"] == [{"rank": r, "size": 2, "local_rank": r} for r in (0, 1)]
 
 
-@slow
 def test_without_gpus_the_list_is_empty_and_indexing_it_fails(claims):
     """Notebooks 02: the list of GPUs is empty on a CPU; indexing it raises IndexError."""
     assert claims["gpu_list"] == {"gpus": 0, "indexing_error": "IndexError"}
 
 
-@slow
 def test_every_rank_prints_progress_bars_unless_verbose_0(claims):
     """Notebook 03: fit and evaluate print a bar on every worker; verbose=0 silences fit."""
     for rank in claims["progress_bars"]:
@@ -258,7 +60,6 @@ def test_every_rank_prints_progress_bars_unless_verbose_0(claims):
         assert not rank["fit_verbose_0"]
 
 
-@slow
 def test_the_averaged_step_is_the_big_batch_step(claims):
     """Notebook 04: 2 workers of 32 images take the step of one process with 64; both agree."""
     ranks = claims["averaged_step"]
@@ -267,7 +68,6 @@ def test_the_averaged_step_is_the_big_batch_step(claims):
         assert rank["moved"] > 1e-3 and rank["vs_one_process"] < 1e-5
 
 
-@slow
 def test_wrapping_twice_and_wrapping_after_compile(claims):
     """Step 4's checker: Horovod 0.28.1 can't wrap its own wrapper (its methods call
     super(self.__class__, self), so the inner one calls itself: RecursionError); a wrapper made
@@ -278,7 +78,6 @@ def test_wrapping_twice_and_wrapping_after_compile(claims):
     assert ranks[0]["weights"] != ranks[1]["weights"]
 
 
-@slow
 def test_a_broadcast_copies_rank_0s_weights(claims):
     """Notebook 05: different random starts; after the broadcast both hold rank 0's."""
     rank_0, rank_1 = claims["broadcast_variables"]
@@ -286,7 +85,6 @@ def test_a_broadcast_copies_rank_0s_weights(claims):
     assert rank_0["after"] == rank_1["after"] == rank_0["before"]
 
 
-@slow
 def test_the_broadcast_callback_acts_after_the_first_batch(claims):
     """Notebook 05: the callback copies the weights at the end of the first batch (so they
     differ at its start and agree from the second on), and the optimizer's variables too (a
@@ -305,7 +103,6 @@ def test_the_broadcast_callback_acts_after_the_first_batch(claims):
     assert alone_0["slots_batch_1"] != alone_1["slots_batch_1"]  # so the callback copied it
 
 
-@slow
 def test_shard_before_shuffling(claims):
     """Notebook 06: sharded first, the workers read disjoint halves; shuffled first (each in
     its own order), they overlap."""
@@ -315,7 +112,6 @@ def test_shard_before_shuffling(claims):
     assert orders["shuffle_then_shard"]["distinct"] < 3000
 
 
-@slow
 def test_sharded_validation_evaluates_each_test_image_at_most_once(claims):
     """Notebook 06: each worker validates validation_steps // N batches of its own shard. Both
     together read 31 // 2 = 15 batches of 32 each: 960 of the 1,000 test images, none twice,
@@ -326,7 +122,6 @@ def test_sharded_validation_evaluates_each_test_image_at_most_once(claims):
     assert coverage["per_worker"] == 15 * 32
 
 
-@slow
 def test_metrics_are_averaged_only_for_callbacks_after_the_average(claims):
     """Notebook 07: a callback before MetricAverageCallback sees its rank's own numbers; one
     after it sees the average, the same on every rank."""
@@ -337,7 +132,6 @@ def test_metrics_are_averaged_only_for_callbacks_after_the_average(claims):
     assert close(rank_0["after"]["loss"], average)
 
 
-@slow
 def test_a_second_writer_of_a_locked_hdf5_file_fails(claims):
     """Notebook 09: HDF5 locks a file while it is written; saving to it then raises
     BlockingIOError (errno 11, unable to lock file)."""
@@ -346,13 +140,11 @@ def test_a_second_writer_of_a_locked_hdf5_file_fails(claims):
     assert rank_1.startswith("BlockingIOError") and "unable to lock file" in rank_1
 
 
-@slow
 def test_two_tensorboard_writers_leave_two_event_files(claims):
     """Notebook 09: one set of event files per worker in the same folder."""
     assert claims["tensorboard_two_writers"] == 2
 
 
-@slow
 def test_loading_a_checkpoint(claims):
     """Notebooks 08 and 12, steps 8 and 12's checks: hvd.load_model wraps the restored legacy
     optimizer in DistributedOptimizer with legacy_opts=True (without it, Keras's new optimizers
@@ -373,7 +165,6 @@ def test_loading_a_checkpoint(claims):
     assert loads["novograd_custom_objects"] == {"value": "NovoGrad", "error": None}
 
 
-@slow
 def test_a_fresh_optimizer_names_its_variables_otherwise(claims):
     """Notebook 08: the loaded optimizer's variable names differ from a fresh one's after its
     first step; _create_all_weights makes them under the loaded names, at once."""
@@ -383,14 +174,12 @@ def test_a_fresh_optimizer_names_its_variables_otherwise(claims):
     assert names["created"] == names["loaded"]
 
 
-@slow
 def test_resuming_with_the_created_weights_agrees(claims):
     """Notebook 08: with the fix, rank 1 ends with rank 0's weights, no hang."""
     rank_0, rank_1 = claims["resume_with_created_weights"]
     assert rank_0 == rank_1
 
 
-@slow
 @pytest.mark.timeout(START_TIMEOUT + HANG_SECONDS + 60)
 def test_a_collective_that_not_every_rank_joins_hangs(tmp_path):
     """Two runs at once, both stuck where the notebooks and the checker say, while the fixed
@@ -423,19 +212,16 @@ def test_a_collective_that_not_every_rank_joins_hangs(tmp_path):
             stop(process)
 
 
-@slow
 def test_linear_scaling_learns_more_per_epoch(claims):
     """Notebook 10: with 1/N of the steps, the scaled rate ends the epoch at a lower loss."""
     assert claims["scaled_rate"]["scaled"] < claims["scaled_rate"]["base"]
 
 
-@slow
 def test_the_warmups_default_length(claims):
     """Step 11's check: without warmup_epochs, the warmup lasts 5 epochs."""
     assert claims["warmup_default"] == 5
 
 
-@slow
 def test_the_names_the_checker_relies_on(claims):
     """Step 8's check: horovod.tensorflow.keras has no broadcast_object, horovod.tensorflow
     has; notebook 08: hvd.broadcast returns a tensor, int() of it rank 0's number; step 8's:
@@ -452,7 +238,6 @@ def test_the_names_the_checker_relies_on(claims):
     )
 
 
-@slow
 def test_a_cache_after_random_work_replays_it(claims):
     """Notebook 17: cache() before the random work, or every epoch sees the same "random"
     images."""
@@ -478,7 +263,6 @@ def run_python(*codes: str) -> list:
     return outputs
 
 
-@slow
 def test_visible_devices_hide_every_type_and_are_fixed_once_tensorflow_runs():
     """Step 2's check (a CPU stand-in for the GPU claims): set_visible_devices without a device
     type applies to every type, so a list without the CPU hides it; once TensorFlow has run,
@@ -498,13 +282,11 @@ def test_visible_devices_hide_every_type_and_are_fixed_once_tensorflow_runs():
     ]
 
 
-@slow
 def test_the_models_weights_are_counted_right(claims):
     """Notebook 16: AlexNet for 28x28 has 1,929,066 weights, WRN-16-1 175,706."""
     assert claims["model_sizes"] == {"alexnet": 1_929_066, "wide_resnet": 175_706}
 
 
-@slow
 def test_novograd_moves_every_layer_by_the_learning_rate(claims):
     """Notebook 12: SGD moves the layers by 0.001 and 10; NovoGrad both by 0.1."""
     steps = claims["novograd_first_step"]
