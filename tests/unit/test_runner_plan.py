@@ -79,10 +79,10 @@ def test_options_come_from_horovodruns_own_parser():
     assert isinstance(parser, argparse.ArgumentParser)
     assert parser.parse_args(["-np", "2", "--verbose", "x.py"]).verbose is True
     # Options horovodrun knows are known here, with the number of values they take.
-    flags = horovodrun_cli.horovodrun_flags()
+    flags, pairs = horovodrun_cli.options_by_count()
     assert {"--verbose", "--gloo", "--mpi", "--tcp", "-cb", "--disable-cache", "-h"} <= flags
     assert {"-np", "-H", "--fusion-threshold-mb", "--start-timeout"}.isdisjoint(flags)
-    assert horovodrun_cli.two_value_options() == {"--blacklist-cooldown-range"}
+    assert pairs == {"--blacklist-cooldown-range"}
     for action in parser._actions:
         if action.option_strings and action.nargs not in (0, 2):
             # The split gives every other option one value: check that holds in this Horovod.

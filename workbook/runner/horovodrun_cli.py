@@ -80,7 +80,9 @@ def horovodrun_parser() -> argparse.ArgumentParser:
 
 
 @functools.cache
-def _options_by_count() -> tuple[frozenset[str], frozenset[str]]:
+def options_by_count() -> tuple[frozenset[str], frozenset[str]]:
+    """horovodrun's options that take no value (`-h`, `--verbose`, `--gloo`, ...), and those
+    that take two (`--blacklist-cooldown-range 10 100`)."""
     flags, pairs = set(), set()
     for action in horovodrun_parser()._actions:  # argparse keeps no public list of them
         if action.nargs == 0:
@@ -90,22 +92,12 @@ def _options_by_count() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(flags), frozenset(pairs)
 
 
-def horovodrun_flags() -> frozenset[str]:
-    """horovodrun's options that take no value: `-h`, `--verbose`, `--gloo`, ..."""
-    return _options_by_count()[0]
-
-
-def two_value_options() -> frozenset[str]:
-    """horovodrun's options that take two values (`--blacklist-cooldown-range 10 100`)."""
-    return _options_by_count()[1]
-
-
 def split_horovodrun_args(tokens: list[str]) -> tuple[list[str], list[str]]:
     """Splits `[horovodrun options...] command [args...]` the way horovodrun does.
 
     Options horovodrun does not know (the magic's --timeout, --name) take one value.
     """
-    flags, pairs = _options_by_count()
+    flags, pairs = options_by_count()
     index = 0
     while index < len(tokens):
         token = tokens[index]
