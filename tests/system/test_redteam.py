@@ -8,8 +8,8 @@ Each attacker gets exactly the step checker's grade of their real script (0 when
 out of the submission), each honest student exactly their grade in a class without attackers,
 the report names every attempt, and grading writes nothing outside its own folders.
 
-The quick part (`check` tier) attacks the checker alone: each hostile script is checked within
-a fixed budget and fails with a message naming its line.
+The checker alone is attacked in tests/unit/test_hostile_scripts.py and, through its command
+line, in tests/smoke/test_hostile_scripts_cli.py.
 """
 
 from __future__ import annotations
@@ -17,121 +17,25 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader import check_step
-from grader.report import FAILED, PASSED
+from hostile_scripts import DEEP, HUGE_POWER, LONG_LOOP, script_after
+
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course
-from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME, chain_file_name
+from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
-BUDGET_SECONDS = 40  # a hostile script's check ends well within this, on a busy machine
 
 
-def script_after(step: int) -> str:
-    name = SOLUTION_FILE_NAME if step == LAST_STEP else chain_file_name(step)
-    return (SOLUTIONS_DIR / name).read_text()
-
-
-def with_line(script: str, anchor: str, line: str) -> str:
-    """`script` with `line` inserted after the first line that contains `anchor`."""
-    lines = script.splitlines(keepends=True)
-    index = next(i for i, text in enumerate(lines) if anchor in text)
-    indent = re.match(r"\s*", lines[index + 1]).group(0)
-    lines.insert(index + 1, indent + line + "\n")
-    return "".join(lines)
-
-
-# --- hostile scripts: the checker alone (check tier) ---------------------------------------------
-
-HUGE_POWER = with_line(script_after(12), "def step_decay", "big = 9 ** 9 ** 9 ** 2")
-LONG_LOOP = script_after(6) + "\nfor _ in range(10 ** 12):\n    pass\n"
-DEEP = script_after(6) + "\nvalue = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
-SQUARES = with_line(script_after(12), "def step_decay",
-                    "n = 3\n    for _ in range(64):\n        n = n * n")
-
-
-@pytest.mark.check
-@pytest.mark.parametrize("name, text, step, culprit", [
-    ("huge power", HUGE_POWER, 11, "big = 9 ** 9 ** 9 ** 2"),
-    ("repeated squares", SQUARES, 11, "n = n * n"),
-    ("huge product", with_line(script_after(12), "def step_decay", "cells = [0] * 10 ** 10"), 11,
-     "[0] * 10 ** 10"),
-    ("huge shift", with_line(script_after(12), "def step_decay", "bits = 1 << 10 ** 9"), 11,
-     "1 << 10 ** 9"),
-    ("huge range", with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
-     11, "range(10 ** 12)"),
-])
-def test_a_script_that_asks_too_much_is_never_a_pass_of_the_reading(tmp_path, name, text, step,
-                                                                    culprit):
-    """The reading no longer works out a schedule (a run does): a step_decay that computes
-    something huge is read within the budget, and is a "can't tell" (the run decides), or a
-    failure naming the line where the reading had to stop: never a pass."""
-    script = tmp_path / "fashion_mnist.py"
-    script.write_text(text)
-    started = time.monotonic()
-    result = check_step(step, path=script)
-    assert time.monotonic() - started < BUDGET_SECONDS, name
-    assert result.status != PASSED, (name, result.message)
-    if result.status == FAILED:
-        assert "could not be checked" in result.message, result.message
-        assert culprit in text.splitlines()[result.line - 1], result.message
-    else:
-        assert "step_decay" in result.message, result.message
-
-
-@pytest.mark.check
-@pytest.mark.parametrize("name, text", [("long loop", LONG_LOOP), ("deep nesting", DEEP)])
-def test_every_step_of_a_hostile_script_ends_within_the_budget(tmp_path, name, text):
-    script = tmp_path / "fashion_mnist.py"
-    script.write_text(text)
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "grader", "check", str(script)],
-                          capture_output=True, text=True, timeout=120)
-    assert time.monotonic() - started < 3 * BUDGET_SECONDS, name
-    assert done.returncode == 1, done.stdout + done.stderr  # 1: some step not done
-    assert "Traceback" not in done.stderr, done.stderr
-
-
-@pytest.mark.check
-def test_files_that_are_not_files_are_refused(tmp_path):
-    fifo = tmp_path / "fifo.py"
-    os.mkfifo(fifo)
-    zero = tmp_path / "zero.py"
-    zero.symlink_to("/dev/zero")
-    for path in (fifo, zero):
-        started = time.monotonic()
-        result = check_step(1, path=path)
-        assert time.monotonic() - started < 10
-        assert not result.passed and "not a regular file" in result.message, result.message
-
-
-@pytest.mark.check
-def test_batch_does_not_follow_a_link_out_of_a_students_folder(tmp_path):
-    (tmp_path / "class" / "mallory").mkdir(parents=True)
-    (tmp_path / "class" / "mallory" / LEARNER_SCRIPT_NAME).symlink_to(
-        SOLUTIONS_DIR / SOLUTION_FILE_NAME)
-    (tmp_path / "class" / "olivia").mkdir()
-    (tmp_path / "class" / "olivia" / LEARNER_SCRIPT_NAME).write_text(script_after(12))
-    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class")],
-                          capture_output=True, text=True, timeout=300)
-    lines = done.stdout.splitlines()
-    assert lines[0].startswith("mallory: 0/12  (fashion_mnist.py is a link to "), done.stdout
-    assert "outside the student's folder: not followed" in lines[0]
-    assert lines[1] == "olivia: 12/12", done.stdout
-
-
-# --- attackers: the class, through `make grade` (slow) -------------------------------------------
+# --- attackers: the class, through `make grade` ---------------------------------------------------
 
 
 def marker_code(markers: Path, name: str) -> str:
@@ -323,7 +227,7 @@ def attacked_class(tmp_path_factory):
 
 
 def class_test(test):
-    return pytest.mark.slow(pytest.mark.timeout(1800)(test))
+    return pytest.mark.timeout(1800)(test)
 
 
 @class_test
