@@ -9,7 +9,7 @@ from pathlib import Path
 from grader import check_all
 from workbook.facts import STEPS
 
-LEARNERS = Path(__file__).parent / "grader_cases" / "learners"
+LEARNERS = Path(__file__).resolve().parents[1] / "grader_cases" / "learners"
 
 
 def test_the_reading_is_never_confidently_wrong_on_the_learner_corpus():

@@ -10,7 +10,7 @@ import pytest
 
 from workbook.facts import STEPS
 
-CORPUS = Path(__file__).parent / "grader_cases" / "learners"
+CORPUS = Path(__file__).resolve().parents[1] / "grader_cases" / "learners"
 SCRIPTS = sorted(path.name for path in CORPUS.glob("*.py"))
 TRUTH = json.loads((CORPUS / "truth.json").read_text())
 
@@ -24,7 +24,7 @@ def test_truth_names_every_script_and_only_them():
 def test_script_parses_and_truth_has_its_shape(name):
     ast.parse((CORPUS / name).read_text(), filename=name)
     truth = TRUTH[name]
-    assert (Path(__file__).parents[1] / truth["base"]).is_file()
+    assert (Path(__file__).resolve().parents[2] / truth["base"]).is_file()
     assert truth["kind"] in {"correct", "wrong", "partway"}
     assert sorted(truth["steps"], key=int) == [str(step) for step in STEPS]
     assert all(isinstance(value, bool) for value in truth["steps"].values())
