@@ -6,16 +6,12 @@ it: tests/test_run_check.py.)
 
 from __future__ import annotations
 
-import csv
 import json
-import subprocess
-import sys
 
 import pytest
 
 from authoring import chain as step_chain
 from grader import check_all, check_step, check_strict
-from grader.batch import grade_all, write_csv
 from grader.report import CANT_TELL, FAILED, MARKS, PASSED, STATUSES, Result, worst
 from grader_cases.mistakes import CASES
 from instructor.class_report import GRADED, StudentRow
@@ -111,35 +107,6 @@ def test_a_result_with_details_shows_each_with_its_mark():
 
 
 # --- the batch grader ------------------------------------------------------------------------
-
-
-def test_batch_scores_what_is_not_failed_and_lists_the_doubts(tmp_path):
-    doubt = DOUBTS[0]
-    course = tmp_path / "class"
-    written(course / "alice" / "a", after(step_chain.LAST_STEP).read_text())
-    written(course / "bob", after(6).read_text())
-    written(course / "carol", "def broken(:\n")
-    (course / "dave").mkdir()
-    written(course / "erin", doubt.apply(after(doubt.base_step).read_text()))
-    grades = {grade.student: grade for grade in grade_all([course])}
-    assert {name: grade.score for name, grade in grades.items()} == {
-        "alice": 12, "bob": 6, "carol": 0, "dave": 0, "erin": doubt.base_step}  # fmt: skip
-    assert grades["bob"].failed_steps == list(range(7, 13))
-    assert str(grades["bob"]).startswith("bob: 6/12  (step 7: ")
-    assert grades["carol"].problem.startswith("line 1") and str(grades["dave"]) == (
-        "dave: 0/12  (no fashion_mnist.py)")  # fmt: skip
-    assert doubt.step in grades["erin"].cant_tell_steps
-    assert doubt.step not in grades["erin"].failed_steps
-    assert grades["alice"].cant_tell_steps == [] and grades["alice"].failed_steps == []
-    write_csv(list(grades.values()), tmp_path / "grades.csv")
-    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as table:
-        header = next(csv.reader(table))
-    assert header == ["student", "score", "max_score", "failed_steps", "problem", "script"]
-    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(course), "--json"],
-                          capture_output=True, text=True, timeout=120, cwd=step_chain.REPO)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    by_student = {grade["student"]: grade for grade in json.loads(done.stdout)}
-    assert by_student["erin"]["cant_tell_steps"] == grades["erin"].cant_tell_steps
 
 
 # --- the class report --------------------------------------------------------------------------

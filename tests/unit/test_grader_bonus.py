@@ -1,19 +1,16 @@
-"""The bonus check (grader/bonus/): AlexNet in the model registry, statically and for real.
+"""The bonus check (grader/bonus/): AlexNet in the model registry, read statically.
 
-Fast: plain `ast` on edits of the generated bonus reference
-(solutions/bonus/fashion_mnist_alexnet.py): wrong versions fail with their own message,
-unusual but right ones pass, and the 12 step checks don't notice the bonus. The command line
-runs for real. Slow: `train_bonus` trains the reference's AlexNet for a few steps on 2 real
-horovodrun workers.
+Plain `ast` on edits of the generated bonus reference (solutions/bonus/fashion_mnist_alexnet.py):
+wrong versions fail with their own message, unusual but right ones pass, and the 12 step checks
+don't notice the bonus. Its command line: tests/smoke/test_grader_cli.py; `train_bonus` on 2
+real workers: tests/system/test_bonus_training.py.
 """
 
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
 
-from grader import check_all, check_bonus, train_bonus
+from grader import check_all, check_bonus
 from authoring import chain as step_chain
 
 SOLUTIONS = step_chain.OUTPUT_DIR
@@ -278,48 +275,3 @@ def test_expected_diff_is_the_reference_bonus_diff():
     assert '    "alexnet": alexnet,' in added
     assert "def alexnet(args, input_shape=(28, 28, 1), classes=10):" in added
     assert not [line for line in diff.splitlines() if line.startswith("-") and line[1:2] != "-"]
-
-
-def grader(*args):
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        cwd=step_chain.REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stdout + done.stderr
-    return done
-
-
-def test_command_line():
-    done = grader("check", REFERENCE, "--bonus", "alexnet")
-    assert done.returncode == 0 and "[PASS] Bonus: an AlexNet in the model registry" in done.stdout
-    done = grader("check", SOLUTION, "--bonus", "alexnet", "--json")
-    assert done.returncode == 1 and '"passed": false' in done.stdout
-    done = grader("check", SOLUTION, "--bonus", "lenet")
-    assert done.returncode == 2 and "invalid choice: 'lenet'" in done.stderr
-    done = grader("check", SOLUTION, "--bonus", "alexnet", "--step", "3")
-    assert done.returncode == 2 and "not allowed with argument" in done.stderr
-    done = grader("check", SOLUTION, "--bonus", "alexnet", "--strict")
-    assert done.returncode == 2 and "--bonus and --strict do not go together" in done.stderr
-
-
-# --- slow: the reference's AlexNet really trains on 2 workers --------------------------------
-
-
-@pytest.mark.slow
-def test_train_bonus_trains_alexnet_on_two_workers(tmp_path):
-    result = train_bonus("alexnet", REFERENCE, logs_root=tmp_path, quiet=True)
-    assert result.passed, f"{result.message}\n{result.hint}"
-    assert "`alexnet` trained for a few steps on 2 workers" in result.message
-    logs = list(tmp_path.glob("bonus-alexnet-*/horovodrun.log"))
-    assert len(logs) == 1
-    assert 'RESULT {"model": "alexnet"' in logs[0].read_text()
-
-
-@pytest.mark.slow
-def test_train_bonus_does_not_run_a_script_without_the_bonus(tmp_path):
-    result = train_bonus("alexnet", SOLUTION, logs_root=tmp_path, quiet=True)
-    assert not result.passed and result.message.startswith("not run yet, the check fails:")
-    assert not list(tmp_path.iterdir())

@@ -1,9 +1,11 @@
-"""The step checker's command line: python -m grader check FILE [...], run for real.
+"""The step checker's command line: python -m grader check FILE [...] (also --bonus) and
+python -m grader batch, run for real, and what checking imports in a fresh Python.
 
 Exit status 0: every requested check passes; 1: one fails; 2: usage error or unreadable file,
 with a one-line message on stderr and never a traceback.
 """
 
+import csv
 import json
 import subprocess
 import sys
@@ -12,14 +14,25 @@ import pytest
 
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
+from grader.batch import grade_all, write_csv
+from grader_cases.mistakes import CASES
 
 SOLUTIONS = step_chain.OUTPUT_DIR
 SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS / "fashion_mnist.py"
+BONUS_REFERENCE = SOLUTIONS / step_chain.BONUSES["alexnet"]
+DOUBTS = [case for case in CASES if case.expect_pass and "can't tell" in case.expect_message]
 
 
 def after(step):
     return SOLUTIONS / step_chain.output_name(step)
+
+
+def written(tmp_path, text: str, name: str = "fashion_mnist.py"):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def grader(*args):
@@ -166,3 +179,64 @@ def test_command_line_imports_nothing_heavy():
     assert "grader.report" in imported  # the measurement works
     heavy = {"tensorflow", "numpy", "horovod", "keras", "nbformat", "tensorflow_addons"}
     assert not {name for name in imported if name.split(".")[0] in heavy}
+
+
+def test_checking_imports_no_tensorflow_or_numpy():
+    code = (
+        "import sys, grader\n"
+        f"results = grader.check_all({str(SOLUTIONS / 'fashion_mnist_solution.py')!r})\n"
+        "assert results.passed\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tensorflow', 'numpy', 'horovod', 'keras', 'nbformat', 'tensorflow_addons'))\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=step_chain.REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_batch_scores_what_is_not_failed_and_lists_the_doubts(tmp_path):
+    doubt = DOUBTS[0]
+    course = tmp_path / "class"
+    written(course / "alice" / "a", after(step_chain.LAST_STEP).read_text())
+    written(course / "bob", after(6).read_text())
+    written(course / "carol", "def broken(:\n")
+    (course / "dave").mkdir()
+    written(course / "erin", doubt.apply(after(doubt.base_step).read_text()))
+    grades = {grade.student: grade for grade in grade_all([course])}
+    assert {name: grade.score for name, grade in grades.items()} == {
+        "alice": 12, "bob": 6, "carol": 0, "dave": 0, "erin": doubt.base_step}  # fmt: skip
+    assert grades["bob"].failed_steps == list(range(7, 13))
+    assert str(grades["bob"]).startswith("bob: 6/12  (step 7: ")
+    assert grades["carol"].problem.startswith("line 1") and str(grades["dave"]) == (
+        "dave: 0/12  (no fashion_mnist.py)")  # fmt: skip
+    assert doubt.step in grades["erin"].cant_tell_steps
+    assert doubt.step not in grades["erin"].failed_steps
+    assert grades["alice"].cant_tell_steps == [] and grades["alice"].failed_steps == []
+    write_csv(list(grades.values()), tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as table:
+        header = next(csv.reader(table))
+    assert header == ["student", "score", "max_score", "failed_steps", "problem", "script"]
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(course), "--json"],
+                          capture_output=True, text=True, timeout=120, cwd=step_chain.REPO)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    by_student = {grade["student"]: grade for grade in json.loads(done.stdout)}
+    assert by_student["erin"]["cant_tell_steps"] == grades["erin"].cant_tell_steps
+
+
+def test_bonus_command_line():
+    done = grader("check", BONUS_REFERENCE, "--bonus", "alexnet")
+    assert done.returncode == 0 and "[PASS] Bonus: an AlexNet in the model registry" in done.stdout
+    done = grader("check", SOLUTION, "--bonus", "alexnet", "--json")
+    assert done.returncode == 1 and '"passed": false' in done.stdout
+    done = grader("check", SOLUTION, "--bonus", "lenet")
+    assert done.returncode == 2 and "invalid choice: 'lenet'" in done.stderr
+    done = grader("check", SOLUTION, "--bonus", "alexnet", "--step", "3")
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+    done = grader("check", SOLUTION, "--bonus", "alexnet", "--strict")
+    assert done.returncode == 2 and "--bonus and --strict do not go together" in done.stderr
