@@ -1,12 +1,12 @@
 """Every script of the step chain trains for real, on the committed sample, under horovodrun.
 
-Slow (a few minutes on 2 CPU cores): the scripts run as the runner cell starts them
+A few minutes on 2 CPU cores: the scripts run as the runner cell starts them
 (workbook.runner's plan_run and execute: `horovodrun --gloo -np 2`, one thread per worker on 2
 cores) with a tiny model and a few steps per epoch, through tests/helpers/run_chain_file.py,
 which records per worker the trainable weights' sha256, the checkpoints it saved and the epoch
 it resumed from. TensorBoard event file names carry the writer's PID, which the recorder maps
 to a rank. Two tests start a script bare (--help, missing data), as a learner types it in a
-terminal.
+terminal. The solution's own run is in tests/smoke/test_solution_trains.py (make check).
 """
 
 import json
@@ -25,12 +25,10 @@ from processes import marked, raw_output, run_script, script_plan
 from workbook.facts import results, with_safe_env
 from workbook.runner.cell import BackgroundRun
 
-pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 SAMPLE = REPO / "data" / "sample"
-RECORDER = Path(__file__).resolve().parent / "helpers" / "run_chain_file.py"
+RECORDER = Path(__file__).resolve().parents[1] / "helpers" / "run_chain_file.py"
 HOROVODRUN = shutil.which("horovodrun")
 
 # A tiny WideResNet and a few steps: the point is that each script runs and behaves
@@ -110,11 +108,8 @@ def event_file_ranks(log_dir, records_by_rank):
 
 @needs_horovodrun
 @needs_sample
-# The solution's run is the one real 2-worker run of `make check`.
-@pytest.mark.parametrize("step", [
-    pytest.param(step, marks=[pytest.mark.check] if step == step_chain.LAST_STEP else [])
-    for step in range(step_chain.LAST_STEP + 1)
-])
+# The solution's run (the last step's) is in make check: tests/smoke/test_solution_trains.py.
+@pytest.mark.parametrize("step", range(step_chain.LAST_STEP))
 def test_chain_script_runs_on_two_workers(step, tmp_path):
     out_dir, log_dir = tmp_path / "record", tmp_path / "logs"
     code, output = run(recorded(script(step), out_dir, log_dir), cwd=tmp_path)
