@@ -1,5 +1,6 @@
-"""The step checker's command line: python -m grader check FILE [...] (also --bonus) and
-python -m grader batch, run for real, and what checking imports in a fresh Python.
+"""The checker's command line, run for real: python -m grader check FILE [...] (also --bonus),
+python -m grader batch, python -m grader run's refusals, and what checking imports in a fresh
+Python.
 
 Exit status 0: every requested check passes; 1: one fails; 2: usage error or unreadable file,
 with a one-line message on stderr and never a traceback.
@@ -240,3 +241,15 @@ def test_bonus_command_line():
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
     done = grader("check", SOLUTION, "--bonus", "alexnet", "--strict")
     assert done.returncode == 2 and "--bonus and --strict do not go together" in done.stderr
+
+
+def test_run_refuses_what_it_cannot_run(tmp_path):
+    """python -m grader run (the run-for-real check) refuses, in one line, what it cannot run."""
+    done = grader("run", tmp_path / "missing.py", "--step", "5")
+    assert done.returncode == 2 and "missing.py: no such file" in done.stderr
+    assert "not run" not in done.stderr  # the same one line as the static check's
+    done = grader("run", after(5), "--step", "13")
+    assert done.returncode == 2 and "--step must be 1..12" in done.stderr
+    (tmp_path / "broken.py").write_text("import horovod.tensorflow.keras as hvd\nhvd.init(\n")
+    done = grader("run", tmp_path / "broken.py", "--step", "4")
+    assert done.returncode == 1 and "not run:" in done.stdout

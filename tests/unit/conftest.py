@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import _posixsubprocess
 import os
+import platform
 import subprocess
 import sys
 import traceback
@@ -25,6 +26,10 @@ ELSEWHERE = ("tests/smoke/ (starts processes, seconds: make check) or tests/syst
 CHECKER_FORK = ("grader/budget.py", "isolated")  # file and function of the one fork allowed
 REPO = str(Path(__file__).resolve().parents[2]) + os.sep
 VENV = str(Path(sys.executable).parents[1]) + os.sep
+# Python's platform module runs `uname -p` the first time it is asked, and caches the answer;
+# importing TensorFlow asks. Asked here, before any test, so that no test here starts it.
+platform.processor()
+
 OS_STARTS = ("forkpty", "system", "posix_spawn", "posix_spawnp", "spawnv", "spawnve",
              "execv", "execve")
 

@@ -7,14 +7,13 @@ can fail. The last one runs the reference solution on 2 horovodrun workers insid
 
 The attacks need root (the sandbox account, tmpfs mounts, cgroups): not root, they are skipped;
 as root (CI) they run, and a missing bwrap fails them (tests/setup_sandbox.sh installs it).
-The tests of the command's construction need neither.
+The command's construction, which needs neither: tests/unit/test_sandbox_command.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,8 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grader.live import sandbox as sandbox_module
-from grader.live.sandbox import Limits, Sandbox, SandboxUnavailable
+from grader.live.sandbox import Limits, Sandbox
 from workbook.paths import REPO
 
 needs_root = pytest.mark.skipif(
@@ -97,143 +95,6 @@ def box():
 # --- the command (no root, no bwrap needed) ---------------------------------------------------
 
 
-def not_root(monkeypatch):
-    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: False))
-    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: True)
-    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
-
-
-def test_the_command_runs_the_argv_last_in_new_namespaces(monkeypatch, tmp_path):
-    not_root(monkeypatch)
-    argv = Sandbox().wrap(["horovodrun", "-np", "2", "python", "x.py"], {}, cwd=tmp_path)
-    assert argv[-5:] == ["horovodrun", "-np", "2", "python", "x.py"]
-    assert argv[0] == "prlimit" and "--cpu=300" in argv
-    bwrap = argv.index("/usr/bin/bwrap")
-    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
-        assert flag in argv[bwrap:]
-    assert "--share-net" not in argv
-
-
-def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monkeypatch,
-                                                                            tmp_path):
-    not_root(monkeypatch)
-    runs, student = tmp_path / "runs", tmp_path / "student"
-    student.mkdir()
-    argv = Sandbox().wrap(["true"], {}, cwd=student, writable=[runs])
-    binds = [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"]
-    assert binds == [str(runs)]
-    assert runs.is_dir()  # made for the run
-    assert argv.index("/tmp") < argv.index(str(runs))  # the private /tmp first, then the folder
-    ro = [argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"]
-    assert str(student) in ro and str(REPO) in ro and "/home" not in ro and "/" not in ro
-    sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
-    assert str(Limits().tmp_bytes) in sizes
-
-
-def test_a_writable_folder_inside_another_is_bound_with_it(monkeypatch, tmp_path):
-    not_root(monkeypatch)
-    run = tmp_path / "run"
-    sandbox = Sandbox().with_folders(writable=[run])
-    argv = sandbox.wrap(["true"], {}, writable=[run / "logs"])
-    assert [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"] == [str(run)]
-    assert (run / "logs").is_dir()
-    assert sandbox.with_folders(readable=[tmp_path]).writable == (run,)  # added, not replaced
-
-
-def test_the_probe_folder_of_the_environment_is_writable(monkeypatch, tmp_path):
-    not_root(monkeypatch)
-    records = tmp_path / "records"
-    argv = Sandbox().wrap(["true"], {"WORKBOOK_PROBE_DIR": str(records)})
-    assert ["--bind", str(records), str(records)] == argv[argv.index("--bind"):][:3]
-
-
-def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatch,
-                                                                                tmp_path):
-    not_root(monkeypatch)
-    course = tmp_path / "course"
-    alice = course / "submitted" / "alice"
-    alice.mkdir(parents=True)
-    argv = Sandbox(hidden=(course,), readable=(tmp_path,)).wrap(["true"], {}, cwd=alice)
-    text = " ".join(argv)
-    assert f"--perms 0555 --size {1 << 20} --tmpfs {course}" in text
-    assert text.index(f"--tmpfs {course}") < text.index(f"--ro-bind {alice}")
-    assert f"--perms 0755 --dir {course / 'submitted'}" in text  # open to the sandbox user
-
-
-def test_secret_variables_are_taken_out_and_home_is_the_private_tmp(monkeypatch):
-    not_root(monkeypatch)
-    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "y", "PATH": "/usr/bin",
-           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0"}  # fmt: skip
-    argv = Sandbox().wrap(["true"], env)
-    unset = {argv[i + 1] for i, word in enumerate(argv) if word == "--unsetenv"}
-    assert unset == {"JUPYTERHUB_API_TOKEN", "AWS_SECRET_ACCESS_KEY"}
-    assert ["--setenv", "HOME", "/tmp"] == argv[argv.index("HOME") - 1:][:3]
-
-
-def test_not_root_is_said_to_be_weaker_and_limits_by_rlimits(monkeypatch):
-    not_root(monkeypatch)
-    argv = Sandbox().wrap(["true"], {})
-    assert "--unshare-user" in argv and "setpriv" not in argv
-    assert f"--nproc={Limits().processes}" in argv and f"--data={Limits().memory_bytes}" in argv
-    assert "rlimits" in Sandbox().weaker
-
-
-def test_without_bwrap_it_refuses_to_run_at_all(monkeypatch):
-    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
-    with pytest.raises(SandboxUnavailable, match="no bubblewrap.*apt-get install bubblewrap"):
-        Sandbox().wrap(["true"], {})
-
-
-def test_not_root_without_user_namespaces_it_refuses(monkeypatch):
-    not_root(monkeypatch)
-    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: False)
-    with pytest.raises(SandboxUnavailable, match="not root and no user namespaces"):
-        Sandbox().wrap(["true"], {})
-
-
-def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_path):
-    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: True))
-    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(sandbox_module, "ensure_user", lambda name: (990, 991))
-    mounted = []
-    monkeypatch.setattr(sandbox_module, "mount_tmpfs",
-                        lambda folder, size, uid, gid: mounted.append((folder, size)) or folder)
-    procs = [tmp_path / "memory" / "cgroup.procs", tmp_path / "pids" / "cgroup.procs"]
-    monkeypatch.setattr(sandbox_module, "make_cgroups", lambda limits: procs)
-    sandbox = Sandbox()
-    argv = sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
-    assert argv[:2] == ["/bin/sh", "-c"] and argv[4] == " ".join(map(str, procs))
-    drop = argv.index("setpriv")
-    assert argv[drop:drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
-    assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
-    assert mounted == [(tmp_path / "logs", Limits().disk_bytes)]
-    assert sandbox._held["cgroups"] == [procs]  # close() removes them
-    sandbox._held["cgroups"].clear()
-    sandbox._held["mounts"].clear()
-
-
-def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
-    from workbook.runner import RunOptions, plan_run
-
-    class Recorder:
-        def wrap(self, argv, env, *, cwd, writable):
-            self.seen = (list(argv), dict(env), cwd, list(writable))
-            return ["boxed", *argv]
-
-    script = tmp_path / "train.py"
-    script.write_text("print('hi')\n")
-    recorder = Recorder()
-    plain = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r"))
-    boxed = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r",
-                                                       sandbox=recorder))  # fmt: skip
-    assert boxed.argv == ["boxed", *plain.argv]
-    assert boxed.display_command == plain.display_command
-    argv, env, cwd, writable = recorder.seen
-    assert env == boxed.env and cwd == boxed.cwd and writable == [boxed.run_dir]
-
-
-# --- the attacks (real bwrap, as root) --------------------------------------------------------
-
 READ_AND_WRITE = """
     import json, os, sys
     course = sys.argv[1]
@@ -271,7 +132,6 @@ def course(tmp_path):
 
 
 @needs_root
-@pytest.mark.slow
 def test_reading_the_gradebook_and_writing_into_another_students_folder(course):
     alice = course / "submitted" / "alice"
     # Her folder is inside the course: the course's own folder shown, the course hidden.
@@ -302,6 +162,8 @@ FORKS = """
     print("RESULT " + json.dumps({"made": made}), flush=True)
     os.kill(0, 9)
 """
+
+
 FORK_BOMB = """
     import os
     while True:
@@ -313,7 +175,6 @@ FORK_BOMB = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_a_fork_bomb_ends_within_the_process_limit(box, tmp_path):
     wanted = box.limits.processes + 36
     _, boxed, _ = run_hostile(FORKS, tmp_path / "a", wanted, sandbox=box)
@@ -374,7 +235,6 @@ FILL = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_filling_the_disk_stops_at_the_limit(box, tmp_path):
     most = box.limits.disk_bytes + (16 << 20)  # unsandboxed, it stops here by itself
     runs = tmp_path / "a" / "runs" / "run"
@@ -400,7 +260,6 @@ MEMORY = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_taking_more_memory_than_the_limit_is_killed(box, tmp_path):
     blocks = box.limits.memory_bytes // (64 << 20) + 4  # 256 MiB over the limit
     result, boxed, _ = run_hostile(MEMORY, tmp_path / "a", blocks, sandbox=box)
@@ -419,7 +278,6 @@ SPIN = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_cpu_time_beyond_the_limit_is_stopped(tmp_path):
     with Sandbox(Limits(cpu_seconds=2)) as box:
         result, boxed, _ = run_hostile(SPIN, tmp_path / "a", 4, sandbox=box)
@@ -453,7 +311,6 @@ def outside_address() -> str | None:
 
 
 @needs_root
-@pytest.mark.slow
 def test_connecting_outwards_fails_and_loopback_inside_works(box, tmp_path):
     address = outside_address()
     if address is None:
@@ -493,7 +350,6 @@ KILL = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_killing_the_grader_its_parent_and_everyone(box, tmp_path):
     grader = subprocess.Popen(["sleep", "120"])  # stands in for the grading process
     # Another sandboxed run, as the same sandbox account: kill -9 -1 must not reach it either.
@@ -541,7 +397,6 @@ DAEMON = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_a_daemon_left_behind_does_not_survive_the_run(box, tmp_path):
     token = f"daemon-{uuid.uuid4().hex}"
     try:
@@ -565,7 +420,6 @@ SLEEP = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_sleeping_forever_is_stopped_at_the_wall_time(box, tmp_path):
     started = time.monotonic()
     result, boxed, plan = run_hostile(SLEEP, tmp_path, sandbox=box, timeout=5)
@@ -578,7 +432,6 @@ def test_sleeping_forever_is_stopped_at_the_wall_time(box, tmp_path):
 
 
 @needs_root
-@pytest.mark.slow
 def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
     from grader.live.run import run_step
 
@@ -594,7 +447,6 @@ def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
 
 
 @needs_root
-@pytest.mark.slow
 def test_a_failed_runs_files_stay_readable_after_the_sandbox_is_closed(box, tmp_path):
     code = "import sys\nopen(sys.argv[1] + '/note.txt', 'w').write('kept')\nsys.exit(3)\n"
     runs = tmp_path / "runs" / "run"
@@ -614,7 +466,6 @@ FIFO = """
 
 
 @needs_root
-@pytest.mark.slow
 def test_a_named_pipe_among_the_records_does_not_hang_the_grader(box, tmp_path):
     from grader.live.evidence import Evidence
 

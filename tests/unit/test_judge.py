@@ -1,7 +1,8 @@
 """Each step decided from both checks (grader/judge.py): the run where it shows the step, the
 reading elsewhere, "neither" said as such; and the decided verdict as a check cell reads it
 while an instructor grades (grader.check_step with WORKBOOK_JUDGED). No run here: the runs'
-Results are made the way grader/live/report.py makes them.
+Results are made the way grader/live/report.py makes them (a real one:
+tests/system/test_judge_runs.py).
 """
 
 from __future__ import annotations
@@ -139,21 +140,3 @@ def test_a_check_cell_returns_the_verdict_decided_beforehand(tmp_path, monkeypat
     result = check_step(4, SOLUTION)
     assert result.passed and result.decided_by == READING
     assert "by reading only: its decided verdicts could not be read" in result.message
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_when_the_reading_cant_tell_the_check_cell_runs_the_script(tmp_path, capsys):
-    """A callback the reading can't name: the check cell's run shows it is not the broadcast."""
-    text = SOLUTION.read_text(encoding="utf-8")
-    broadcast = "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n"
-    assert text.count(broadcast) == 1
-    script = tmp_path / "fashion_mnist.py"
-    script.write_text(text.replace(broadcast, "    getattr(hvd.callbacks, 'ProgbarLogger', "
-                                   "tf.keras.callbacks.ProgbarLogger)(),\n"))  # fmt: skip
-    assert check_step(5, script).status == CANT_TELL  # the reading alone: counted as done
-    result = check_step(5, script, run_if_unsure=True)
-    assert "running your script to decide" in capsys.readouterr().out
-    assert result.status == FAILED and result.decided_by == RUN, str(result)
-    assert "the weights of rank 1 differ from rank 0's" in result.message
-    assert "Decided by the run." in str(result)

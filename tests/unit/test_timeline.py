@@ -1,19 +1,16 @@
 """Horovod's timeline, read per step and per rank, and drawn.
 
-Fast tests parse event lists in the format Horovod 0.28.1 writes (checked against real
-timelines: per tensor a NEGOTIATE_ALLREDUCE with an instant event per rank, then ALLREDUCE
-with GLOO_ALLREDUCE inside, its end carrying the shape). The slow test records real timelines
-through the runner, of a 2-worker and a 1-worker run of the solution, and reads and draws them.
+Event lists in the format Horovod 0.28.1 writes (checked against real timelines: per tensor a
+NEGOTIATE_ALLREDUCE with an instant event per rank, then ALLREDUCE with GLOO_ALLREDUCE inside,
+its end carrying the shape). Real timelines: tests/system/test_timeline_runs.py.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook.timeline import (TimelineError, parse_events, plot_steps, read_timeline, summary,
                                summary_table, whole_percents)
 
@@ -167,73 +164,3 @@ def test_one_worker_has_no_gradients_to_draw():
         plot_steps(parse_events(trace.events))
 
 
-# --- real timelines, through the runner -------------------------------------------------------
-
-QUICK = ("--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1 "
-         "--epochs 2 --steps-per-epoch 16")
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_a_real_two_worker_timeline(tmp_path):
-    import matplotlib
-
-    from workbook.run_times import read_run
-    from workbook.paths import NOTEBOOKS_DIR
-    from workbook.runner import horovodrun
-
-    matplotlib.use("Agg")
-    script = Path("..") / "solutions" / "fashion_mnist_solution.py"
-    common = dict(cwd=NOTEBOOKS_DIR, logs_root=tmp_path, quiet=True, timeout=600)
-    two = horovodrun(f"{script} {QUICK}", np=2, share=1, timeline=True, run_name="two", **common)
-    assert two.ok, two.error
-    timeline = read_timeline(two.timeline_path)
-    assert timeline.ranks == [0, 1]
-    steps = timeline.steps()
-    assert len(steps) == 2 * 16 // 2 - 1  # 8 steps per epoch and worker, the first left out
-    per_step = len(timeline.gradients()) // (len(steps) + 1)
-    assert per_step >= 10 and len(timeline.gradients()) == per_step * (len(steps) + 1)
-    # The broadcast after the first step and the end of epoch 1 are seen as other work.
-    assert [s.number for s in steps if s.other_work] == [2, 9]
-    for step in steps:
-        assert step.begin < step.agreed <= step.done
-        for rank in (0, 1):
-            assert sum(step.phases(rank).values()) == pytest.approx(step.seconds)
-            assert min(step.phases(rank).values()) >= 0
-    found = summary(timeline)
-    assert found["steps"] == len(steps) - 2 and 0.1 < found["gradient_megabytes"] < 2
-    axes = plot_steps(timeline)
-    assert len(axes) == 2 and len(axes[0].patches) == 3 * len(steps)
-    # The same run, timed from its TensorBoard logs and run.json.
-    run = read_run(two.tensorboard_dir)
-    assert run.epochs == [0, 1] and run.workers == 2 and run.cores_per_worker == 1
-    assert 0 < run.start_up and 0 < run.after_training
-    assert run.training <= two.metrics["train_seconds"] + 1  # model.fit holds the epochs
-    # A lone worker allreduces no gradient: its timeline has nothing to draw.
-    one = horovodrun(f"{script} {QUICK}", np=1, share="auto", timeline=True, run_name="one",
-                     **common)
-    assert one.ok, one.error
-    assert read_timeline(one.timeline_path).gradients() == []
-    lone = read_run(one.tensorboard_dir)
-    assert lone.workers == 1 and "pinned to" in lone.hardware
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
-    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
-    from workbook.facts import notebook
-    from workbook.paths import REPO
-
-    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
-    try:
-        executed = execute(notebooks / notebook("where_does_the_time_go").file_name, kernel_name)
-    finally:
-        stop_tensorboards_under(tmp_path)
-    outputs = [output for cell in executed.cells if cell.cell_type == "code"
-               for output in cell.get("outputs", [])]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 1, "the timeline's plot"
-    shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "Scaling efficiency, this short run (" in shown and "- Communication: " in shown
-    assert "--timeline-filename logs/" in shown  # the command shows the runner's option

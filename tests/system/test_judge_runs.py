@@ -1,0 +1,39 @@
+"""The decided verdict for real (grader/judge.py): when the reading can't tell, the check cell runs
+the script on 2 workers. Without runs: tests/unit/test_judge.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader import check_step
+from grader.judge import RUN, decide
+from grader.live.invariants import finding
+from grader.report import CANT_TELL, FAILED, PASSED, Result, Run
+from workbook.paths import REPO
+
+SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
+
+
+def run(*statuses, outcome="finished", code="", said="", resumed=False) -> Result:
+    details = [finding(step, status, f"ran {step}") for step, status in enumerate(statuses, 1)]
+    return Result(FAILED if outcome != "finished" else PASSED, "run", f"the run {outcome}{said}",
+                  details=details, run=Run(outcome, seconds=9, line=7 if code else None,
+                                           code=code, resumed=resumed, exception=said))  # fmt: skip
+
+
+@pytest.mark.timeout(400)
+def test_when_the_reading_cant_tell_the_check_cell_runs_the_script(tmp_path, capsys):
+    """A callback the reading can't name: the check cell's run shows it is not the broadcast."""
+    text = SOLUTION.read_text(encoding="utf-8")
+    broadcast = "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n"
+    assert text.count(broadcast) == 1
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(text.replace(broadcast, "    getattr(hvd.callbacks, 'ProgbarLogger', "
+                                   "tf.keras.callbacks.ProgbarLogger)(),\n"))  # fmt: skip
+    assert check_step(5, script).status == CANT_TELL  # the reading alone: counted as done
+    result = check_step(5, script, run_if_unsure=True)
+    assert "running your script to decide" in capsys.readouterr().out
+    assert result.status == FAILED and result.decided_by == RUN, str(result)
+    assert "the weights of rank 1 differ from rank 0's" in result.message
+    assert "Decided by the run." in str(result)

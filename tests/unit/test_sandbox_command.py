@@ -1,0 +1,181 @@
+"""The sandbox's command (grader/live/sandbox.py) as it is built, without running it: namespaces,
+what is bound writable, hidden folders, secrets taken out, root or not, bwrap missing, cgroups.
+The attacks on the real sandbox: tests/system/test_sandbox.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from grader.live import sandbox as sandbox_module
+from grader.live.sandbox import Limits, Sandbox, SandboxUnavailable
+from workbook.paths import REPO
+
+# --- running a hostile script ----------------------------------------------------------------
+
+
+@pytest.fixture
+def box():
+    """A sandbox with small limits, closed (cgroups and mounts released) after the test."""
+    with Sandbox(Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=20,
+                        disk_bytes=32 << 20, tmp_bytes=16 << 20)) as sandbox:  # fmt: skip
+        yield sandbox
+    assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
+
+
+# --- the command (no root, no bwrap needed) ---------------------------------------------------
+
+
+def not_root(monkeypatch):
+    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: False))
+    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: True)
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+
+def test_the_command_runs_the_argv_last_in_new_namespaces(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    argv = Sandbox().wrap(["horovodrun", "-np", "2", "python", "x.py"], {}, cwd=tmp_path)
+    assert argv[-5:] == ["horovodrun", "-np", "2", "python", "x.py"]
+    assert argv[0] == "prlimit" and "--cpu=300" in argv
+    bwrap = argv.index("/usr/bin/bwrap")
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv[bwrap:]
+    assert "--share-net" not in argv
+
+
+def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monkeypatch,
+                                                                            tmp_path):
+    not_root(monkeypatch)
+    runs, student = tmp_path / "runs", tmp_path / "student"
+    student.mkdir()
+    argv = Sandbox().wrap(["true"], {}, cwd=student, writable=[runs])
+    binds = [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"]
+    assert binds == [str(runs)]
+    assert runs.is_dir()  # made for the run
+    assert argv.index("/tmp") < argv.index(str(runs))  # the private /tmp first, then the folder
+    ro = [argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"]
+    assert str(student) in ro and str(REPO) in ro and "/home" not in ro and "/" not in ro
+    sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
+    assert str(Limits().tmp_bytes) in sizes
+
+
+def test_a_writable_folder_inside_another_is_bound_with_it(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    run = tmp_path / "run"
+    sandbox = Sandbox().with_folders(writable=[run])
+    argv = sandbox.wrap(["true"], {}, writable=[run / "logs"])
+    assert [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"] == [str(run)]
+    assert (run / "logs").is_dir()
+    assert sandbox.with_folders(readable=[tmp_path]).writable == (run,)  # added, not replaced
+
+
+def test_the_probe_folder_of_the_environment_is_writable(monkeypatch, tmp_path):
+    not_root(monkeypatch)
+    records = tmp_path / "records"
+    argv = Sandbox().wrap(["true"], {"WORKBOOK_PROBE_DIR": str(records)})
+    assert ["--bind", str(records), str(records)] == argv[argv.index("--bind"):][:3]
+
+
+def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatch,
+                                                                                tmp_path):
+    not_root(monkeypatch)
+    course = tmp_path / "course"
+    alice = course / "submitted" / "alice"
+    alice.mkdir(parents=True)
+    argv = Sandbox(hidden=(course,), readable=(tmp_path,)).wrap(["true"], {}, cwd=alice)
+    text = " ".join(argv)
+    assert f"--perms 0555 --size {1 << 20} --tmpfs {course}" in text
+    assert text.index(f"--tmpfs {course}") < text.index(f"--ro-bind {alice}")
+    assert f"--perms 0755 --dir {course / 'submitted'}" in text  # open to the sandbox user
+
+
+def test_secret_variables_are_taken_out_and_home_is_the_private_tmp(monkeypatch):
+    not_root(monkeypatch)
+    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "y", "PATH": "/usr/bin",
+           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0"}  # fmt: skip
+    argv = Sandbox().wrap(["true"], env)
+    unset = {argv[i + 1] for i, word in enumerate(argv) if word == "--unsetenv"}
+    assert unset == {"JUPYTERHUB_API_TOKEN", "AWS_SECRET_ACCESS_KEY"}
+    assert ["--setenv", "HOME", "/tmp"] == argv[argv.index("HOME") - 1:][:3]
+
+
+def test_not_root_is_said_to_be_weaker_and_limits_by_rlimits(monkeypatch):
+    not_root(monkeypatch)
+    argv = Sandbox().wrap(["true"], {})
+    assert "--unshare-user" in argv and "setpriv" not in argv
+    assert f"--nproc={Limits().processes}" in argv and f"--data={Limits().memory_bytes}" in argv
+    assert "rlimits" in Sandbox().weaker
+
+
+def test_without_bwrap_it_refuses_to_run_at_all(monkeypatch):
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="no bubblewrap.*apt-get install bubblewrap"):
+        Sandbox().wrap(["true"], {})
+
+
+def test_not_root_without_user_namespaces_it_refuses(monkeypatch):
+    not_root(monkeypatch)
+    monkeypatch.setattr(sandbox_module, "user_namespaces_work", lambda bwrap: False)
+    with pytest.raises(SandboxUnavailable, match="not root and no user namespaces"):
+        Sandbox().wrap(["true"], {})
+
+
+def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_path):
+    monkeypatch.setattr(Sandbox, "as_root", property(lambda self: True))
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(sandbox_module, "ensure_user", lambda name: (990, 991))
+    mounted = []
+    monkeypatch.setattr(sandbox_module, "mount_tmpfs",
+                        lambda folder, size, uid, gid: mounted.append((folder, size)) or folder)
+    procs = [tmp_path / "memory" / "cgroup.procs", tmp_path / "pids" / "cgroup.procs"]
+    monkeypatch.setattr(sandbox_module, "make_cgroups", lambda limits: procs)
+    sandbox = Sandbox()
+    argv = sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[4] == " ".join(map(str, procs))
+    drop = argv.index("setpriv")
+    assert argv[drop:drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
+    assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
+    assert mounted == [(tmp_path / "logs", Limits().disk_bytes)]
+    assert sandbox._held["cgroups"] == [procs]  # close() removes them
+    sandbox._held["cgroups"].clear()
+    sandbox._held["mounts"].clear()
+
+
+def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
+    from workbook.runner import RunOptions, plan_run
+
+    class Recorder:
+        def wrap(self, argv, env, *, cwd, writable):
+            self.seen = (list(argv), dict(env), cwd, list(writable))
+            return ["boxed", *argv]
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    recorder = Recorder()
+    plain = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r"))
+    boxed = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r",
+                                                       sandbox=recorder))  # fmt: skip
+    assert boxed.argv == ["boxed", *plain.argv]
+    assert boxed.display_command == plain.display_command
+    argv, env, cwd, writable = recorder.seen
+    assert env == boxed.env and cwd == boxed.cwd and writable == [boxed.run_dir]
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A fake course outside /tmp (so /tmp's privacy is not why it can't be seen): its
+    gradebook, Bob's submission, and Alice's folder, from which her script runs."""
+    root = Path("/var/tmp") / f"workbook-sandbox-test-{uuid.uuid4().hex[:8]}"
+    course = root / "course"
+    (course / "submitted" / "bob").mkdir(parents=True)
+    (course / "submitted" / "alice").mkdir(parents=True)
+    (course / "gradebook.db").write_text("bob: 12/12")
+    (course / "submitted" / "bob" / "fashion_mnist.py").write_text("# bob's\n")
+    yield course
+    subprocess.run(["rm", "-rf", str(root)], timeout=60)
+
+
