@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from workbook.runner import contention, start_in_background
-from workbook.runner.command import PIN_LAUNCHER, plan_run
+from workbook.runner.command import HOROVODRUN, PIN_LAUNCHER, plan_run
 from workbook.runner.layout import auto_layout, pins_cores, share_layout
 from workbook.runner.contention import ContentionMonitor, short_command
 from workbook.runner.pin_cores import cores_of_worker, local_rank
@@ -83,7 +83,7 @@ def test_gpus_and_remote_hosts_are_not_pinned():
 def test_auto_and_share_plans_start_the_script_through_the_pinning_launcher(tmp_path):
     script = a_script(tmp_path)
     auto, one = plan(tmp_path, np="auto"), plan(tmp_path, np=1, share="auto")
-    assert auto.argv[auto.argv.index(sys.executable) :][:4] == [
+    assert auto.argv[auto.argv.index(sys.executable, len(HOROVODRUN)) :][:4] == [
         sys.executable, str(PIN_LAUNCHER), "1", str(script)
     ]  # fmt: skip
     assert (one.np, one.layout.threads, one.layout.pinned) == (1, 1, True)
@@ -104,7 +104,7 @@ def test_timeline_option(tmp_path):
     path = tmp_path / "logs" / "run" / "timeline.json"
     assert planned.timeline_path == path
     at = planned.argv.index("--timeline-filename")
-    assert planned.argv[at + 1] == str(path) and at < planned.argv.index(sys.executable)
+    assert planned.argv[at + 1] == str(path) and at < planned.argv.index(sys.executable, len(HOROVODRUN))
     assert "--timeline-filename logs/run/timeline.json" in planned.display_command
     assert planned.env["HOROVOD_CACHE_CAPACITY"] == "0"
     assert "HOROVOD_CACHE_CAPACITY" not in plan(tmp_path, np="auto").env

@@ -51,6 +51,8 @@ importing only those above it in this list:
                 the log places, the worker's and horovodrun's command lines, the environment),
                 and plan_run(), which puts them together
     pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
+    launcher    runs horovodrun with its Gloo/MPI build check answered (asked once, kept on
+                disk): 3-6 s less per launch
     contention  the other processes that used the CPU while a run went on
     output      the byte stream as lines and progress bars, sorted into what to show; failures
     processes   finding and stopping every process a run started on this machine

@@ -322,6 +322,10 @@ def timeline_of(launch_options: list[str], options: RunOptions, run_dir: Path,
     return path, [*launch_options, TIMELINE_OPTIONS[0], str(path)]
 
 
+# horovodrun itself, through workbook/runner/launcher.py, which answers its Gloo/MPI check.
+HOROVODRUN = (sys.executable, "-m", "workbook.runner.launcher")
+
+
 def _horovodrun_executable() -> str:
     beside = Path(sys.executable).with_name("horovodrun")
     found = str(beside) if beside.exists() else shutil.which("horovodrun")
@@ -353,7 +357,8 @@ def launch_command(options: RunOptions, layout: Layout, launch_options: list[str
         # Other machines: horovodrun's start-up checks get a bound the command shows.
         launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
     shown = [shown_paths.get(a, a) for a in launch]
-    return [_horovodrun_executable(), *launch, *worker_argv], ["horovodrun", *shown, *shown_worker]
+    _horovodrun_executable()  # installed, or a clear message
+    return [*HOROVODRUN, *launch, *worker_argv], ["horovodrun", *shown, *shown_worker]
 
 
 def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool,

@@ -29,6 +29,7 @@ from workbook.runner.command import RunPlan
 from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, status_text
 from workbook.runner.hosts import stop_remote
+from workbook.runner.launcher import BUILT_VARIABLE, built_controllers
 from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser, Transcript, failure_text
 from workbook.runner.processes import (
@@ -55,10 +56,13 @@ def _start(plan: RunPlan) -> subprocess.Popen:
     # One process sees its stdout and stderr apart: a warning on stderr must not end the line
     # of a progress bar on stdout. horovodrun keeps them apart itself, with its prefixes, and
     # its own order of the two is kept in one pipe.
+    env = plan.env
+    if plan.launcher == "horovodrun":  # asked here, not in the plan: planning starts nothing
+        env = {BUILT_VARIABLE: built_controllers(), **env}
     return subprocess.Popen(
         plan.argv,
         cwd=plan.cwd,
-        env=plan.env,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if plan.launcher == "python" else subprocess.STDOUT,
