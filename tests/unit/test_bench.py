@@ -1,35 +1,24 @@
-"""The benchmarks: their arithmetic, and (slow) that every one of them runs on tiny settings and
-writes a well-formed JSON file and a PNG. The measured numbers themselves are not asserted:
-speed targets are reported by the benchmarks, not tested here."""
+"""The benchmarks' arithmetic and results (bench/). The measured numbers themselves are not
+asserted: speed targets are reported by the benchmarks, not tested here. Their launcher and
+contention monitor on real processes: tests/smoke/test_bench_processes.py; every benchmark run
+on tiny settings: tests/system/test_bench_runs.py."""
 
 from __future__ import annotations
 
 import os
-import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from bench import accuracy, grading, overhead, readme, results, scaling
-from bench.processes import FirstStepConsole, run_timed
+from bench import accuracy, grading, readme, results, scaling
+from bench.processes import FirstStepConsole
 from bench.training import Launch
-from processes import describe, kill_group, marked, new_marker, stop_marked
-from processes import python_c_plan as python_c
 from workbook import facts
 from workbook.bench_results import BenchResult
-from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.facts import parse_result, usable_cores
-from workbook.runner import contention
 from workbook.runner.command import PIN_LAUNCHER
 from grader import check_all
-from workbook.paths import REPO
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def test_summarize_gives_median_and_spread():
@@ -87,21 +76,6 @@ def test_launches_are_planned_by_the_runner(tmp_path):
     # Each of `separate`'s processes: plain python, pinned to its block of cores.
     separate = plan(Launch(2, 1, horovodrun=False, pinned=True, separate=True))
     assert separate.argv[:4] == [sys.executable, str(PIN_LAUNCHER), "1", str(script)]
-
-
-def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
-    probe = tmp_path / "probe.py"
-    probe.write_text("import os, sys; print(sorted(os.sched_getaffinity(0)), sys.argv[1:])")
-    allowed = sorted(os.sched_getaffinity(0))
-    for rank in range(min(2, len(allowed))):
-        # Under horovodrun the local rank says which cores; separate processes get an index.
-        for variable in ("HOROVOD_LOCAL_RANK", "WORKBOOK_CORE_BLOCK"):
-            env = {k: v for k, v in os.environ.items() if k != "HOROVOD_LOCAL_RANK"}
-            done = subprocess.run(
-                [sys.executable, str(PIN_LAUNCHER), "1", str(probe), "--x", "1"],
-                capture_output=True, text=True, env={**env, variable: str(rank)}, check=True,
-            )
-            assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"
 
 
 def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
@@ -178,26 +152,6 @@ def test_accuracy_summary_takes_medians_and_ignores_a_target_most_runs_missed():
     assert summary["speedup_to_90_over_baseline"] is None
 
 
-def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monkeypatch):
-    # On a machine busy with other tests the loop may get less than half a core: count less.
-    monkeypatch.setattr(contention, "BUSY_CORE_SHARE", 0.1)
-    monkeypatch.setattr(contention, "MENTION_AT_MOST", 1000)
-    # ...and a loop starved by them in one sample or two is named all the same.
-    monkeypatch.setattr(contention, "MENTION_AFTER_S", 4.0)
-    loop = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 40\n"
-                             "while time.time() < end: pass"])
-    try:
-        # The run itself is busy too (a second loop, for 12 s: the mention needs 4 s of it).
-        timed = run_timed(python_c("import time\nend = time.time() + 12\n"
-                                   "while time.time() < end: pass", tmp_path, timeout=120))
-    finally:
-        loop.kill()
-        loop.wait()
-    assert any(f"(pid {loop.pid}) used" in line for line in timed.neighbours), timed.neighbours
-    assert not any("+ 12" in line for line in timed.neighbours)  # the run's own loop is not one
-    assert timed.others_mean_share > 0.1
-
-
 def test_result_line_is_read_from_the_output():
     output = '[0]<stdout>:RESULT {"epochs": 1}\nnoise\n[0]<stdout>:RESULT {"test_accuracy": 0.9}\n'
     assert parse_result(output) == {"test_accuracy": 0.9}  # the last one
@@ -223,54 +177,6 @@ def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):
         scores.add(sum(result.passed for result in check_all(path)))
     assert None in first.values() and "" in first.values()
     assert set(range(13)) <= scores  # every score from 0 to 12 occurs
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(2000)
-def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "all", "--tiny", "--out", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=1800,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in ("scaling", "accuracy", "overhead", "grading", "verdicts"):
-        document = BenchResult.read(tmp_path / f"{name}.json")
-        assert document.benchmark == name
-        assert document.machine["cores"] >= 1 and document.machine["tensorflow"]
-        assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE)
-    summary = BenchResult.read(tmp_path / "scaling.json").summary
-    assert all(c["images_per_second"]["median"] > 0 for c in summary["configs"].values())
-    assert summary["scaling_efficiency"]["2"]["median"] > 0
-    assert summary["machine_ceiling"]["2"]["median"] > 0
-
-    runs = BenchResult.read(tmp_path / "accuracy.json").measurements
-    # One repetition: the reference side by side (two runs), the distributed run, the baseline.
-    assert sorted(run["config"] for run in runs) == [
-        "baseline", "distributed", "reference", "reference"]
-    for run in runs:
-        assert [p["epoch"] for p in run["curve"]] == [1, 2]
-        assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
-        assert isinstance(run["neighbours"], list)
-
-    overhead = BenchResult.read(tmp_path / "overhead.json").summary
-    for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
-        # Both repetitions trained (a resumed run would show no first step).
-        assert overhead[name]["first_step_seconds"]["n"] == 2
-        assert overhead[name]["first_step_seconds"]["median"] > 0
-
-    grades = BenchResult.read(tmp_path / "grading.json")
-    assert grades.summary["grades_equal"], grades.summary["mismatches"]
-    scores = grades.measurements["scores"]
-    assert len(scores) == len(grading.TINY_KINDS)
-    by_kind = dict(zip(grading.TINY_KINDS, (scores[s]["batch"] for s in sorted(scores))))
-    assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
-    assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
-    assert 0 < by_kind[13] < 12  # one Horovod line deleted
-    verdicts = BenchResult.read(tmp_path / "verdicts.json").summary
-    assert verdicts["scripts"] == 3 and verdicts["steps"] == 36
-    assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
-    # With runs, each script of the chain scores its step, decided by what it did.
-    assert grades.summary["runs_score_the_chains_steps"], grades.summary["runs_wrong"]
 
 
 def test_readme_shows_the_committed_results():
@@ -300,47 +206,3 @@ def test_readme_section_is_written_from_result_files(tmp_path):
     assert "commit abc1234" in body and "Scaling" not in body
 
 
-TEST_MARKER = "WORKBOOK_TEST_BENCH_STOP"  # in the environment of every process the test starts
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(400)
-def test_a_benchmark_stopped_by_sigterm_stops_horovodrun_and_its_workers(tmp_path):
-    """`kill` (or a scheduler's time limit) on the benchmark's own process: its runner stops
-    the run it is in, descendants included, and the benchmark says so and exits with 130."""
-    marker = new_marker()
-    bench = subprocess.Popen(
-        [sys.executable, "-m", "bench", "scaling", "--tiny", "--out", str(tmp_path)],
-        cwd=REPO, env={**os.environ, TEST_MARKER: marker}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while not _horovod_workers(marker) and time.monotonic() < deadline:
-            assert bench.poll() is None, bench.communicate()
-            time.sleep(0.5)
-        assert _horovod_workers(marker), "no horovodrun worker started in 240 s"
-        bench.send_signal(signal.SIGTERM)
-        _, err = bench.communicate(timeout=60)
-        assert bench.returncode == 130, err[-3000:]
-        assert re.search(r"stopped by SIGTERM in run \S+, its [1-9]\d* process(es)? stopped", err), err
-        left = marked(TEST_MARKER, marker)
-        assert not left, describe(left)
-    finally:
-        if bench.poll() is None:
-            kill_group(bench)
-        stop_marked(TEST_MARKER, marker, "test_a_benchmark_stopped_by_sigterm")
-
-
-
-def _horovod_workers(marker: str) -> list:
-    """The marked processes of a horovodrun run that are its workers (training already)."""
-    found = []
-    for process in marked(TEST_MARKER, marker):
-        try:
-            parents = " ".join(" ".join(p.cmdline()) for p in process.parents())
-            if SOLUTION_NAME in " ".join(process.cmdline()) and "horovodrun" in parents:
-                found.append(process)
-        except psutil.Error:
-            pass
-    return found

@@ -1,31 +1,20 @@
-"""Slurm: host lists and task counts become horovodrun's -np and -H, and the job script runs.
-
-Fast tests cover workbook.cluster (Slurm's compressed host lists and task counts, expanded
-without Slurm) and the #SBATCH lines of solutions/cluster/fashion_mnist.sbatch. The slow one
-runs that job script through bash, as sbatch would on the first node, with the variables Slurm
-sets for one node `localhost` with 2 tasks: a real 2-worker horovodrun training run.
+"""Slurm: host lists and task counts become horovodrun's -np and -H (workbook.cluster, Slurm's
+compressed host lists and task counts expanded without Slurm), and the #SBATCH lines of
+solutions/cluster/fashion_mnist.sbatch. Its command line and the job script through bash:
+tests/smoke/test_cluster_processes.py; a real 2-worker run: tests/system/test_cluster_runs.py.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from workbook import cluster
 from workbook.cluster import SlurmError, expand_hostlist, expand_tasks_per_node, slurm_layout
-from workbook.facts import results
 from workbook.paths import REPO
 
 TEMPLATE = REPO / "solutions" / "cluster" / "fashion_mnist.sbatch"
-SAMPLE = REPO / "data" / "sample"
-VENV_BIN = Path(sys.executable).parent
 
 
 # --- host lists --------------------------------------------------------------------------------
@@ -69,9 +58,6 @@ def test_malformed_hostlists_are_named(text, message):
         expand_hostlist(text, "SLURM_JOB_NODELIST")
 
 
-# --- tasks per node ----------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     ("text", "counts"),
     [
@@ -89,9 +75,6 @@ def test_tasks_per_node_expansion(text, counts):
 def test_malformed_tasks_per_node_are_named(text):
     with pytest.raises(SlurmError, match="SLURM_TASKS_PER_NODE"):
         expand_tasks_per_node(text)
-
-
-# --- the layout: which variable wins, and the checks ---------------------------------------------
 
 
 def test_tasks_per_node_give_uneven_slots():
@@ -141,32 +124,6 @@ def test_missing_or_malformed_variables_are_named(variables, message):
         slurm_layout(variables)
 
 
-def run_cli(command, variables):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    return subprocess.run([sys.executable, "-m", "workbook.cluster", command],
-                          capture_output=True, text=True, env={**env, **variables}, cwd=REPO,
-                          timeout=60)
-
-
-def test_cli_prints_the_values_for_horovodrun():
-    variables = {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_TASKS_PER_NODE": "4(x2)",
-                 "SLURM_NTASKS": "8"}
-    hosts, np_ = run_cli("slurm-hosts", variables), run_cli("slurm-np", variables)
-    assert (hosts.returncode, hosts.stdout) == (0, "gpu01:4,gpu02:4\n")
-    assert (np_.returncode, np_.stdout) == (0, "8\n")
-
-
-def test_cli_error_is_one_line_without_a_traceback():
-    result = run_cli("slurm-hosts", {"SLURM_JOB_NODELIST": "node[01-"})
-    assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert "SLURM_JOB_NODELIST" in result.stderr and "'[' without ']'" in result.stderr
-    assert cluster.main(["no-such-command"], env={}) == 2
-
-
-# --- the job script's #SBATCH lines --------------------------------------------------------------
-
-
 def sbatch_directives(text):
     """{option: value} of the #SBATCH lines that sbatch reads: those above the first command."""
     directives = {}
@@ -198,65 +155,3 @@ def test_sbatch_directives_are_complete_and_consistent():
     assert "--ntasks" not in directives  # it would have to agree with nodes x tasks per node
 
 
-def test_sbatch_shows_the_srun_alternative_and_uses_the_cluster_module():
-    text = TEMPLATE.read_text()
-    assert re.search(r"^#\s+srun --mpi=\w+ python ", text, re.M)
-    assert "python -m workbook.cluster slurm-np" in text
-    assert "python -m workbook.cluster slurm-hosts" in text
-    result = subprocess.run(["bash", "-n", str(TEMPLATE)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-
-
-# --- the job script, run for real ---------------------------------------------------------------
-
-
-def job_env(tmp_path, train_args, **slurm):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(
-        SLURM_JOB_ID="4242",
-        SLURM_SUBMIT_DIR=str(REPO),
-        WORKBOOK_VENV=sys.prefix,
-        TRAIN_ARGS=train_args,
-        # Two workers on this machine's cores: one thread each, or they fight over them.
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-        PYTHONUNBUFFERED="1",
-        **slurm,
-    )
-    return env
-
-
-def test_sbatch_stops_with_one_line_when_slurm_variables_are_missing(tmp_path):
-    result = subprocess.run(["bash", str(TEMPLATE)], env=job_env(tmp_path, "--epochs 1"),
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2
-    assert "SLURM_JOB_NODELIST is not set" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not (VENV_BIN / "activate").exists(),
-                    reason=f"the job script activates a venv; {sys.prefix} has no bin/activate")
-@pytest.mark.skipif(not (SAMPLE / "train.npz").is_file(), reason=f"no sample data in {SAMPLE}")
-def test_sbatch_script_trains_on_two_workers(tmp_path):
-    train_args = shlex.join([
-        "--data-dir", str(SAMPLE), "--train-images", "1024", "--test-images", "256",
-        "--depth", "10", "--width", "1", "--epochs", "1", "--steps-per-epoch", "8",
-        "--log-dir", str(tmp_path / "logs"),
-    ])
-    env = job_env(tmp_path, train_args, SLURM_JOB_NODELIST="localhost",
-                  SLURM_TASKS_PER_NODE="2", SLURM_NTASKS="2", SLURM_NNODES="1")
-    result = subprocess.run(["bash", str(TEMPLATE)], env=env, capture_output=True, text=True,
-                            cwd=tmp_path, timeout=900, start_new_session=True)
-    output = result.stdout + result.stderr
-    tail = "\n".join(output.splitlines()[-30:])
-    assert result.returncode == 0, f"the job script failed:\n{tail}"
-    assert "Horovod: 2 workers on localhost:2 (job 4242)" in output
-    # Both workers trained as one job of 2: rank 0's epoch has 8 // 2 = 4 steps (one worker
-    # would show 8/8), and a step of 2 workers cannot finish unless rank 1 joins its allreduce.
-    assert re.search(r"\b4/4\b", output), f"rank 0 did not train 4 steps of 2 workers:\n{tail}"
-    assert not re.search(r"\b8/8\b", output)
-    printed = results(output)
-    assert len(printed) == 1, "only rank 0 prints its results"
-    metrics = printed[0]
-    assert metrics["epochs"] == 1 and 0.0 <= metrics["test_accuracy"] <= 1.0
-    assert list((tmp_path / "logs").glob("checkpoint-1.h5")), "rank 0 wrote no checkpoint"

@@ -11,8 +11,6 @@ import gzip
 import hashlib
 import http.server
 import json
-import shutil
-import subprocess
 import threading
 import time
 import urllib.request
@@ -27,10 +25,8 @@ from workbook.fashion_data import cli, preparation, sources
 from workbook.fashion_data import official as idx
 from workbook.fashion_data import prepared as layout
 from workbook import preflight
-from workbook.paths import REPO
 
 REAL_DEBIAN_DIR = sources.DEBIAN_DIR
-SETUP_SCRIPT = REPO / "data" / "setup_debian_package.sh"
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 
 
@@ -140,9 +136,6 @@ def test_debian_package_gives_the_official_split_and_the_committed_sample(
     assert all(official.get(x.tobytes()) == y for x, y in zip(x_sample, y_sample))
 
 
-# --- the sources, in order ---------------------------------------------------------------
-
-
 def test_debian_package_comes_before_the_keras_cache_and_the_download(
     tmp_path, official, monkeypatch, capsys
 ):
@@ -211,9 +204,6 @@ def test_a_damaged_source_is_skipped_with_its_reason(tmp_path, official, monkeyp
     assert manifest(dest)["source"] == f"Debian package {sources.DEBIAN_PACKAGE}"
 
 
-# --- what is wrong with a source is said precisely, and nothing is half-written -----------------
-
-
 def only_source_fails(tmp_path, source):
     """The DataError of prepare() when `source` is the only source; checks nothing was left."""
     dest = tmp_path / "data" / "fm"
@@ -271,9 +261,6 @@ def test_no_source_is_one_error_with_every_reason_and_the_fix(tmp_path, capsys):
     assert "download: not tried (--offline)" in err
     assert f"Fix: sudo apt-get install {sources.DEBIAN_PACKAGE}" in err
     assert nothing_written(tmp_path / "fm")
-
-
-# --- already prepared, damaged, interrupted ------------------------------------------------
 
 
 @pytest.fixture
@@ -370,9 +357,6 @@ def test_stale_temp_dir_is_removed_by_the_next_run(tmp_path, official):
     assert not stale.exists() and fd.verify(dest) == []
 
 
-# --- the download ------------------------------------------------------------------------------
-
-
 def test_unreachable_mirror_fails_fast_with_a_reason(tmp_path, official, monkeypatch, capsys):
     monkeypatch.setattr(sources, "DEBIAN_DIR", official[0])
     download_first = sources.SOURCES[3:] + sources.SOURCES[1:2]
@@ -435,9 +419,6 @@ def test_the_pinned_checksums_are_those_of_the_published_files(tmp_path):
     pytest.skip(f"no official mirror reachable ({reason})")
 
 
-# --- the sample, the command line, the preflight and `make data`'s installer ---------------------
-
-
 def test_make_sample_is_balanced_and_drawn_from_the_official_files(prepared, tmp_path):
     dest = sampling.make_sample(prepared, tmp_path / "sample", n_train=20, n_test=10, verbose=False)
     (x_train, y_train), (x_test, y_test) = fd.load(dest)
@@ -492,37 +473,3 @@ def test_preflight_reports_the_source_and_warns_about_unofficial_data(prepared, 
     assert "not the official files" in full.detail
 
 
-def run_setup_script(tmp_path, **env):
-    """data/setup_debian_package.sh with only `sh`, `id` and `grep` on PATH (so no apt-get)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    for tool in ("sh", "id", "grep"):
-        if not (bin_dir / tool).exists():
-            (bin_dir / tool).symlink_to(shutil.which(tool))
-    return subprocess.run(
-        [str(bin_dir / "sh"), str(SETUP_SCRIPT)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env={"PATH": str(bin_dir), **env},
-    )
-
-
-def test_setup_script_without_apt_get_says_so_and_lets_make_go_on(tmp_path):
-    result = run_setup_script(tmp_path, FASHION_MNIST_DEBIAN_DIR=str(tmp_path / "none"))
-    assert result.returncode == 0, result.stderr
-    assert "dataset-fashion-mnist (the official Fashion-MNIST) is not installed" in result.stdout
-    assert "trying the other sources" in result.stdout
-
-
-def test_setup_script_does_nothing_when_the_package_or_the_data_is_there(tmp_path, official):
-    result = run_setup_script(tmp_path, FASHION_MNIST_DEBIAN_DIR=str(official[0]))
-    assert result.returncode == 0 and result.stdout == ""
-    prepared = fd.prepare(tmp_path / "fm", source_dir=official[0], offline=True, verbose=False)
-    result = run_setup_script(
-        tmp_path,
-        FASHION_MNIST_DEBIAN_DIR=str(tmp_path / "none"),
-        FASHION_MNIST_PREPARED=str(prepared / layout.MANIFEST),
-    )
-    assert result.returncode == 0 and result.stdout == ""

@@ -1,18 +1,15 @@
-"""The instructor's tools as the workshop hub uses them (issue 29): run from the environment's
-interpreter alone, run as root on the instructor's course without taking it from them, and
-nbgrader's own files in a submission never reported as extra."""
+"""The instructor's tools as the workshop hub uses them (issue 29): run as root on the
+instructor's course without taking it from them, and nbgrader's own files in a submission never
+reported as extra. From the environment's interpreter alone:
+tests/smoke/test_hub_instructor_processes.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from instructor import ownership, submission
-from workbook.paths import REPO
 
 
 def test_nbgraders_own_files_in_a_submission_are_not_extra(tmp_path):
@@ -23,20 +20,6 @@ def test_nbgraders_own_files_in_a_submission_are_not_extra(tmp_path):
     for name in ("timestamp.txt", "submission_secret.txt", "sitecustomize.py"):
         (submitted / name).write_text("x")
     assert submission.extra_files(submitted, release) == ["sitecustomize.py"]
-
-
-@pytest.mark.timeout(300)
-def test_instructor_commands_work_from_the_environments_interpreter_alone(tmp_path):
-    """nbgrader starts `alembic` (the gradebook) by name: without the environment on PATH it
-    was FileNotFoundError; the instructor package puts its interpreter's folder first."""
-    course = tmp_path / "course"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    for args in (["init", str(course), "--steps", "1"], ["generate", str(course)],
-                 ["add-students", str(course), "alice"]):
-        reply = subprocess.run([sys.executable, "-m", "instructor", *args], cwd=REPO, env=env,
-                               capture_output=True, text=True, timeout=240)
-        assert reply.returncode == 0, (args, reply.stdout[-2000:], reply.stderr[-2000:])
-    assert (course / "gradebook.db").is_file()
 
 
 def test_what_root_makes_in_someone_elses_course_goes_back_to_them(tmp_path):

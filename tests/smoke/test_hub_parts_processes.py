@@ -1,0 +1,105 @@
+"""The workshop hub's parts that start processes but need no root: the authenticator (importing
+it asks ldconfig where PAM is) lets each password open its own account only and a new password
+replace the old one at once; an attendee's login shell gets the environment first; --https
+makes a self-signed certificate once (openssl)."""
+
+from __future__ import annotations
+
+from hub import settings
+
+
+def authenticate(authenticator, name: str, password: str):
+    """The authenticator's answer, in a thread of its own: in the same session as the browser
+    tests, Playwright's event loop runs in this one."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = {"username": name, "password": password}
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, authenticator.authenticate(None, data)).result()
+
+
+def test_each_password_opens_its_own_account_only(tmp_path):
+    from hub import auth
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             attendees=["alice", "bob"], instructor="teach")
+    s.ensure_passwords()
+    s.save()
+    authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
+
+    def log_in(name, password):
+        return authenticate(authenticator, name, password)
+
+    assert log_in("alice", s.passwords["alice"]) == "alice"
+    assert log_in("teach", s.admin_password) == "teach"
+    for name in ("alice", "Alice", "ALICE", "teach", "carol", ""):
+        assert log_in(name, s.passwords["bob"]) is None, name
+    assert log_in("bob", s.admin_password) is None and log_in("bob", "") is None
+    sheet = auth.write_sheet(s, [{"id": "alice", "first_name": "Alice", "last_name": "L"}])
+    assert oct(sheet.stat().st_mode & 0o777) == "0o600"
+    assert f"alice,Alice,L,{s.passwords['alice']}" in sheet.read_text()
+
+
+def test_an_attendees_login_shell_gets_the_environment_first(tmp_path):
+    import subprocess
+
+    from hub import isolation
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             venv=str(tmp_path / "venv"))
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    profile = isolation.write_profile(s, tmp_path / "profile.sh")
+    script = f". {profile}; echo $PATH"
+    inside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin",
+                            "JUPYTERHUB_USER": "alice"}, capture_output=True, text=True)
+    assert inside.stdout.strip() == f"{tmp_path}/venv/bin:/usr/bin:/bin"
+    outside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"},
+                             capture_output=True, text=True)
+    assert outside.stdout.strip() == "/usr/bin:/bin"
+
+
+def test_https_makes_a_self_signed_certificate_once_and_the_banner_says_how(tmp_path):
+    import subprocess
+
+    from hub import __main__ as hub_main, tls
+
+    cert, key, made = tls.self_signed(tmp_path)
+    assert made and oct(key.stat().st_mode & 0o777) == "0o600"
+    assert tls.self_signed(tmp_path)[2] is False  # kept: the attendees accepted this one
+    text = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-text"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             attendees=["alice"], ssl_cert=str(cert), ssl_key=str(key),
+                             self_signed=True, memory_mib=3072, pids_max=1024,
+                             course=str(tmp_path / "course"))
+    shown = hub_main.banner(s, {"alice": [0]})
+    assert s.url.startswith("https://") and tls.fingerprint(cert) in shown
+    assert "in clear" not in shown and "memory 3.0 GiB, 1024 processes" in shown
+    plain = hub_main.banner(settings.HubSettings(state_dir=str(tmp_path / "s2"), roster="r.csv",
+                                                 attendees=["alice"], course="c"),
+                            {"alice": [0]})
+    assert "passwords cross the room's network in clear" in plain
+
+
+def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsys):
+    import argparse
+
+    from hub import __main__ as hub_main, auth
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster=str(tmp_path / "r.csv"),
+                             attendees=["alice", "bob"])
+    s.ensure_passwords()
+    s.save()
+    old, bobs = s.passwords["alice"], s.passwords["bob"]
+    args = argparse.Namespace(state_dir=s.state_dir, name="alice")
+    assert hub_main.password(args) == 0
+    new = settings.load(s.path).passwords["alice"]
+    assert new != old and new in capsys.readouterr().out
+    assert settings.load(s.path).passwords["bob"] == bobs
+    assert new in s.passwords_path.read_text() and old not in s.passwords_path.read_text()
+    authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
+    for password, expected in ((old, None), (new, "alice")):
+        assert authenticate(authenticator, "alice", password) == expected
+    assert hub_main.password(argparse.Namespace(state_dir=s.state_dir, name="mallory")) == 1

@@ -1,0 +1,114 @@
+"""The benchmarks for real: every one of them runs on tiny settings and writes a well-formed JSON
+file and a PNG, and SIGTERM on a benchmark stops horovodrun and its workers. The measured numbers
+themselves are not asserted."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from bench import accuracy, grading, overhead, scaling
+from processes import describe, kill_group, marked, new_marker, stop_marked
+from workbook.bench_results import BenchResult
+from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
+from workbook.paths import REPO
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(2000)
+def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "all", "--tiny", "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("scaling", "accuracy", "overhead", "grading", "verdicts"):
+        document = BenchResult.read(tmp_path / f"{name}.json")
+        assert document.benchmark == name
+        assert document.machine["cores"] >= 1 and document.machine["tensorflow"]
+        assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG_SIGNATURE)
+    summary = BenchResult.read(tmp_path / "scaling.json").summary
+    assert all(c["images_per_second"]["median"] > 0 for c in summary["configs"].values())
+    assert summary["scaling_efficiency"]["2"]["median"] > 0
+    assert summary["machine_ceiling"]["2"]["median"] > 0
+
+    runs = BenchResult.read(tmp_path / "accuracy.json").measurements
+    # One repetition: the reference side by side (two runs), the distributed run, the baseline.
+    assert sorted(run["config"] for run in runs) == [
+        "baseline", "distributed", "reference", "reference"]
+    for run in runs:
+        assert [p["epoch"] for p in run["curve"]] == [1, 2]
+        assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
+        assert isinstance(run["neighbours"], list)
+
+    overhead = BenchResult.read(tmp_path / "overhead.json").summary
+    for name in ("python", "horovodrun -np 1", "runner (np=auto)"):
+        # Both repetitions trained (a resumed run would show no first step).
+        assert overhead[name]["first_step_seconds"]["n"] == 2
+        assert overhead[name]["first_step_seconds"]["median"] > 0
+
+    grades = BenchResult.read(tmp_path / "grading.json")
+    assert grades.summary["grades_equal"], grades.summary["mismatches"]
+    scores = grades.measurements["scores"]
+    assert len(scores) == len(grading.TINY_KINDS)
+    by_kind = dict(zip(grading.TINY_KINDS, (scores[s]["batch"] for s in sorted(scores))))
+    assert (by_kind[12], by_kind[6], by_kind[0]) == (12, 6, 0)  # stopped after step N: N
+    assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
+    assert 0 < by_kind[13] < 12  # one Horovod line deleted
+    verdicts = BenchResult.read(tmp_path / "verdicts.json").summary
+    assert verdicts["scripts"] == 3 and verdicts["steps"] == 36
+    assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
+    # With runs, each script of the chain scores its step, decided by what it did.
+    assert grades.summary["runs_score_the_chains_steps"], grades.summary["runs_wrong"]
+
+
+TEST_MARKER = "WORKBOOK_TEST_BENCH_STOP"  # in the environment of every process the test starts
+
+
+@pytest.mark.timeout(400)
+def test_a_benchmark_stopped_by_sigterm_stops_horovodrun_and_its_workers(tmp_path):
+    """`kill` (or a scheduler's time limit) on the benchmark's own process: its runner stops
+    the run it is in, descendants included, and the benchmark says so and exits with 130."""
+    marker = new_marker()
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "bench", "scaling", "--tiny", "--out", str(tmp_path)],
+        cwd=REPO, env={**os.environ, TEST_MARKER: marker}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not _horovod_workers(marker) and time.monotonic() < deadline:
+            assert bench.poll() is None, bench.communicate()
+            time.sleep(0.5)
+        assert _horovod_workers(marker), "no horovodrun worker started in 240 s"
+        bench.send_signal(signal.SIGTERM)
+        _, err = bench.communicate(timeout=60)
+        assert bench.returncode == 130, err[-3000:]
+        assert re.search(r"stopped by SIGTERM in run \S+, its [1-9]\d* process(es)? stopped", err), err
+        left = marked(TEST_MARKER, marker)
+        assert not left, describe(left)
+    finally:
+        if bench.poll() is None:
+            kill_group(bench)
+        stop_marked(TEST_MARKER, marker, "test_a_benchmark_stopped_by_sigterm")
+
+
+def _horovod_workers(marker: str) -> list:
+    """The marked processes of a horovodrun run that are its workers (training already)."""
+    found = []
+    for process in marked(TEST_MARKER, marker):
+        try:
+            parents = " ".join(" ".join(p.cmdline()) for p in process.parents())
+            if SOLUTION_NAME in " ".join(process.cmdline()) and "horovodrun" in parents:
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
