@@ -1,7 +1,7 @@
 # The Horovod workbook. The two commands a user needs:
 #   make lab    set up what is missing, prepare the data, start JupyterLab
 #   make test   set up what is missing, run the whole test suite
-# For every change: make check (the fast tier: no root, no apt, a few minutes).
+# For every change: make check (tests/unit and tests/smoke: no root, no apt, a few minutes).
 # Options: DEVICE=gpu (CUDA TensorFlow + NCCL Horovod), REBUILD_HOROVOD=1, VENV=$CONDA_PREFIX
 #          (use an activated conda env), LAB_ARGS="--port 8899", PYTEST_ARGS="-k data"
 
@@ -21,8 +21,8 @@ BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
-	@echo "make test       set up, run all tests (root for apt: Chromium, sshd, OpenMPI)"
-	@echo "make check      the fast tests, for every change: no root, no apt, a few minutes"
+	@echo "make test       set up, run all tests, tests/system too (root for apt: Chromium, sshd, OpenMPI)"
+	@echo "make check      tests/unit + tests/smoke, for every change: no root, no apt, minutes"
 	@echo "make env        create/update .venv only (DEVICE=gpu, REBUILD_HOROVOD=1)"
 	@echo "make data       prepare the official Fashion-MNIST in data/fashion_mnist (Debian: apt-get)"
 	@echo "make preflight  check that the workbook can run here"
@@ -53,11 +53,12 @@ lab: data
 test: mpi env browser sshd sandbox
 	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest $(PYTEST_ARGS)
 
-# The fast tier: every test file, without the tests marked slow (but with the few real
-# multi-worker runs marked `check`). No root, no apt; about 2-3 minutes on 2 cores. Every file,
-# so that no new test file is left out of it.
+# The fast tiers, by folder: tests/unit (starts no process; its conftest.py fails a test that
+# does) and tests/smoke (short processes and the few real 2-worker runs on the sample).
+# tests/system (real runs, servers, browsers, nbgrader) is left to make test. No root, no apt;
+# about 2-3 minutes on 2 cores.
 check: env
-	$(RUN) $(VPY) -m pytest tests -m "not slow or check" $(PYTEST_ARGS)
+	$(RUN) $(VPY) -m pytest tests/unit tests/smoke $(PYTEST_ARGS)
 
 browser:
 	@sh tests/setup_browser.sh
@@ -66,11 +67,12 @@ sshd:
 	@sh tests/setup_sshd.sh
 
 # bubblewrap for grader/live/sandbox.py: `make grade` fails without it (a student's script is
-# never run unsandboxed); `make test` needs it too (as root, tests/test_sandbox.py fails without it).
+# never run unsandboxed); `make test` needs it too (as root, tests/system/test_sandbox.py fails
+# without it).
 sandbox:
 	@SANDBOX_REQUIRED=$(if $(filter grade,$(MAKECMDGOALS)),1,0) sh tests/setup_sandbox.sh
 
-# OpenMPI for Horovod's MPI controller and tests/test_mpirun.py. Before env: the bootstrap
+# OpenMPI for Horovod's MPI controller and tests/system/test_mpirun.py. Before env: the bootstrap
 # builds Horovod with MPI only when it finds mpicxx (the extra line keeps that order under -j).
 mpi:
 	@sh tests/setup_mpi.sh

@@ -1,23 +1,20 @@
-"""Nothing hangs: MPI with TensorBoard's port taken, and the tests' own time limits.
+"""Nothing hangs: MPI with TensorBoard's port taken, for real.
 
 conftest.py holds a listener on 127.0.0.1:6006 for the whole session (or `make lab`'s TensorBoard
 does). With Horovod built with MPI, OpenMPI's hwloc takes it for X display :6 and waits forever,
 unless HWLOC_COMPONENTS=-gl is set (workbook.facts.SAFE_PROCESS_ENV). The runner's own launches
-are tested in test_runner.py, the Slurm job script in test_cluster.py, mpirun in test_mpirun.py.
+are tested in system/test_runner_cleanup.py, the Slurm job script in system/test_cluster_runs.py,
+mpirun in system/test_mpirun.py; the tests' own time limits in smoke/test_no_hang_processes.py.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import textwrap
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from bench.processes import CommandFailed, run_timed
@@ -47,17 +44,7 @@ needs_mpi = pytest.mark.skipif(
 )
 
 
-def without_safe_env() -> dict:
-    return {k: v for k, v in os.environ.items() if k not in SAFE_PROCESS_ENV}
-
-
-def test_tensorboards_port_is_taken_during_the_tests():
-    with socket.create_connection(("127.0.0.1", 6006), timeout=5):
-        pass
-
-
 @needs_mpi
-@pytest.mark.slow
 def test_without_the_setting_hvd_init_hangs(tmp_path, tensorboard_port_taken):
     """The control: the hang is real here, so the runs below could fail."""
     if tensorboard_port_taken != "the tests":
@@ -69,7 +56,6 @@ def test_without_the_setting_hvd_init_hangs(tmp_path, tensorboard_port_taken):
 
 
 @needs_mpi
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "launch",
     [
@@ -95,57 +81,9 @@ def test_a_make_lab_terminal_launches_with_the_port_taken(launch, tmp_path):
 
 
 @needs_mpi
-@pytest.mark.slow
 def test_benchmark_runs_are_made_safe_by_the_benchmark(tmp_path, monkeypatch):
     for variable in SAFE_PROCESS_ENV:
         monkeypatch.delenv(variable, raising=False)
     timed = run_timed(python_c_plan(HOROVOD_INIT, tmp_path, timeout=180, env=QUIET))
     assert "initialized rank 0 of 1" in timed.output
     assert "initialized rank 0 of 1" in timed.log_path.read_text()
-
-
-def test_a_benchmark_run_that_outlives_its_limit_is_stopped_with_its_log(tmp_path):
-    # The child leaves the run's session, as horovodrun's workers and orted do.
-    script = "import os, time; os.setsid() if os.fork() == 0 else None; time.sleep(600)"
-    started = time.monotonic()
-    with pytest.raises(CommandFailed) as failure:
-        run_timed(python_c_plan(script, tmp_path, timeout=3))
-    assert time.monotonic() - started < 30
-    assert str(tmp_path / "run" / "horovodrun.log") in str(failure.value)
-    sleepers = [p for p in psutil.process_iter(["cmdline"])
-                if p.info["cmdline"] and script in p.info["cmdline"]]
-    assert not sleepers, f"left running: {sleepers}"
-
-
-def test_a_test_that_times_out_is_stopped_with_everything_it_started(tmp_path):
-    """pytest-timeout ends the test; conftest shows and kills what it started, even what left
-    its session (as orted does) and ignores SIGTERM."""
-    (tmp_path / "conftest.py").write_text(
-        (Path(__file__).with_name("conftest.py")).read_text().replace(
-            "sys.path.insert(0, str(Path(__file__).resolve().parent))",
-            f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})",
-        )
-    )
-    (tmp_path / "test_stuck.py").write_text(textwrap.dedent(f"""
-        import subprocess, sys, time
-        import pytest
-
-        @pytest.mark.timeout(3)
-        def test_stuck():
-            code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
-            subprocess.Popen([sys.executable, "-c", code, "stuck-marker-{tmp_path.name}"],
-                             start_new_session=True)
-            time.sleep(600)
-    """))
-    reply = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "-o", "timeout_method=signal", str(tmp_path / "test_stuck.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
-    output = reply.stdout + reply.stderr
-    assert reply.returncode == 1, output
-    assert "Timeout" in output
-    assert "killing 1 process(es) left behind" in output and "stuck-marker" in output
-    left = [p for p in psutil.process_iter(["cmdline"])
-            if f"stuck-marker-{tmp_path.name}" in " ".join(p.info["cmdline"] or [])]
-    assert not left, f"left running: {left}"

@@ -26,9 +26,11 @@ ELSEWHERE = ("tests/smoke/ (starts processes, seconds: make check) or tests/syst
 CHECKER_FORK = ("grader/budget.py", "isolated")  # file and function of the one fork allowed
 REPO = str(Path(__file__).resolve().parents[2]) + os.sep
 VENV = str(Path(sys.executable).parents[1]) + os.sep
-# Python's platform module runs `uname -p` the first time it is asked, and caches the answer;
-# importing TensorFlow asks. Asked here, before any test, so that no test here starts it.
+# Probes that libraries run once and cache, done here before any test so that no test here
+# starts them: Python's platform module runs `uname -p` the first time it is asked (importing
+# TensorFlow asks); importing jupytext runs `pandoc --version`.
 platform.processor()
+import jupytext  # noqa: E402, F401
 
 OS_STARTS = ("forkpty", "system", "posix_spawn", "posix_spawnp", "spawnv", "spawnve",
              "execv", "execve")

@@ -1,40 +1,27 @@
 """The notebooks: built from notebooks/src, graded where they should be, and they run.
 
-Fast tests check the committed .ipynb against the builder and against the chain of scripts.
-Slow tests execute every notebook top to bottom with a real kernel (this environment's
-Python), in a throw-away copy of the workbook, with WORKBOOK_QUICK=1 so every training run is
-seconds long: once with the reference solution as the learner's script (no cell may fail),
-once with the starting script (only the check cells may fail, with their own message). The
-second pass leaves out the cells tagged `experiment`: they run reference scripts from
-solutions/ and demo scripts, never the learner's, so the first pass has already run them as
-they are, and they are the slowest cells.
+Here, in this process: the committed .ipynb against the builder and against the chain of
+scripts. With processes (pandoc, a kernel, git, nbstripout): tests/smoke/test_notebooks_processes.py;
+every notebook executed top to bottom: tests/system/test_notebooks_run.py.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import json
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from lab_helpers import free_port
-
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
 from authoring.chain import BONUSES, LAST_STEP, SOURCE, STEP_TITLES, output_name, render
-from workbook.facts import (
-    BONUS, LESSON, NOTEBOOKS, RUN, SAFE_PROCESS_ENV, STEP, Notebook, notebook_of_kind,
-)
-from workbook.tensorboard import PORT_VARIABLE
+from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, Notebook, notebook_of_kind
 
-BUILD_COMMAND = "python -m authoring build"
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
 STEP_NOTEBOOKS = {entry.step: entry.file_name for entry in NOTEBOOKS if entry.kind == STEP}
 # The last notebook of the course: the distributed run. Bonus lessons come after it.
@@ -71,15 +58,6 @@ def test_there_is_a_notebook_for_every_step_plus_welcome_and_final():
 def test_every_source_is_a_notebook_of_the_manifest():
     assert [path.name for path in builder.source_files()] == sorted(
         entry.source_name for entry in NOTEBOOKS
-    )
-
-
-def test_committed_notebooks_are_up_to_date():
-    stale = builder.stale_notebooks()
-    assert not stale, f"stale notebooks {stale}: regenerate them with `{BUILD_COMMAND}`"
-    committed = sorted(path.name for path in NOTEBOOKS_DIR.glob("*.ipynb"))
-    assert committed == NOTEBOOK_NAMES, (
-        f"notebooks without a source in notebooks/src: {sorted(set(committed) - set(NOTEBOOK_NAMES))}"
     )
 
 
@@ -181,9 +159,6 @@ def test_notebooks_import_names_from_their_home(name):
             assert not stale_project_imports(cell.source), f"{name}: {cell.source}"
 
 
-# --- fast: step notebooks derive from the chain and carry one graded check --------------------
-
-
 @pytest.mark.parametrize("step", sorted(STEP_NOTEBOOKS))
 def test_step_notebook_has_one_graded_check(step):
     notebook = read_notebook(STEP_NOTEBOOKS[step])
@@ -224,25 +199,6 @@ def test_step_notebook_ends_with_its_next_cell(step):
     assert cell.source.endswith(f'open_next("{following}", "{title}")')
     assert before.cell_type == "markdown" and "Run the cell below" in before.source
     assert following not in before.source.split("**Next:")[-1]
-
-
-def test_next_cell_names_the_kernel_that_ran_it(tmp_path):
-    """Its script acts only in the kernel that ran it: JupyterLab's kernels are known by the
-    id in their connection file's name (kernel-<id>.json), as MultiKernelManager names it."""
-    from jupyter_client.multikernelmanager import MultiKernelManager
-    from nbclient import NotebookClient
-
-    code = builder.NEXT_CELL.format(notebook='"02_pin_gpu.ipynb"', title='"Step 2"')
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    kernels = MultiKernelManager(connection_dir=str(tmp_path))
-    kernel_id = kernels.start_kernel(kernel_name="python3")
-    try:
-        NotebookClient(notebook, km=kernels.get_kernel(kernel_id), timeout=120).execute()
-    finally:
-        kernels.shutdown_all(now=True)
-    link, script = (output.data for output in notebook.cells[0].outputs)
-    assert '<a href="02_pin_gpu.ipynb">Step 2</a>' in link["text/html"]
-    assert f'kernel.id !== "{kernel_id}"' in script["application/javascript"]
 
 
 @pytest.mark.parametrize("name", [n for n in NOTEBOOK_NAMES if n not in STEP_NOTEBOOKS.values()])
@@ -313,12 +269,16 @@ def write_source(directory: Path, name: str, text: str) -> Path:
 
 
 CHECK = "```{code-cell} ipython3\n:tags: [check]\n```\n"
+
+
 # A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
 INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA = (
     Notebook(0, "intro", LESSON), Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
     Notebook(2, "second", STEP, 2, STEP_TITLES[2]), Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
     Notebook(4, "final", RUN), Notebook(5, "extra", BONUS),
 )
+
+
 MANIFEST = (INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA)
 
 
@@ -391,66 +351,7 @@ def test_builder_wants_every_source_in_the_manifest(tmp_path):
         builder.expected_notebooks(tmp_path, notebooks=MANIFEST)
 
 
-# --- slow: every notebook runs, in a copy of the workbook -------------------------------------
-
 # Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
-COPIED = ("workbook", "grader", "solutions")
-
-
-def workbook_copy(root: Path, learner_script: Path) -> Path:
-    """A throw-away copy of the workbook in root; returns its notebooks folder."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in COPIED:
-        shutil.copytree(REPO / name, root / name, ignore=ignore)
-    (root / "data").mkdir()
-    for prepared in ("sample", "fashion_mnist"):
-        if (REPO / "data" / prepared).is_dir():
-            (root / "data" / prepared).symlink_to(REPO / "data" / prepared)
-    notebooks = root / "notebooks"
-    notebooks.mkdir()
-    for name in NOTEBOOK_NAMES:
-        shutil.copyfile(NOTEBOOKS_DIR / name, notebooks / name)
-    shutil.copyfile(learner_script, notebooks / "fashion_mnist.py")
-    return notebooks
-
-
-@pytest.fixture(scope="module")
-def kernel_name(tmp_path_factory):
-    """A kernel that runs this Python with WORKBOOK_QUICK=1, found through JUPYTER_PATH."""
-    jupyter = tmp_path_factory.mktemp("jupyter")
-    spec = jupyter / "kernels" / "workbook-test"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "workbook test",
-                "language": "python",
-                # A TensorBoard of its own, so that it never meets the one `make lab` runs;
-                # and what `make lab` gives its kernels, so hvd.init() never waits on hwloc.
-                "env": {"WORKBOOK_QUICK": "1", "PYTHONPATH": "",
-                        PORT_VARIABLE: str(free_port()), **SAFE_PROCESS_ENV},
-            }
-        )
-    )
-    patch = pytest.MonkeyPatch()
-    patch.setenv("JUPYTER_PATH", str(jupyter))
-    yield "workbook-test"
-    patch.undo()
-
-
-def stop_tensorboards_under(root: Path) -> None:
-    """TensorBoard outlives the kernel that started it (on purpose): stop the tests' ones."""
-    import psutil
-
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if "tensorboard" in cmdline and str(root) in cmdline:
-            try:
-                process.terminate()
-                process.wait(10)
-            except psutil.Error:
-                pass
 
 
 def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
@@ -473,167 +374,8 @@ def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str |
     return notebook
 
 
-def errors(notebook) -> list:
-    """(cell index, the cell, its error output) of every cell that raised."""
-    return [
-        (index, cell, output)
-        for index, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code"
-        for output in cell.outputs
-        if output.output_type == "error"
-    ]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1800)  # every notebook in turn: about 8 minutes on a quiet 2-core machine
-def test_notebooks_run_with_the_solution(tmp_path, kernel_name):
-    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
-    try:
-        for name in NOTEBOOK_NAMES:
-            # The optional run-for-real cells train 9 more times: tests/test_run_check.py has them.
-            execute(notebooks / name, kernel_name, skip_tag="run-check")  # raises on an error
-    finally:
-        stop_tensorboards_under(tmp_path)
-    # The welcome notebook's baseline finished, and the last notebook found it.
-    final = nbformat.read(notebooks / FINAL_NOTEBOOK, as_version=4)
-    shown = json.dumps([cell.get("outputs", []) for cell in final.cells])
-    assert "No baseline has finished yet" not in shown
-    assert list((notebooks / "logs").glob("baseline-*/horovodrun.log"))
-
-
-@pytest.mark.slow
-def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, kernel_name):
-    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist.py")
-    try:
-        for name in NOTEBOOK_NAMES[1:]:  # the welcome notebook does not read the script
-            notebook = execute(notebooks / name, kernel_name, True, skip_tag="experiment")
-            step = builder.step_of(Path(name).stem)
-            failed = errors(notebook)
-            if step is None:
-                assert not failed, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
-                continue
-            assert len(failed) == 1, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
-            _, cell, output = failed[0]
-            assert cell.metadata.nbgrader.grade_id == f"check_step_{step:02d}"
-            assert output.ename == "StepNotDone"
-            assert output.evalue == f"Step {step} is not done yet; see the message above."
-            # One line under the verdict, no traceback (nbgrader scores the error 0).
-            assert output.traceback == [output.evalue]
-            shown = json.dumps(cell.outputs)
-            assert "not yet" in shown  # the grader's verdict was displayed before the error
-    finally:
-        stop_tensorboards_under(tmp_path)
-
-
-# --- a learner's runs leave git's view of the notebooks alone (make lab's nbstripout filter) ---
-
-
-def ran_and_saved(notebook):
-    """The notebook as JupyterLab saves it after Run All: outputs, counts, the kernel's metadata."""
-    notebook.metadata.language_info = {
-        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
-        "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
-        "pygments_lexer": "ipython3", "version": "3.11.9"}
-    notebook.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
-    for count, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
-        cell.execution_count = count + 1
-        cell.metadata.execution = {"iopub.status.busy": "2025-01-01T00:00:00.000000Z"}
-        cell.metadata.scrolled = True
-        cell.metadata.jupyter = {"outputs_hidden": False}
-        cell.outputs = [
-            nbformat.v4.new_output("stream", name="stdout", text="Speed-up: 1.53x\n"),
-            nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
-                                                         "text/plain": "<Figure>"}),
-            nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"},
-                                   execution_count=count + 1),
-        ]
-    return notebook
-
-
 def git(repo, *args):
     import subprocess
 
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           check=True).stdout
-
-
-def test_a_learners_runs_leave_the_notebooks_unmodified_for_git(tmp_path):
-    from workbook.lab import forget_outputs, strip_outputs_in_git
-
-    # An upstream workbook and the learner's clone of it, set up by make lab.
-    upstream, clone = tmp_path / "upstream", tmp_path / "learner"
-    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(upstream))
-    git(tmp_path, "clone", "-q", str(upstream), str(clone))
-    time.sleep(1.1)  # an index newer than the files: git needn't filter each of them to compare
-    git(clone, "update-index", "-q", "--refresh")
-    assert "kept out of git" in strip_outputs_in_git(clone)
-    assert "kept out of git" in strip_outputs_in_git(clone)  # a second make lab: the same
-    assert git(clone, "status", "--porcelain") == ""
-    assert "-m nbstripout --keep-id" in git(clone, "config", "--local", "filter.nbstripout.clean")
-
-    # Run All and save (the notebooks whose outputs stay longest); JupyterLab's post-save hook
-    # runs forget_outputs. Each notebook is the builder's, so one stands for all (nbstripout
-    # gives back every committed notebook unchanged: test_stripping_gives_back_the_notebooks).
-    for path in [clone / "notebooks" / name for name in (NOTEBOOK_NAMES[0], FINAL_NOTEBOOK)]:
-        nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
-        assert forget_outputs(path), path.name
-    assert git(clone, "status", "--porcelain") == ""
-    assert git(clone, "diff", "--cached") == ""  # nothing staged either
-    saved = nbformat.read(clone / "notebooks" / FINAL_NOTEBOOK, as_version=4)
-    assert any(cell.get("outputs") for cell in saved.cells)  # the learner still sees them
-
-    # A change of the learner's own (not an output) is still theirs to see.
-    edited = clone / "notebooks" / NOTEBOOK_NAMES[1]
-    notebook = nbformat.read(edited, as_version=4)
-    notebook.cells[-1].source += "\n# my note"
-    nbformat.write(notebook, edited)
-    assert not forget_outputs(edited)
-    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
-
-    # The workbook is updated upstream (the final notebook): the learner's pull just works.
-    final = upstream / "notebooks" / FINAL_NOTEBOOK
-    final.write_text(final.read_text().replace("Run your script", "Run the script", 1))
-    git(upstream, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "update")
-    git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "pull", "-q", "--no-rebase")
-    assert "Run the script" in (clone / "notebooks" / FINAL_NOTEBOOK).read_text()
-    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
-
-
-def test_stripping_gives_back_the_notebooks(tmp_path):
-    """make lab's filter (nbstripout with its options) leaves every committed notebook as it is,
-    with JupyterLab's outputs and metadata or without them."""
-    import subprocess
-
-    from workbook.lab import STRIPPED_KEYS
-
-    files = {}
-    for name in NOTEBOOK_NAMES:
-        committed = (NOTEBOOKS_DIR / name).read_text(encoding="utf-8")
-        files[tmp_path / f"as-built-{name}"] = committed
-        ran = ran_and_saved(nbformat.reads(committed, as_version=4))
-        nbformat.write(ran, tmp_path / f"ran-{name}")
-        files[tmp_path / f"ran-{name}"] = committed
-        (tmp_path / f"as-built-{name}").write_text(committed, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "--extra-keys", STRIPPED_KEYS,
-                    *map(str, files)], check=True)
-    for path, committed in files.items():
-        assert path.read_text(encoding="utf-8") == committed, path.name
-
-
-def test_the_post_save_hook_waits_for_a_busy_index(tmp_path):
-    """Seen in a walk: the hook's `git add` met another git command's index.lock and the
-    notebook stayed listed as modified until the next save. It tries again."""
-    import threading
-
-    from workbook.lab import forget_outputs, strip_outputs_in_git
-
-    clone = tmp_path / "learner"
-    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(clone))
-    strip_outputs_in_git(clone)
-    path = clone / "notebooks" / NOTEBOOK_NAMES[0]
-    nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
-    lock = clone / ".git" / "index.lock"
-    lock.write_text("")
-    threading.Timer(1.5, lock.unlink).start()  # another command, done in 1.5 s
-    assert forget_outputs(path)
-    assert git(clone, "status", "--porcelain") == ""

@@ -1,0 +1,211 @@
+"""The notebooks with short processes: the committed notebooks are up to date (pandoc), the Next
+cell names the kernel that ran it (a real kernel), and git sees a notebook the learner only ran
+as unmodified (nbstripout as a git filter, the post-save hook waiting for a busy index).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+from authoring import notebooks as builder
+from workbook.paths import NOTEBOOKS_DIR, REPO
+from authoring.chain import STEP_TITLES
+from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, Notebook, notebook_of_kind
+
+BUILD_COMMAND = "python -m authoring build"
+NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
+# The last notebook of the course: the distributed run. Bonus lessons come after it.
+FINAL_NOTEBOOK = notebook_of_kind(RUN).file_name
+
+
+# --- fast: the committed notebooks are what the builder makes ---------------------------------
+
+
+def test_committed_notebooks_are_up_to_date():
+    stale = builder.stale_notebooks()
+    assert not stale, f"stale notebooks {stale}: regenerate them with `{BUILD_COMMAND}`"
+    committed = sorted(path.name for path in NOTEBOOKS_DIR.glob("*.ipynb"))
+    assert committed == NOTEBOOK_NAMES, (
+        f"notebooks without a source in notebooks/src: {sorted(set(committed) - set(NOTEBOOK_NAMES))}"
+    )
+
+
+def test_next_cell_names_the_kernel_that_ran_it(tmp_path):
+    """Its script acts only in the kernel that ran it: JupyterLab's kernels are known by the
+    id in their connection file's name (kernel-<id>.json), as MultiKernelManager names it."""
+    from jupyter_client.multikernelmanager import MultiKernelManager
+    from nbclient import NotebookClient
+
+    code = builder.NEXT_CELL.format(notebook='"02_pin_gpu.ipynb"', title='"Step 2"')
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    kernels = MultiKernelManager(connection_dir=str(tmp_path))
+    kernel_id = kernels.start_kernel(kernel_name="python3")
+    try:
+        NotebookClient(notebook, km=kernels.get_kernel(kernel_id), timeout=120).execute()
+    finally:
+        kernels.shutdown_all(now=True)
+    link, script = (output.data for output in notebook.cells[0].outputs)
+    assert '<a href="02_pin_gpu.ipynb">Step 2</a>' in link["text/html"]
+    assert f'kernel.id !== "{kernel_id}"' in script["application/javascript"]
+
+
+def write_source(directory: Path, name: str, text: str) -> Path:
+    directory.mkdir(exist_ok=True)
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
+INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA = (
+    Notebook(0, "intro", LESSON), Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
+    Notebook(2, "second", STEP, 2, STEP_TITLES[2]), Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
+    Notebook(4, "final", RUN), Notebook(5, "extra", BONUS),
+)
+
+
+MANIFEST = (INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA)
+
+
+def build(tmp_path: Path, entry: Notebook, text: str):
+    write_source(tmp_path, entry.source_name, text)
+    return builder.build_notebook(entry, MANIFEST, source_dir=tmp_path)
+
+
+# Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
+
+
+def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    if skip_tag:
+        notebook.cells = [c for c in notebook.cells if skip_tag not in c.metadata.get("tags", [])]
+    client = NotebookClient(
+        notebook,
+        kernel_name=kernel,
+        timeout=600,
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    nbformat.write(notebook, path)  # executed copies stay in the temp folder, for debugging
+    print(f"{path.name}: {time.monotonic() - started:.0f} s")
+    return notebook
+
+
+def ran_and_saved(notebook):
+    """The notebook as JupyterLab saves it after Run All: outputs, counts, the kernel's metadata."""
+    notebook.metadata.language_info = {
+        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+        "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3", "version": "3.11.9"}
+    notebook.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for count, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
+        cell.execution_count = count + 1
+        cell.metadata.execution = {"iopub.status.busy": "2025-01-01T00:00:00.000000Z"}
+        cell.metadata.scrolled = True
+        cell.metadata.jupyter = {"outputs_hidden": False}
+        cell.outputs = [
+            nbformat.v4.new_output("stream", name="stdout", text="Speed-up: 1.53x\n"),
+            nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
+                                                         "text/plain": "<Figure>"}),
+            nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"},
+                                   execution_count=count + 1),
+        ]
+    return notebook
+
+
+def git(repo, *args):
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_a_learners_runs_leave_the_notebooks_unmodified_for_git(tmp_path):
+    from workbook.lab import forget_outputs, strip_outputs_in_git
+
+    # An upstream workbook and the learner's clone of it, set up by make lab.
+    upstream, clone = tmp_path / "upstream", tmp_path / "learner"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(upstream))
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    time.sleep(1.1)  # an index newer than the files: git needn't filter each of them to compare
+    git(clone, "update-index", "-q", "--refresh")
+    assert "kept out of git" in strip_outputs_in_git(clone)
+    assert "kept out of git" in strip_outputs_in_git(clone)  # a second make lab: the same
+    assert git(clone, "status", "--porcelain") == ""
+    assert "-m nbstripout --keep-id" in git(clone, "config", "--local", "filter.nbstripout.clean")
+
+    # Run All and save (the notebooks whose outputs stay longest); JupyterLab's post-save hook
+    # runs forget_outputs. Each notebook is the builder's, so one stands for all (nbstripout
+    # gives back every committed notebook unchanged: test_stripping_gives_back_the_notebooks).
+    for path in [clone / "notebooks" / name for name in (NOTEBOOK_NAMES[0], FINAL_NOTEBOOK)]:
+        nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
+        assert forget_outputs(path), path.name
+    assert git(clone, "status", "--porcelain") == ""
+    assert git(clone, "diff", "--cached") == ""  # nothing staged either
+    saved = nbformat.read(clone / "notebooks" / FINAL_NOTEBOOK, as_version=4)
+    assert any(cell.get("outputs") for cell in saved.cells)  # the learner still sees them
+
+    # A change of the learner's own (not an output) is still theirs to see.
+    edited = clone / "notebooks" / NOTEBOOK_NAMES[1]
+    notebook = nbformat.read(edited, as_version=4)
+    notebook.cells[-1].source += "\n# my note"
+    nbformat.write(notebook, edited)
+    assert not forget_outputs(edited)
+    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
+
+    # The workbook is updated upstream (the final notebook): the learner's pull just works.
+    final = upstream / "notebooks" / FINAL_NOTEBOOK
+    final.write_text(final.read_text().replace("Run your script", "Run the script", 1))
+    git(upstream, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "update")
+    git(clone, "-c", "user.name=t", "-c", "user.email=t@t", "pull", "-q", "--no-rebase")
+    assert "Run the script" in (clone / "notebooks" / FINAL_NOTEBOOK).read_text()
+    assert git(clone, "status", "--porcelain").split() == ["M", f"notebooks/{NOTEBOOK_NAMES[1]}"]
+
+
+def test_stripping_gives_back_the_notebooks(tmp_path):
+    """make lab's filter (nbstripout with its options) leaves every committed notebook as it is,
+    with JupyterLab's outputs and metadata or without them."""
+    import subprocess
+
+    from workbook.lab import STRIPPED_KEYS
+
+    files = {}
+    for name in NOTEBOOK_NAMES:
+        committed = (NOTEBOOKS_DIR / name).read_text(encoding="utf-8")
+        files[tmp_path / f"as-built-{name}"] = committed
+        ran = ran_and_saved(nbformat.reads(committed, as_version=4))
+        nbformat.write(ran, tmp_path / f"ran-{name}")
+        files[tmp_path / f"ran-{name}"] = committed
+        (tmp_path / f"as-built-{name}").write_text(committed, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "--extra-keys", STRIPPED_KEYS,
+                    *map(str, files)], check=True)
+    for path, committed in files.items():
+        assert path.read_text(encoding="utf-8") == committed, path.name
+
+
+def test_the_post_save_hook_waits_for_a_busy_index(tmp_path):
+    """Seen in a walk: the hook's `git add` met another git command's index.lock and the
+    notebook stayed listed as modified until the next save. It tries again."""
+    import threading
+
+    from workbook.lab import forget_outputs, strip_outputs_in_git
+
+    clone = tmp_path / "learner"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(clone))
+    strip_outputs_in_git(clone)
+    path = clone / "notebooks" / NOTEBOOK_NAMES[0]
+    nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
+    lock = clone / ".git" / "index.lock"
+    lock.write_text("")
+    threading.Timer(1.5, lock.unlink).start()  # another command, done in 1.5 s
+    assert forget_outputs(path)
+    assert git(clone, "status", "--porcelain") == ""
