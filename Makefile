@@ -21,7 +21,7 @@ BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
-	@echo "make test       set up, run all tests, tests/system too (root for apt: Chromium, sshd, OpenMPI)"
+	@echo "make test       set up, run all tests (root for apt: Chromium, sshd, OpenMPI)"
 	@echo "make check      tests/unit + tests/smoke, for every change: no root, no apt, minutes"
 	@echo "make env        create/update .venv only (DEVICE=gpu, REBUILD_HOROVOD=1)"
 	@echo "make data       prepare the official Fashion-MNIST in data/fashion_mnist (Debian: apt-get)"

@@ -2,7 +2,7 @@
 
     python -m bench readme      # rewrite the section between the markers in README.md
 
-tests/test_bench.py checks that README.md shows what bench/results/*.json hold.
+tests/unit/test_bench.py checks that README.md shows what bench/results/*.json hold.
 """
 
 from __future__ import annotations

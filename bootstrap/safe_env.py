@@ -15,7 +15,7 @@ by hand:
                                           (the next one on PATH): the environment's mpirun
 
 A value the user set, even empty, is kept. The same setting is workbook.facts.SAFE_PROCESS_ENV
-(the bootstrap imports nothing of the workbook; tests/test_safe_env.py checks the two agree).
+(the bootstrap imports nothing of the workbook; tests/unit/test_safe_env.py checks the two agree).
 Standard library only.
 """
 

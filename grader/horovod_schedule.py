@@ -3,8 +3,9 @@ working out any rate (a run shows the rate of every batch: grader/live/expected.
 
 - `WARMUP` and `SCHEDULE`, the two callbacks' names;
 - a LearningRateScheduleCallback given a number m sets `initial_lr * m ** (epoch - start_epoch)`,
-  exponential decay, not a constant factor (horovod/_keras/callbacks.py; tests/test_claims.py,
-  tests/test_schedule.py): `number_rates`;
+  exponential decay, not a constant factor (horovod/_keras/callbacks.py;
+  tests/smoke/test_schedule_claims.py, tests/system/test_learning_rate_schedule_runs.py):
+  `number_rates`;
 - which other callbacks may set the learning rate in their place: `may_warm_up` (at each batch,
   as the warmup does) and `may_set_rate` (at all);
 - `other_arguments(call, name)`: what a call of one of the two passes beyond the lesson's

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-# The starting script's step_decay (tests/test_grader.py holds it to the script).
+# The starting script's step_decay (tests/unit/test_grader.py holds it to the script).
 STEP_DECAY = """
 def step_decay(epoch):
     return 0.1 ** sum(epoch >= drop for drop in args.lr_drops)

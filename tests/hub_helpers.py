@@ -1,9 +1,9 @@
-"""The workshop hub for real, shared by tests/test_hub.py and tests/test_hub_attacks.py: one
-hub for the session, started by `python -m hub up` with a roster of three attendees and an
-instructor (accounts named after this run, so nothing that was there is touched), stopped by
-`python -m hub down --remove-accounts`, which deletes the accounts, their homes, their cgroups
-and the hub's firewall rules, and puts /proc back; the exchange and the settings are in a
-temporary folder."""
+"""The workshop hub for real, shared by tests/system/test_hub.py and
+tests/system/test_hub_attacks.py: one hub for the session, started by `python -m hub up` with a
+roster of three attendees and an instructor (accounts named after this run, so nothing that was
+there is touched), stopped by `python -m hub down --remove-accounts`, which deletes the accounts,
+their homes, their cgroups and the hub's firewall rules, and puts /proc back; the exchange and the
+settings are in a temporary folder."""
 
 from __future__ import annotations
 

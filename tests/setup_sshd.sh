@@ -1,5 +1,5 @@
 #!/bin/sh
-# OpenSSH's server and iproute2 for tests/test_multi_host.py, which builds two "hosts" as Linux
+# OpenSSH's server and iproute2 for tests/system/test_multi_host.py, which builds two "hosts" as Linux
 # network namespaces on this machine and starts a private sshd in each (its own config, host key
 # and authorized key, all in a temporary folder; the machine's /etc/ssh and ~/.ssh are not used).
 # Does nothing when sshd and ip are there; installs Debian's packages when it can.
@@ -13,7 +13,7 @@ SSHD=${SSHD:-/usr/sbin/sshd}
 status=0
 apt_install "OpenSSH's server for the multi-host test" openssh-server openssh-client iproute2 || status=$?
 if [ "$status" = 1 ]; then
-    echo "sshd not found at $SSHD (or no ip command), so tests/test_multi_host.py will be skipped."
+    echo "sshd not found at $SSHD (or no ip command), so tests/system/test_multi_host.py will be skipped."
     echo "Install them (Debian/Ubuntu: sudo apt-get install openssh-server openssh-client iproute2)."
     exit 0
 fi

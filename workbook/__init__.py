@@ -23,5 +23,5 @@
     timeline       the where_does_the_time_go bonus: Horovod's timeline per step and rank, drawn
 
 Imports flow one way: the grader, the instructor's course, the authoring tools and the
-benchmarks may import this package; it imports none of them (tests/test_imports.py).
+benchmarks may import this package; it imports none of them (tests/unit/test_imports.py).
 """

@@ -163,7 +163,7 @@ SAFE_PROCESS_ENV = {"HWLOC_COMPONENTS": "-gl"}
 LAB_SETTINGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab_settings")
 
 # What every JupyterLab of the workbook is started with: `make lab`'s, and each attendee's on
-# the hub (hub/k8s/values.yaml repeats them in YAML; tests/test_hub_parts.py compares).
+# the hub (hub/k8s/values.yaml repeats them in YAML; tests/unit/test_hub_parts.py compares).
 LAB_ARGS = (
     # window.jupyterapp: a step notebook's Next cell closes it and opens the next one through
     # JupyterLab's own commands (workbook/navigation.py).

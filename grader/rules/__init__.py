@@ -30,6 +30,6 @@ def _step_rules() -> dict:
     return dict(sorted(rules.items()))
 
 
-# Found, not listed: a new step's rule is one new module (tests/test_manifest.py checks that
+# Found, not listed: a new step's rule is one new module (tests/unit/test_manifest.py checks that
 # the steps found are the manifest's, workbook.facts.STEPS).
 RULES = _step_rules()

@@ -1,6 +1,6 @@
 """What Horovod, TensorFlow and Keras really do, as the workbook tells it (notebooks/CLAIMS.md).
 
-Run under `horovodrun -np 2` (tests/test_claims.py does): each experiment below trains or
+Run under `horovodrun -np 2` (tests/claim_runs.py does): each experiment below trains or
 calls the real libraries for a few batches on the committed sample and returns what it saw,
 gathered from both ranks; rank 0 prints one `CLAIM name {json}` line per experiment. The test
 asserts on those values, so a version of Horovod, TensorFlow or Keras that behaves otherwise

@@ -1,4 +1,5 @@
-"""A worker script for tests/test_runner.py: rank 1 raises, rank 0 waits to be stopped.
+"""A worker script for tests/system/test_runner_runs.py: rank 1 raises, rank 0 waits to be
+stopped.
 
 No TensorFlow, so it starts in a second; horovodrun sets HOROVOD_RANK for every worker.
 """

@@ -1,4 +1,5 @@
-"""A worker script for tests/test_runner.py: hvd.init(), one line, then an optional wait.
+"""A worker script for tests/system/test_runner_cleanup.py: hvd.init(), one line, then an
+optional wait.
 
 `--wait S` keeps the worker (and, in a single process, OpenMPI's orted) alive for S seconds, so
 that a test can stop the run while they are there.

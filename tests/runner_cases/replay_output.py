@@ -1,4 +1,5 @@
-"""A script for tests/test_runner.py: writes a recorded output again, cut and delayed at random.
+"""A script for tests/smoke/test_runner_processes.py: writes a recorded output again, cut and
+delayed at random.
 
     python replay_output.py OUTPUT_FILE SEED
 

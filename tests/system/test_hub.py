@@ -2,7 +2,7 @@
 and real Unix accounts, driven in headless Chromium (Debian's; Playwright only drives it).
 
 The hub (one for the session: tests/hub_helpers.py) serves three attendees and an instructor;
-the attacks of one attendee on another are tests/test_hub_attacks.py. Screenshots in
+the attacks of one attendee on another are tests/system/test_hub_attacks.py. Screenshots in
 test-artifacts/.
 
 Root only (accounts, cgroups); slow (about 5 minutes on 2 cores).

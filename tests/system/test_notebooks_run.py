@@ -155,7 +155,7 @@ def test_notebooks_run_with_the_solution(tmp_path, kernel_name):
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
     try:
         for name in NOTEBOOK_NAMES:
-            # The optional run-for-real cells train 9 more times: tests/test_run_check.py has them.
+            # The optional run-for-real cells train 9 more times: system/test_run_check.py has them.
             execute(notebooks / name, kernel_name, skip_tag="run-check")  # raises on an error
     finally:
         stop_tensorboards_under(tmp_path)

@@ -128,7 +128,7 @@ def test_a_course_made_for_another_exchange_is_made_again(tmp_path):
 
 def test_the_kubernetes_chart_starts_jupyterlab_with_the_workbooks_options():
     """The chart's YAML can't import LAB_ARGS, so it repeats them (`make lab` and the hub's
-    spawner use them directly: tests/test_lab.py and tests/test_hub.py read the page)."""
+    spawner use them directly: tests/system/test_lab.py and tests/system/test_hub.py read the page)."""
     import yaml
 
     from workbook.facts import LAB_ARGS

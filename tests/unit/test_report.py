@@ -1,7 +1,7 @@
 """The checker's one result vocabulary (grader/report.py): the static check, strict mode, the
 batch grader and the class report say PASSED, FAILED or CANT_TELL the same way, and a Result
 reads the same in text, HTML and JSON whichever check made it. (The run-for-real check's use of
-it: tests/test_run_check.py.)
+it: tests/unit/test_run_check_records.py.)
 """
 
 from __future__ import annotations
