@@ -1,4 +1,5 @@
-"""python -m bench [all|scaling|accuracy|overhead|grading|verdicts ...] [--tiny] [--out DIR] [--repeats N]"""
+"""python -m bench [all|scaling|accuracy|overhead|grading|verdicts|run_profile ...] [--tiny] [--out DIR]
+[--repeats N]"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from bench import (accuracy, grading, machine, overhead, plots, readme,  # noqa: E402
-                   scaling, verdicts)
+                   run_profile, scaling, verdicts)
 from bench.processes import runs_stopped_on_signals  # noqa: E402
 from workbook.bench_results import RESULTS_DIR  # noqa: E402
 
@@ -24,6 +25,8 @@ BENCHMARKS = {
     "grading": lambda out, args: grading.run(out, args.tiny, args.students),
     # The learner-style corpus, read and run: how often each verdict is right.
     "verdicts": lambda out, args: verdicts.run(out, args.tiny),
+    # Where one student's run check spends its time: the floor under grading with runs.
+    "run_profile": lambda out, args: run_profile.run(out, args.tiny, args.repeats or 5),
 }
 
 

@@ -157,8 +157,22 @@ def verdicts(document: BenchResult, path: Path) -> Path:
     return _save(fig, document, path)
 
 
+def run_profile(document: BenchResult, path: Path) -> Path:
+    plt = _pyplot()
+    parts = document.summary["parts_seconds"]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(parts) + 1.2))
+    names = list(parts)[::-1]
+    medians = [parts[name]["median"] for name in names]
+    errors = [[m - parts[n]["min"] for n, m in zip(names, medians)],
+              [parts[n]["max"] - m for n, m in zip(names, medians)]]  # fmt: skip
+    ax.barh(names, medians, xerr=errors, color="tab:blue", capsize=3)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlabel("seconds (median, min-max) of one student's run check, both launches")
+    return _save(fig, document, path)
+
+
 PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "grading": grading,
-         "verdicts": verdicts}
+         "verdicts": verdicts, "run_profile": run_profile}
 
 
 def plot(json_path: Path) -> Path:

@@ -40,8 +40,8 @@ def _elsewhere(doc: BenchResult, first: BenchResult) -> list[str]:
 
 def section(results_dir: Path = RESULTS_DIR) -> str:
     """Markdown: the machine, one table per benchmark, each with its picture."""
-    docs = {n: BenchResult.find(results_dir, n)
-            for n in ("scaling", "accuracy", "overhead", "grading", "verdicts")}  # fmt: skip
+    names = ("scaling", "accuracy", "overhead", "grading", "verdicts", "run_profile")
+    docs = {name: BenchResult.find(results_dir, name) for name in names}
     measured = [d for d in docs.values() if d]
     if not measured:
         return "No benchmark results yet: run `make bench`.\n"
@@ -167,6 +167,16 @@ def section(results_dir: Path = RESULTS_DIR) -> str:
                   f"| decided (the run where it shows the step) | {s['decided_right']} | - | "
                   f"{s['steps'] - s['decided_right']} |", "",
                   "![verdicts](bench/results/verdicts.png)", ""]
+    if profile := docs["run_profile"]:
+        s = profile.summary
+        lines += ["**One student's run check** (the reference solution, both launches, in the "
+                  "sandbox; the floor under grading with runs):", "",
+                  *_elsewhere(profile, measured[0]),
+                  "| part | seconds |", "|---|---|",
+                  *[f"| {part} | {_median_range(stats, 's', '.1f')} |"
+                    for part, stats in s["parts_seconds"].items()],
+                  f"| **whole check** | {_median_range(s['wall_seconds'], 's', '.1f')} |", "",
+                  "![run profile](bench/results/run_profile.png)", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

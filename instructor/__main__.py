@@ -76,9 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="nbgrader runs at once over disjoint students (default: usable cores + 1)",
     )
     grade.add_argument(
+        "--run-jobs", type=int, metavar="N",
+        help="students' scripts run at once, each on 2 workers in a sandbox of its own "
+        "(default: usable cores // 2 + 1: on 2 cores, 2 at once grade 1.4x as many students "
+        "an hour as 1)",
+    )
+    grade.add_argument(
         "--no-run", action="store_true",
         help="a quick pass: decide by reading the scripts only, without running them "
-        "(advisory grades; about 1 s per student instead of 20)",
+        "(advisory grades; about 1 s per student instead of 10-20)",
     )
     feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
     feedback.add_argument(
@@ -120,7 +126,7 @@ def run(args) -> int:
               f"({len(new)} new)")
     elif args.command == "autograde":
         outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs,
-                                       runs=not args.no_run)
+                                       runs=not args.no_run, run_jobs=args.run_jobs)
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submissions")
         if failed:

@@ -57,13 +57,15 @@ class Outcome:
 
 
 def autograde(course: Course, students=None, force: bool = False, echo=print,
-              jobs: int | None = None, runs: bool = True, sandbox=None) -> list:
+              jobs: int | None = None, runs: bool = True, sandbox=None,
+              run_jobs: int | None = None) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE.
 
     First each student's script is judged (instructor/judging.py): run for real in `sandbox`
-    (runs=True) and read; the check cells then return those decided verdicts. runs=False: the
-    reading alone decides (a quick, advisory pass)."""
+    (runs=True; `run_jobs` at once, default judging.default_run_jobs()) and read; the check
+    cells then return those decided verdicts. runs=False: the reading alone decides (a quick,
+    advisory pass)."""
     if "sanitize_preprocessors" not in course.config.get("Autograde", {}):
         raise CourseError(
             f"{course.root / 'nbgrader_config.py'} was written by an older workbook, without the "
@@ -82,7 +84,8 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
-    judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo)
+    judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo,
+                        jobs=run_jobs or judging.default_run_jobs())
     clock.lap("judging")
     if not runs:
         echo("Graded by reading the scripts only (no runs): these grades are advisory.")

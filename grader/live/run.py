@@ -79,11 +79,13 @@ def run_step(
     work_dir=None,
     quiet: bool = False,
     sandbox=None,
+    keep: bool = False,
 ) -> Result:
     """Runs the script at `path` on `np` workers and checks the invariants of steps 1..`step`.
 
     The run's files go to a new folder under `work_dir` (default: the system's temporary
-    folder); it is deleted when the check passes, and kept, for its horovodrun.log, otherwise.
+    folder); it is deleted when the check passes (unless `keep`), and kept, for its
+    horovodrun.log, otherwise; `result.run.log_path` then names that log.
     `sandbox` (grader/live/sandbox.py), when given, confines the whole run.
     """
     if step not in INVARIANTS:
@@ -142,7 +144,7 @@ def run_step(
                                                  ASKED["preset"], "base_lr"))  # fmt: skip
     result = run_result(step, path, outcome, findings(evidence, setting, step),
                         seconds=seconds, workers=np)  # fmt: skip
-    if result.passed:
+    if result.passed and not keep:
         shutil.rmtree(folder, ignore_errors=True)
     else:
         result.run.log_path = str(run.log_path)
