@@ -78,6 +78,8 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
 
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
+    if runs and sandbox.weaker:
+        echo(f"The students' scripts run in a weaker sandbox: {sandbox.weaker}")
     # Reading alone takes milliseconds: one at a time.
     with ThreadPoolExecutor(max_workers=max(1, jobs) if runs else 1) as pool:
         # A box per run: its mounts and cgroups are released when that run ends.
