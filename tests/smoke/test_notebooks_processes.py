@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import nbformat
 
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
-from authoring.chain import STEP_TITLES
-from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, Notebook, notebook_of_kind
+from workbook.facts import NOTEBOOKS, RUN, notebook_of_kind
 
 BUILD_COMMAND = "python -m authoring build"
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
@@ -54,50 +52,10 @@ def test_next_cell_names_the_kernel_that_ran_it(tmp_path):
     assert f'kernel.id !== "{kernel_id}"' in script["application/javascript"]
 
 
-def write_source(directory: Path, name: str, text: str) -> Path:
-    directory.mkdir(exist_ok=True)
-    path = directory / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 # A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
-INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA = (
-    Notebook(0, "intro", LESSON), Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
-    Notebook(2, "second", STEP, 2, STEP_TITLES[2]), Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
-    Notebook(4, "final", RUN), Notebook(5, "extra", BONUS),
-)
-
-
-MANIFEST = (INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA)
-
-
-def build(tmp_path: Path, entry: Notebook, text: str):
-    write_source(tmp_path, entry.source_name, text)
-    return builder.build_notebook(entry, MANIFEST, source_dir=tmp_path)
 
 
 # Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
-
-
-def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
-    from nbclient import NotebookClient
-
-    notebook = nbformat.read(path, as_version=4)
-    if skip_tag:
-        notebook.cells = [c for c in notebook.cells if skip_tag not in c.metadata.get("tags", [])]
-    client = NotebookClient(
-        notebook,
-        kernel_name=kernel,
-        timeout=600,
-        allow_errors=allow_errors,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    started = time.monotonic()
-    client.execute()
-    nbformat.write(notebook, path)  # executed copies stay in the temp folder, for debugging
-    print(f"{path.name}: {time.monotonic() - started:.0f} s")
-    return notebook
 
 
 def ran_and_saved(notebook):

@@ -6,7 +6,6 @@ positive rates, totals that add up.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from processes import run_script
-from workbook.facts import results, with_safe_env
+from workbook.facts import results
 from workbook.pipeline_plot import save_plot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,17 +39,6 @@ needs_sample = pytest.mark.skipif(
 
 
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # TensorFlow's C++ notes stay out of the output
-
-
-def environment() -> dict:
-    # horovodrun and the workers come from this environment; TensorFlow's C++ notes stay out;
-    # as in a kernel or terminal of `make lab`, MPI does not hang on TensorBoard's port.
-    return dict(
-        with_safe_env(),
-        PATH=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
-        TF_CPP_MIN_LOG_LEVEL="2",
-        PYTHONUNBUFFERED="1",
-    )
 
 
 def check_rates(result: dict, workers: int) -> None:

@@ -41,11 +41,6 @@ def reference(step: int) -> Path:
 # --- how a run ended --------------------------------------------------------------------------
 
 
-def grader(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
-
-
 @pytest.mark.timeout(400)
 def test_a_script_without_horovod_runs_and_fails_every_step(tmp_path):
     """The run is never refused because of the reading: the starting script shows each step

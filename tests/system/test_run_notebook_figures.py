@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
+from notebook_runs import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook.facts import notebook, notebook_label
 
 # --- one ratio everywhere ---------------------------------------------------------------------
@@ -21,7 +21,7 @@ def test_the_run_notebook_shows_one_set_of_figures(tmp_path, kernel_name):
     script: the ratio printed is the table's, the plot's times are each run's times since its
     launch (speed's time to an accuracy), a bar per run of the time's parts, and the figures
     beside make bench's."""
-    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from notebook_runs import execute, stop_tensorboards_under, workbook_copy
     from workbook.paths import REPO
 
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")

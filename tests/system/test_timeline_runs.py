@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from test_notebooks import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
+from notebook_runs import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook.timeline import plot_steps, read_timeline, summary
 
 QUICK = ("--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1 "
@@ -62,7 +62,7 @@ def test_a_real_two_worker_timeline(tmp_path):
 
 @pytest.mark.timeout(900)
 def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
-    from test_notebooks import execute, stop_tensorboards_under, workbook_copy
+    from notebook_runs import execute, stop_tensorboards_under, workbook_copy
     from workbook.facts import notebook
     from workbook.paths import REPO
 

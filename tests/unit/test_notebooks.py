@@ -11,7 +11,6 @@ import ast
 import difflib
 import re
 import shutil
-import time
 from pathlib import Path
 
 import nbformat
@@ -354,28 +353,3 @@ def test_builder_wants_every_source_in_the_manifest(tmp_path):
 # Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
 
 
-def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
-    from nbclient import NotebookClient
-
-    notebook = nbformat.read(path, as_version=4)
-    if skip_tag:
-        notebook.cells = [c for c in notebook.cells if skip_tag not in c.metadata.get("tags", [])]
-    client = NotebookClient(
-        notebook,
-        kernel_name=kernel,
-        timeout=600,
-        allow_errors=allow_errors,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    started = time.monotonic()
-    client.execute()
-    nbformat.write(notebook, path)  # executed copies stay in the temp folder, for debugging
-    print(f"{path.name}: {time.monotonic() - started:.0f} s")
-    return notebook
-
-
-def git(repo, *args):
-    import subprocess
-
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout
