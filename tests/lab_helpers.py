@@ -1,4 +1,5 @@
-"""Starting and stopping a real `make lab` in tests (tests/system/test_lab.py, tests/system/test_browser.py)."""
+"""Starting and stopping a real `make lab` in tests (tests/system/test_lab.py,
+tests/system/test_browser.py)."""
 
 import os
 import re

@@ -1,7 +1,7 @@
 """The notebook runner (workbook/runner/) with the short processes it starts: counting GPUs with
 nvidia-smi, checking ssh to each host (a real ssh client, no server), a recorded output replayed
-through a real pipe, importing the runner in a fresh Python, and the run marker finding a daemon that left the
-process tree.
+through a real pipe, importing the runner in a fresh Python, and the run marker finding a daemon
+that left the process tree.
 """
 
 import os

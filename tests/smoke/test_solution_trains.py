@@ -92,7 +92,7 @@ def event_file_ranks(log_dir, records_by_rank):
 
 @needs_horovodrun
 @needs_sample
-# The one real 2-worker run of `make check`; every other script of the chain: tests/system/test_training_runs.py.
+# The one real 2-worker run of `make check`; the chain's other scripts: system/test_training_runs.py.
 @pytest.mark.parametrize("step", [step_chain.LAST_STEP])
 def test_chain_script_runs_on_two_workers(step, tmp_path):
     out_dir, log_dir = tmp_path / "record", tmp_path / "logs"

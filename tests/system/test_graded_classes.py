@@ -20,7 +20,8 @@ import nbformat
 import pytest
 
 from instructor import judging
-from instructor.course import ALL_STEPS, ASSIGNMENT, Course, generate, init, parse_steps, step_notebooks
+from instructor.course import (ALL_STEPS, ASSIGNMENT, Course, generate, init, parse_steps,
+                               step_notebooks)
 from instructor.class_report import AUTOGRADE_FAILED, GRADED, read_class
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, chain_file_name, step_notebook
 from workbook.paths import REPO, SOLUTIONS_DIR

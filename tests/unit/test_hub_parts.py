@@ -1,7 +1,7 @@
 """The workshop hub's parts that need no root: sizing the CPU sets, reading the roster, keeping
 the settings (and passwords), an attendee's copy, nbgrader's per-role settings. With processes
-(the authenticator, a login shell, openssl): tests/smoke/test_hub_parts_processes.py. The hub itself, for real,
-is tests/system/test_hub.py (root)."""
+(the authenticator, a login shell, openssl): tests/smoke/test_hub_parts_processes.py. The hub
+itself, for real, is tests/system/test_hub.py (root)."""
 
 from __future__ import annotations
 

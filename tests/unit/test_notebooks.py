@@ -1,8 +1,9 @@
 """The notebooks: built from notebooks/src, graded where they should be, and they run.
 
 Here, in this process: the committed .ipynb against the builder and against the chain of
-scripts. With processes (pandoc, a kernel, git, nbstripout): tests/smoke/test_notebooks_processes.py;
-every notebook executed top to bottom: tests/system/test_notebooks_run.py.
+scripts. With processes (pandoc, a kernel, git, nbstripout):
+tests/smoke/test_notebooks_processes.py; every notebook executed top to bottom:
+tests/system/test_notebooks_run.py.
 """
 
 from __future__ import annotations

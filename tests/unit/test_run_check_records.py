@@ -13,7 +13,8 @@ import pytest
 from grader.live import run_step
 from grader.live.evidence import Evidence
 from grader.live.invariants import finding
-from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED, from_the_script_on, Outcome, judge, mismatched_training, stuck_collective
+from grader.live.outcome import (CRASHED, FINISHED, HUNG, UNFINISHED, Outcome, from_the_script_on,
+                                  judge, mismatched_training, stuck_collective)
 from grader.live.probe import Record, private_log_dir
 from grader.live.report import run_result
 from grader.report import CANT_TELL, FAILED, PASSED
