@@ -85,11 +85,18 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
         # A box per run: its mounts and cgroups are released when that run ends.
         boxes = [replace(sandbox, _held={"mounts": [], "cgroups": []}) if sandbox else None
                  for _ in students]  # fmt: skip
-        return list(pool.map(lambda student, box: _judge_one(course, student, runs, box, echo),
-                             students, boxes))  # fmt: skip
+        judged = []
+        # Said in the students' order (a run that ends early waits for the ones before it).
+        for summary, said in pool.map(lambda student, box: _judge_one(course, student, runs, box),
+                                      students, boxes):  # fmt: skip
+            if said:
+                echo(said)
+            judged.append(summary)
+        return judged
 
 
-def _judge_one(course: Course, student: str, runs: bool, sandbox, echo) -> Judged:
+def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
+    """(Judged, what to say of it: "" when judged before)."""
     from grader import RunUnavailable, check_all, judge_file
     from grader.judge import decide
 
@@ -97,7 +104,7 @@ def _judge_one(course: Course, student: str, runs: bool, sandbox, echo) -> Judge
     digest = fingerprint(script)
     saved = load(course, student)
     if saved and digest and saved.get("sha256") == digest and saved.get("ran") == runs:
-        return _summary(student, saved, reused=True)
+        return _summary(student, saved, reused=True), ""
     started = time.monotonic()
     if runs:
         try:
@@ -119,9 +126,8 @@ def _judge_one(course: Course, student: str, runs: bool, sandbox, echo) -> Judge
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
     passed = sum(item.get("passed", False) for item in data["results"])
     how = "run and read" if runs else "read only (advisory)"
-    echo(f"{student}: judged, {how}, {passed}/{len(results)} steps{undecided} "
-         f"({data['seconds']:.0f} s)")  # fmt: skip
-    return summary
+    return summary, (f"{student}: judged, {how}, {passed}/{len(results)} steps{undecided} "
+                     f"({data['seconds']:.0f} s)")  # fmt: skip
 
 
 def grading_sandbox(course: Course):
