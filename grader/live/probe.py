@@ -88,6 +88,7 @@ class Record:
             "horovod": None,  # at model.fit: {"initialized", "size", "rank", "local_rank"}
             "gpus": None,  # at model.fit: {"listed", "visible"}: the simulated GPUs
             "gradients": False,  # whether the first allreduce of the gradients was kept
+            "wrapped": [],  # the class of each optimizer hvd.DistributedOptimizer wrapped
             "error": None,
             "finished": False,
         }
@@ -562,6 +563,15 @@ def install_collective_hooks(script: str) -> None:
                     record.save()
 
             setattr(module, name, collective)
+
+    original_wrap = hvd_keras.DistributedOptimizer
+
+    def distributed_optimizer(optimizer, *args, **kwargs):
+        """hvd.DistributedOptimizer, noting the class of what the script wrapped."""
+        Current.record.data["wrapped"].append(type(optimizer).__name__)
+        return original_wrap(optimizer, *args, **kwargs)
+
+    hvd_keras.DistributedOptimizer = distributed_optimizer
 
 
 def run_script(script: str, args: list, record: Record) -> None:

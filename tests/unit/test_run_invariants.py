@@ -398,11 +398,16 @@ def test_novograd_holds_on_every_rank_and_sgd_fails(tmp_path):
     assert "rank 0 trains with SGD, not NovoGrad" in judged(tmp_path, 12)[12].message
 
 
-def test_novograd_outside_the_distributed_optimizer_fails(tmp_path):
+def test_novograd_made_after_the_wrap_fails_and_never_wrapping_is_step_4s(tmp_path):
+    """NovoGrad replacing the DistributedOptimizer(SGD) already made is step 12's mistake; a
+    script that wraps no optimizer at all (only when hvd.size() == 1) has step 4's."""
     bare = dict(FIT, optimizer="NovoGrad", distributed_optimizer=False)
-    good_ranks(tmp_path, fit=(bare, bare))
+    good_ranks(tmp_path, fit=(bare, bare), wrapped=(["SGD"], ["SGD"]))
     found = judged(tmp_path, 12)[12]
-    assert found.status == FAILED and "not wrapped in hvd.DistributedOptimizer" in found.message
+    assert found.status == FAILED, found.message
+    assert "a bare NovoGrad, made after hvd.DistributedOptimizer wrapped SGD" in found.message
+    good_ranks(tmp_path, fit=(bare, bare), wrapped=([], []))
+    assert judged(tmp_path, 12)[12].status == PASSED
 
 
 def test_novograd_at_sgds_preset_rate_fails(tmp_path):
