@@ -80,6 +80,7 @@ def test_elastic_script_uses_no_outdated_api():
 def test_runner_passes_the_elastic_options_through(tmp_path):
     """The lesson starts the elastic job through the notebook runner: nothing may get lost."""
     from workbook.runner import plan_run
+    from workbook.runner.command import HOROVODRUN
 
     elastic = [
         "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(DISCOVER_HOSTS),
@@ -93,7 +94,7 @@ def test_runner_passes_the_elastic_options_through(tmp_path):
         gpus=0,
     )
     script_at = plan.argv.index(str(ELASTIC_SCRIPT))
-    assert plan.argv[1:script_at] == ["--gloo", "-np", "2", *elastic, sys.executable]
+    assert plan.argv[len(HOROVODRUN):script_at] == ["--gloo", "-np", "2", *elastic, sys.executable]
     assert plan.argv[script_at + 1 : script_at + 3] == ["--epochs", "3"]
     assert plan.np == 2 and plan.tensorboard_dir == tmp_path / "logs" / plan.run_name
 
