@@ -1,5 +1,6 @@
 """The benchmarks for real: every one of them runs on tiny settings and writes a well-formed JSON
-file and a PNG, and SIGTERM on a benchmark stops horovodrun and its workers. The measured numbers
+file and a PNG, SIGTERM on a benchmark stops horovodrun and its workers, and a benchmarked run
+names a busy neighbour but not itself (a 40 s CPU loop beside it). The measured numbers
 themselves are not asserted."""
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import psutil
 import pytest
 
 from bench import accuracy, grading, overhead, scaling
+from bench.processes import run_timed
 from processes import describe, kill_group, marked, new_marker, stop_marked
+from processes import python_c_plan as python_c
 from workbook.bench_results import BenchResult
 from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.paths import REPO
+from workbook.runner import contention
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -30,7 +34,7 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for name in ("scaling", "accuracy", "overhead", "grading", "verdicts"):
+    for name in ("scaling", "accuracy", "overhead", "grading", "verdicts", "run_profile"):
         document = BenchResult.read(tmp_path / f"{name}.json")
         assert document.benchmark == name
         assert document.machine["cores"] >= 1 and document.machine["tensorflow"]
@@ -68,6 +72,11 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
     # With runs, each script of the chain scores its step, decided by what it did.
     assert grades.summary["runs_score_the_chains_steps"], grades.summary["runs_wrong"]
+    profile = BenchResult.read(tmp_path / "run_profile.json").summary
+    assert profile["all_passed"] and profile["wall_seconds"]["median"] > 0
+    # Both launches seen by the probe, each part of each, and the rest outside.
+    assert {"launch 1: first training step", "launch 2: TensorFlow's import",
+            "launch, start, exit, checks"} <= set(profile["parts_seconds"])  # fmt: skip
 
 
 TEST_MARKER = "WORKBOOK_TEST_BENCH_STOP"  # in the environment of every process the test starts
@@ -112,3 +121,25 @@ def _horovod_workers(marker: str) -> list:
         except psutil.Error:
             pass
     return found
+
+
+def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monkeypatch):
+    # On a machine busy with other tests the loop may get less than half a core: count less.
+    monkeypatch.setattr(contention, "BUSY_CORE_SHARE", 0.1)
+    monkeypatch.setattr(contention, "MENTION_AT_MOST", 1000)
+    # ...and a loop starved by them in one sample or two is named all the same.
+    monkeypatch.setattr(contention, "MENTION_AFTER_S", 4.0)
+    loop = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 40\n"
+                             "while time.time() < end: pass"])
+    try:
+        # The run itself is busy too (a second loop, for 12 s: the mention needs 4 s of it).
+        timed = run_timed(python_c("import time\nend = time.time() + 12\n"
+                                   "while time.time() < end: pass", tmp_path, timeout=120))
+    finally:
+        loop.kill()
+        loop.wait()
+    assert any(f"(pid {loop.pid}) used" in line for line in timed.neighbours), timed.neighbours
+    assert not any("+ 12" in line for line in timed.neighbours)  # the run's own loop is not one
+    assert timed.others_mean_share > 0.1
+
+

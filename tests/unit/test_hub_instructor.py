@@ -1,7 +1,7 @@
 """The instructor's tools as the workshop hub uses them (issue 29): run as root on the
 instructor's course without taking it from them, and nbgrader's own files in a submission never
 reported as extra. From the environment's interpreter alone:
-tests/smoke/test_hub_instructor_processes.py."""
+tests/system/test_hub_instructor_commands.py."""
 
 from __future__ import annotations
 
