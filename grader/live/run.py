@@ -47,8 +47,9 @@ from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 
 PROBE = Path(__file__).with_name("probe.py")
 WORKERS = 2
-# The hard limit for the whole check, both launches. A quiet 2-core machine needs 20-40 s for
-# the two; a busy one twice that. A hang is stopped as soon as it shows.
+# The hard limit for the whole check, both launches. A quiet 2-core machine needs about 13 s
+# for the two (python -m bench run_profile); a busy one 2-4 times that. A hang is stopped as
+# soon as it shows.
 TIMEOUT_S = 120
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
@@ -113,7 +114,7 @@ def run_step(
     if not quiet:
         print(
             f"Running {script.name} on {np} workers{', twice' if runs == 2 else ''} (a few "
-            f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; 20-60 s, "
+            f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; 10-40 s, "
             f"never more than {timeout:g} s)...",
             flush=True,
         )
