@@ -380,8 +380,9 @@ def split_problem(keys: dict, total: int, batch: int, doing: str, whole: bool) -
     `doing`: "trained" or "validated"."""
     per_rank = ", ".join(f"rank {rank} {len(seen)}" for rank, seen in sorted(keys.items()))
     together = sum(len(seen) for seen in keys.values())
+    data = "training set" if doing == "trained" else "test set"
     seen = (f"in epoch 1 the ranks together {doing} on {together} images ({per_rank}), and "
-            f"the data set has {total}")  # fmt: skip
+            f"the check's {data} has {total}")  # fmt: skip
     if keys_name_images(keys, total):
         ranks = sorted(keys)
         for first in ranks:

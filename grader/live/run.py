@@ -68,6 +68,8 @@ RUN_ARGS = ["--train-images", "256", "--test-images", "64", "--batch-size", "32"
             "--epochs", str(FIRST_EPOCHS)]  # fmt: skip
 SECOND_RUN_ARGS = ["--epochs", str(FINAL_EPOCHS)]  # go on from the first run's checkpoint
 RESUME_STEP = 8  # the step whose invariant needs the second run
+FOLDER_PREFIX = "run-check-step"  # a run's folder: run-check-stepNN-XXXX
+KEPT_S = 24 * 3600  # a failed run's folder (its log) is kept this long
 STEP_RANGE = f"{FIRST_STEP}..{LAST_STEP}"
 
 
@@ -86,7 +88,8 @@ def run_step(
 
     The run's files go to a new folder under `work_dir` (default: the system's temporary
     folder); it is deleted when the check passes (unless `keep`), and kept, for its
-    horovodrun.log, otherwise; `result.run.log_path` then names that log.
+    horovodrun.log, otherwise (for a day: a later check removes it); `result.run.log_path`
+    then names that log.
     `sandbox` (grader/live/sandbox.py), when given, confines the whole run.
     """
     if step not in INVARIANTS:
@@ -99,7 +102,8 @@ def run_step(
 
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=f"run-check-step{step:02d}-", dir=work_dir))
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{step:02d}-", dir=work_dir))
+    _remove_old_runs(folder.parent)
     records, log_dir = folder / "records", folder / "logs"
     records.mkdir()
     # The script alone, in a folder of its own: nothing else of the learner's folder (a numpy.py
@@ -150,6 +154,17 @@ def run_step(
     else:
         result.run.log_path = str(run.log_path)
     return result
+
+
+def _remove_old_runs(parent: Path) -> None:
+    """Removes the folders of this check's runs kept (for their log) more than KEPT_S ago."""
+    cutoff = time.time() - KEPT_S
+    for old in parent.glob(f"{FOLDER_PREFIX}*"):
+        try:
+            if old.is_dir() and not old.is_symlink() and old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue  # another check's, going away as we look
 
 
 @dataclass

@@ -148,7 +148,8 @@ def _sharding_failure(script, dataset, line, what, other):
             return _slices_of_shared_arrays(script, chain[0][1], what)
         return _no_shard_failure(script, line, what, other)
     index, shard = shards[0]
-    shard_line = shard.lineno
+    # The line of `.shard(` itself: in a chain over several lines, the call starts at its first.
+    shard_line = getattr(shard.func, "end_lineno", None) or shard.lineno
     num_shards, shard_index = argument(shard, "num_shards", 0), argument(shard, "index", 1)
     if num_shards is None or shard_index is None:
         return Failure(f"line {shard_line}: shard(num_shards, index) needs both", shard_line)
@@ -190,8 +191,9 @@ def _sharding_failure(script, dataset, line, what, other):
     for name, call in chain[:index]:
         if name == "shuffle" and script.constant(argument(call, "seed", 1)) is None:
             return Failure(
-                f"line {shard_line}: shard before shuffling: each worker shuffles in another "
-                "order, so shards cut after the shuffle overlap and miss images",
+                f"line {shard_line}: this shard comes after a shuffle; shard before shuffling: "
+                "each worker shuffles in another order, so shards cut after the shuffle overlap "
+                "and miss images",
                 shard_line,
             )
     return None

@@ -194,3 +194,21 @@ def test_the_traceback_starts_at_the_learners_script():
     assert from_the_script_on(error, "/elsewhere.py") == error
 
 
+
+
+def test_a_kept_run_folder_goes_a_day_later(tmp_path):
+    """Failed runs keep their folder for the log; a later check removes those over a day old."""
+    import os
+    import time
+
+    from grader.live.run import FOLDER_PREFIX, KEPT_S, _remove_old_runs
+
+    old, new, other = (tmp_path / f"{FOLDER_PREFIX}06-old", tmp_path / f"{FOLDER_PREFIX}06-new",
+                       tmp_path / "someone-elses")  # fmt: skip
+    for folder in (old, new, other):
+        (folder / "logs").mkdir(parents=True)
+    day_ago = time.time() - KEPT_S - 60
+    os.utime(old, (day_ago, day_ago))
+    os.utime(other, (day_ago, day_ago))
+    _remove_old_runs(tmp_path)
+    assert not old.exists() and new.exists() and other.exists()
