@@ -85,5 +85,4 @@ def test_benchmark_runs_are_made_safe_by_the_benchmark(tmp_path, monkeypatch):
     for variable in SAFE_PROCESS_ENV:
         monkeypatch.delenv(variable, raising=False)
     timed = run_timed(python_c_plan(HOROVOD_INIT, tmp_path, timeout=180, env=QUIET))
-    assert "initialized rank 0 of 1" in timed.output
     assert "initialized rank 0 of 1" in timed.log_path.read_text()
