@@ -34,6 +34,26 @@ def pytest_runtest_makereport(item, call):
                                f"(make test) needs it: {reason}")
 
 
+TIERS = ("unit", "smoke", "system")  # tests/<tier>/, in the order they run
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tiers in order, however pytest was started (`pytest tests` collects them by name:
+    smoke, system, unit): the quickest failures first, and the session-scoped servers of the
+    system tier (the class hub) torn down after its last test, not in the teardown of a unit
+    test, where starting a process (`python -m hub down`) is refused."""
+    here = Path(__file__).resolve().parent
+
+    def tier(item) -> int:
+        try:
+            folder = Path(str(item.fspath)).resolve().relative_to(here).parts[0]
+        except ValueError:  # not under tests/
+            return len(TIERS)
+        return TIERS.index(folder) if folder in TIERS else len(TIERS)
+
+    items.sort(key=tier)  # stable: each tier keeps pytest's order
+
+
 # TensorBoard's port. `make lab` beside the tests holds it with TensorBoard; without it, the
 # suite holds it itself, so that every test runs where OpenMPI's X probe would hang.
 TENSORBOARD_PORT = 6006

@@ -10,27 +10,18 @@ slowest cells.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from notebook_runs import execute, kernel_name, stop_tensorboards_under, workbook_copy  # noqa: F401
 
-
-from authoring import notebooks as builder
 from workbook.paths import REPO
 from workbook.facts import NOTEBOOKS, RUN, notebook_of_kind
 
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
 # The last notebook of the course: the distributed run. Bonus lessons come after it.
 FINAL_NOTEBOOK = notebook_of_kind(RUN).file_name
-
-
-# --- fast: the committed notebooks are what the builder makes ---------------------------------
-
-
-# A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
 
 
 def errors(notebook) -> list:
@@ -63,9 +54,9 @@ def test_notebooks_run_with_the_solution(tmp_path, kernel_name):
 def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, kernel_name):
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist.py")
     try:
-        for name in NOTEBOOK_NAMES[1:]:  # the welcome notebook does not read the script
+        for entry in NOTEBOOKS[1:]:  # the welcome notebook does not read the script
+            name, step = entry.file_name, entry.step
             notebook = execute(notebooks / name, kernel_name, True, skip_tag="experiment")
-            step = builder.step_of(Path(name).stem)
             failed = errors(notebook)
             if step is None:
                 assert not failed, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"

@@ -28,16 +28,16 @@ def test_the_run_notebook_shows_one_set_of_figures(tmp_path, kernel_name):
     final = notebook("run_distributed").file_name
     import nbformat
 
-    notebook = nbformat.read(notebooks / final, as_version=4)
+    cells = nbformat.read(notebooks / final, as_version=4)
     # What the plot shows, read from the figure the notebook drew, and what the runs say.
-    notebook.cells.append(nbformat.v4.new_code_cell(
+    cells.cells.append(nbformat.v4.new_code_cell(
         "import json\n"
         "print('PLOTTED', json.dumps([[float(x) for x in l.get_xdata()] for l in "
         "curves.lines if len(l.get_xdata()) and l.get_linestyle() != ':']))\n"
         "print('LAUNCH ENDS', json.dumps([[e / 60 for e in r.launch_ends] for r in runs]))\n"
         "print('TABLE RATIO', run_tables.table(runs, one_worker).iloc[1, -1])"
     ))
-    nbformat.write(notebook, notebooks / final)
+    nbformat.write(cells, notebooks / final)
     try:
         execute(notebooks / notebook("welcome").file_name, kernel_name)
         executed = execute(notebooks / final, kernel_name)
