@@ -7,7 +7,8 @@ verdicts are saved as logs/autograde/judged/<student>.json, in the course (never
 submission); the grading kernel is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the
 decided verdict of step N, so nbgrader's score and feedback come from behaviour.
 
-A script judged before with the same contents is not run again. With runs=False (a quick pass)
+A script judged before with the same contents is not run again, and the scripts of students
+who handed in the same bytes are run once. With runs=False (a quick pass)
 only the reading decides, and every verdict says so: such grades are advisory.
 """
 
@@ -73,26 +74,77 @@ def default_run_jobs() -> int:
 def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=None,
                 jobs: int = 1, echo=print) -> list:  # fmt: skip
     """Judges each student's script, `jobs` runs at a time (each in a box of its own, like
-    `sandbox`, default grading_sandbox(course)); returns a Judged per student, in order."""
+    `sandbox`, default grading_sandbox(course)); returns a Judged per student, in order.
+
+    Identical scripts are judged once: the run sees the script alone (grader/live/run.py
+    copies it into a folder of its own), so the same bytes do the same, whoever handed them in
+    (the untouched starting script, say)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
     if runs and sandbox.weaker:
         echo(f"The students' scripts run in a weaker sandbox: {sandbox.weaker}")
+    digests = {student: fingerprint(script_of(course, student)) for student in students}
+    first = {}  # digest: the first student who handed it in
+    for student in students:
+        first.setdefault(digests[student] or student, student)
+    own = [student for student in students if first[digests[student] or student] == student]
+    own_set = set(own)
     # Reading alone takes milliseconds: one at a time.
     with ThreadPoolExecutor(max_workers=max(1, jobs) if runs else 1) as pool:
         # A box per run: its mounts and cgroups are released when that run ends.
-        boxes = [replace(sandbox, _held={"mounts": [], "cgroups": []}) if sandbox else None
-                 for _ in students]  # fmt: skip
+        boxes = [_box(sandbox) for _ in own]
+        judged_own = pool.map(lambda student, box: _judge_one(course, student, runs, box),
+                              own, boxes)  # fmt: skip
         judged = []
         # Said in the students' order (a run that ends early waits for the ones before it).
-        for summary, said in pool.map(lambda student, box: _judge_one(course, student, runs, box),
-                                      students, boxes):  # fmt: skip
+        for student in students:
+            if student in own_set:
+                summary, said = next(judged_own)
+            else:
+                twin = _as_judged(course, student, first[digests[student]], runs)
+                summary, said = twin or _judge_one(course, student, runs, _box(sandbox))
             if said:
                 echo(said)
             judged.append(summary)
         return judged
+
+
+def _box(sandbox):
+    """A box for one run, like `sandbox` (None: none)."""
+    return replace(sandbox, _held={"mounts": [], "cgroups": []}) if sandbox else None
+
+
+def _as_judged(course: Course, student: str, twin: str, runs: bool) -> tuple | None:
+    """(Judged, what to say) of a script identical to `twin`'s, judged just before: its
+    verdicts, about this student's script; None when the twin's can't be read."""
+    data = load(course, twin)
+    if not data:
+        return None
+    saved = load(course, student)
+    if saved and saved.get("sha256") == data.get("sha256") and saved.get("ran") == runs:
+        return _summary(student, saved, reused=True), ""
+    script = str(script_of(course, student))
+    data["results"] = [_about(item, script) for item in data.get("results") or []]
+    data["seconds"] = 0.0
+    _save(course, student, data)
+    passed = sum(item.get("passed", False) for item in data["results"])
+    return _summary(student, data, reused=True), (
+        f"{student}: judged as {twin}'s identical script, {passed}/{len(data['results'])} "
+        "steps")  # fmt: skip
+
+
+def _about(result: dict, script: str) -> dict:
+    """A Result's dict (details included) about `script` instead of its twin's."""
+    return {**result, "path": script if result.get("path") else result.get("path", ""),
+            "details": [_about(detail, script) for detail in result.get("details") or []]}
+
+
+def _save(course: Course, student: str, data: dict) -> None:
+    path = judged_path(course, student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
@@ -119,9 +171,7 @@ def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
         results = decide(check_all(script), None)
     data = {"sha256": digest, "ran": runs, "seconds": round(time.monotonic() - started, 1),
             "results": [result.to_dict() for result in results]}  # fmt: skip
-    path = judged_path(course, student)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    _save(course, student, data)
     summary = _summary(student, data, reused=False)
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
     passed = sum(item.get("passed", False) for item in data["results"])
