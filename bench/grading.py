@@ -208,7 +208,8 @@ def breakdown(run: dict, students: int) -> dict:
         "check cells": checks / students,
         "nbgrader's own": max(0.0, runs - kernel - checks) / students,
         "ours (intake, merge, alone)": ours / students,
-        "start-up and export (the rest)": max(0.0, run["seconds"] - runs - ours) / students,
+        "start-up and export (the rest)": max(0.0, run["seconds"] - runs - ours - judging)
+        / students,
     }
 
 

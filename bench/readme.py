@@ -141,7 +141,16 @@ def section(results_dir: Path = RESULTS_DIR) -> str:
                       f"{grading.machine['cores']} cores (far above that, other work shared "
                       "the machine: the paired ratio holds, the seconds do not).", ""]
         per_student = s.get("autograde_seconds_per_student", {})
-        if "baseline" in per_student:
+        if "baseline" in per_student and quick:
+            quick_each = {**quick, **{key: quick[key] / s["students"]
+                                      for key in ("median", "min", "max")}}  # fmt: skip
+            lines += [f"Per student, paired and alternating ({s['baseline']['students']} "
+                      f"students): commit {s['baseline']['ref']}'s path, which only read the "
+                      f"scripts, {_median_range(per_student['baseline'], 's', '.2f')}; today's "
+                      f"quick pass (reading only) {_median_range(quick_each, 's', '.2f')}; "
+                      "today's grading with runs "
+                      f"{_median_range(per_student['current'], 's', '.2f')}.", ""]
+        elif "baseline" in per_student:
             lines += [f"Per student, against commit {s['baseline']['ref']}'s path (one shared "
                       f"kernel, one run; {s['baseline']['students']} students, paired, "
                       f"alternating): {_median_range(per_student['baseline'], 's', '.2f')} "
@@ -152,8 +161,19 @@ def section(results_dir: Path = RESULTS_DIR) -> str:
             lines += [f"| {part} | {_median_range(stats, '', '.3f')} |"
                       for part, stats in parts.items()]
             lines.append("")
-        lines += [f"Grades of both paths equal for every student: **{s['grades_equal']}**.", "",
-                  "![grading](bench/results/grading.png)", ""]
+        if "runs_score_the_chains_steps" in s:
+            scores = grading.measurements.get("scores", {})
+            read_alike = all(v.get("batch") == v.get("quick") for v in scores.values())
+            old = sum("baseline" in v for v in s.get("mismatches", {}).values())
+            lines += [f"With runs, every script of the chain scores its step: "
+                      f"**{s['runs_score_the_chains_steps']}**. The reading's grades in the "
+                      f"batch and the quick pass are equal for every student: **{read_alike}**"
+                      + (f"; commit {s['baseline']['ref']}'s path, reading today's chain with "
+                         f"its old rules, grades {old} students differently." if old else "."),
+                      "", "![grading](bench/results/grading.png)", ""]
+        else:
+            lines += [f"Grades of both paths equal for every student: **{s['grades_equal']}**.",
+                      "", "![grading](bench/results/grading.png)", ""]
     if verdicts := docs["verdicts"]:
         s = verdicts.summary
         reading = s["reading"]
