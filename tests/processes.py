@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import uuid
 
 import psutil
+
+from workbook.paths import REPO
 
 TEST_MARKER = "WORKBOOK_TEST_ID"
 SESSION_MARKER = "WORKBOOK_TEST_SESSION"
@@ -143,3 +146,15 @@ def run_script(command: list, logs_root, *, timeout: float, **options):
     if result.timed_out:
         pytest.fail(f"timed out after {timeout} s: {plan.display_command}\n{output[-5000:]}")
     return result, output
+
+
+def plain_shell(command: str, timeout: float) -> subprocess.CompletedProcess:
+    """`sh -c command` with nothing but a minimal PATH and HOME (and the tests' process markers,
+    so that whatever it leaves behind is found and killed)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    for marker in (TEST_MARKER, SESSION_MARKER):
+        if marker in os.environ:
+            env[marker] = os.environ[marker]
+    return subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True,
+                          timeout=timeout, start_new_session=True, cwd=REPO)

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+from cluster_jobs import job_env
 from workbook import cluster
 from workbook.paths import REPO
 
@@ -49,22 +50,6 @@ def test_sbatch_shows_the_srun_alternative_and_uses_the_cluster_module():
     assert "python -m workbook.cluster slurm-hosts" in text
     result = subprocess.run(["bash", "-n", str(TEMPLATE)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-
-
-def job_env(tmp_path, train_args, **slurm):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(
-        SLURM_JOB_ID="4242",
-        SLURM_SUBMIT_DIR=str(REPO),
-        WORKBOOK_VENV=sys.prefix,
-        TRAIN_ARGS=train_args,
-        # Two workers on this machine's cores: one thread each, or they fight over them.
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-        PYTHONUNBUFFERED="1",
-        **slurm,
-    )
-    return env
 
 
 def test_sbatch_stops_with_one_line_when_slurm_variables_are_missing(tmp_path):

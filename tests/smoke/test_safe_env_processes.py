@@ -14,25 +14,11 @@ from pathlib import Path
 import pytest
 
 from bootstrap import safe_env
-from processes import SESSION_MARKER, TEST_MARKER
+from fake_openmpi import fake_openmpi  # noqa: F401 (a fixture)
+from processes import plain_shell
 from workbook.paths import REPO
 
 THIS_ENV = Path(sys.prefix)
-
-
-@pytest.fixture
-def fake_openmpi(tmp_path):
-    """A folder with an `mpirun` that prints the variable and its arguments, and a fake venv."""
-    system = tmp_path / "system-bin"
-    system.mkdir()
-    for name in safe_env.WRAPPED:
-        program = system / name
-        program.write_text(f'#!/bin/sh\necho "{name} HWLOC=[${{HWLOC_COMPONENTS-unset}}] $*"\n')
-        program.chmod(0o755)
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
-    return venv, system
 
 
 def test_install_writes_the_hook_and_wrappers_that_run_the_real_mpirun(fake_openmpi):
@@ -101,17 +87,5 @@ def test_under_make_test_a_skip_for_want_of_mpi_fails(tmp_path):
     assert strict.returncode == 1, strict.stdout
     assert "1 failed, 1 skipped" in strict.stdout, strict.stdout
     assert "FAILED" in strict.stdout and "test_needs_mpi" in strict.stdout
-
-
-def plain_shell(command: str, timeout: float) -> subprocess.CompletedProcess:
-    """`sh -c command` with nothing but a minimal PATH and HOME (and the tests' process markers,
-    so that whatever it leaves behind is found and killed)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
-    for marker in (TEST_MARKER, SESSION_MARKER):
-        if marker in os.environ:
-            env[marker] = os.environ[marker]
-    return subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True, cwd=REPO)
 
 

@@ -5,7 +5,6 @@ tasks: a real 2-worker horovodrun training run.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workbook import cluster
+from cluster_jobs import job_env
 from workbook.facts import results
 from workbook.paths import REPO
 
@@ -24,22 +23,6 @@ VENV_BIN = Path(sys.executable).parent
 
 
 # --- host lists --------------------------------------------------------------------------------
-
-
-def job_env(tmp_path, train_args, **slurm):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    env.update(
-        SLURM_JOB_ID="4242",
-        SLURM_SUBMIT_DIR=str(REPO),
-        WORKBOOK_VENV=sys.prefix,
-        TRAIN_ARGS=train_args,
-        # Two workers on this machine's cores: one thread each, or they fight over them.
-        TF_NUM_INTRAOP_THREADS="1",
-        TF_NUM_INTEROP_THREADS="1",
-        PYTHONUNBUFFERED="1",
-        **slurm,
-    )
-    return env
 
 
 @pytest.mark.skipif(not (VENV_BIN / "activate").exists(),

@@ -3,46 +3,24 @@ while something silent listens on port 6006 (OpenMPI's X probe), MPI without the
 environment hangs and the clean-up still stops orted, an interrupted MPI run leaves no process.
 """
 
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 
+from runner_fixtures import (VENV_BIN, needs_horovodrun, quiet_tensorflow,  # noqa: F401
+                             wait_for)
 from workbook import runner
 from workbook.facts import with_safe_env
 
 CASES = Path(__file__).resolve().parents[1] / "runner_cases"
 INIT_HOROVOD = CASES / "init_horovod.py"  # hvd.init(), one line, then --wait S seconds
-VENV_BIN = Path(sys.executable).parent
-
-needs_horovodrun = pytest.mark.skipif(
-    not (VENV_BIN / "horovodrun").exists() and shutil.which("horovodrun") is None,
-    reason="horovodrun is not installed in this environment",
-)
-
-
-def wait_for(condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"waited {seconds} s for {what}")
-
-
-@pytest.fixture
-def quiet_tensorflow(monkeypatch):
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-    monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]))
 
 
 # --- never hang, and leave nothing behind -------------------------------------------------------

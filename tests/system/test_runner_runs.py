@@ -19,6 +19,8 @@ import pytest
 
 from lab_helpers import free_port
 
+from runner_fixtures import (VENV_BIN, needs_horovodrun, quiet_tensorflow,  # noqa: F401
+                             wait_for)
 from workbook import runner
 from workbook.facts import with_safe_env
 
@@ -27,16 +29,11 @@ SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
 CASES = Path(__file__).resolve().parents[1] / "runner_cases"
 FAILS_ON_RANK_1 = CASES / "fails_on_rank_1.py"
 SAMPLE = REPO / "data" / "sample"
-VENV_BIN = Path(sys.executable).parent
 QUICK = (
     f"--data-dir {SAMPLE} --epochs 2 --steps-per-epoch 8 --train-images 1024 "
     "--test-images 256 --depth 10 --width 1"
 )
 
-needs_horovodrun = pytest.mark.skipif(
-    not (VENV_BIN / "horovodrun").exists() and shutil.which("horovodrun") is None,
-    reason="horovodrun is not installed in this environment",
-)
 needs_sample = pytest.mark.skipif(
     not (SAMPLE / "train.npz").is_file(),
     reason=f"no sample data in {SAMPLE}: git checkout -- data/sample",
@@ -67,21 +64,6 @@ def wait_until_gone(text, seconds):
     while processes_running(text) and time.monotonic() < deadline:
         time.sleep(0.2)
     return processes_running(text)
-
-
-def wait_for(condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"waited {seconds} s for {what}")
-
-
-@pytest.fixture
-def quiet_tensorflow(monkeypatch):
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
-    monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]))
 
 
 @needs_horovodrun

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bootstrap import safe_env
-from processes import SESSION_MARKER, TEST_MARKER
+from processes import plain_shell
 from workbook.paths import REPO
 
 THIS_ENV = Path(sys.prefix)
@@ -25,18 +25,6 @@ TINY_RUN = ["--data-dir", str(REPO / "data" / "sample"), "--train-images", "1024
             "--test-images", "256", "--depth", "10", "--width", "1", "--epochs", "1",
             "--steps-per-epoch", "8"]
 HANG_LIMIT_S = 300
-
-
-def plain_shell(command: str, timeout: float) -> subprocess.CompletedProcess:
-    """`sh -c command` with nothing but a minimal PATH and HOME (and the tests' process markers,
-    so that whatever it leaves behind is found and killed)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
-    for marker in (TEST_MARKER, SESSION_MARKER):
-        if marker in os.environ:
-            env[marker] = os.environ[marker]
-    return subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True, cwd=REPO)
 
 
 @pytest.fixture

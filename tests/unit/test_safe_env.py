@@ -6,30 +6,14 @@ tests/system/test_safe_env_runs.py.
 
 from __future__ import annotations
 
-import pytest
-
 from bootstrap import environment as bootstrap
 from bootstrap import safe_env
+from fake_openmpi import fake_openmpi  # noqa: F401 (a fixture)
 from workbook.facts import SAFE_PROCESS_ENV
 
 
 def test_the_hook_sets_what_the_workbook_sets():
     assert SAFE_PROCESS_ENV == {safe_env.VARIABLE: safe_env.VALUE}
-
-
-@pytest.fixture
-def fake_openmpi(tmp_path):
-    """A folder with an `mpirun` that prints the variable and its arguments, and a fake venv."""
-    system = tmp_path / "system-bin"
-    system.mkdir()
-    for name in safe_env.WRAPPED:
-        program = system / name
-        program.write_text(f'#!/bin/sh\necho "{name} HWLOC=[${{HWLOC_COMPONENTS-unset}}] $*"\n')
-        program.chmod(0o755)
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
-    return venv, system
 
 
 def test_a_real_mpirun_in_the_environment_is_never_replaced(fake_openmpi):
