@@ -2,11 +2,8 @@
 apt-get it says so and lets make go on; with the package or the data there it does nothing.
 """
 
-import functools
-import http.server
 import shutil
 import subprocess
-import threading
 
 import pytest
 
@@ -27,18 +24,6 @@ SETUP_SCRIPT = REPO / "data" / "setup_debian_package.sh"
 def prepared(tmp_path, official):
     source, _ = official
     return fd.prepare(tmp_path / "data" / "fm", source_dir=source, offline=True, verbose=False)
-
-
-@pytest.fixture
-def mirror(official):
-    """A local HTTP server serving the stand-in .gz files, in place of an official mirror."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(official[0]))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
 
 
 def run_setup_script(tmp_path, **env):

@@ -15,25 +15,14 @@ import pytest
 
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
+from checked_files import SOLUTIONS, after, written
 from grader.batch import grade_all, write_csv
 from grader_cases.mistakes import CASES
 
-SOLUTIONS = step_chain.OUTPUT_DIR
 SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS / "fashion_mnist.py"
 BONUS_REFERENCE = SOLUTIONS / step_chain.BONUSES["alexnet"]
 DOUBTS = [case for case in CASES if case.expect_pass and "can't tell" in case.expect_message]
-
-
-def after(step):
-    return SOLUTIONS / step_chain.output_name(step)
-
-
-def written(tmp_path, text: str, name: str = "fashion_mnist.py"):
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def grader(*args):

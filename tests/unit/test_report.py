@@ -10,26 +10,14 @@ import json
 
 import pytest
 
-from authoring import chain as step_chain
+from checked_files import after, written
 from grader import check_all, check_step, check_strict
 from grader.report import CANT_TELL, FAILED, MARKS, PASSED, STATUSES, Result, worst
 from grader_cases.mistakes import CASES
 from instructor.class_report import GRADED, StudentRow
 from instructor.heatmap import COLORS
 
-SOLUTIONS = step_chain.OUTPUT_DIR
 DOUBTS = [case for case in CASES if case.expect_pass and "can't tell" in case.expect_message]
-
-
-def after(step: int):
-    return SOLUTIONS / step_chain.output_name(step)
-
-
-def written(tmp_path, text: str, name: str = "fashion_mnist.py"):
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # --- the static check ------------------------------------------------------------------------

@@ -5,9 +5,6 @@ The attacks on the real sandbox: tests/system/test_sandbox.py.
 
 from __future__ import annotations
 
-import subprocess
-import uuid
-from pathlib import Path
 
 import pytest
 
@@ -163,19 +160,3 @@ def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
     assert boxed.display_command == plain.display_command
     argv, env, cwd, writable = recorder.seen
     assert env == boxed.env and cwd == boxed.cwd and writable == [boxed.run_dir]
-
-
-@pytest.fixture
-def course(tmp_path):
-    """A fake course outside /tmp (so /tmp's privacy is not why it can't be seen): its
-    gradebook, Bob's submission, and Alice's folder, from which her script runs."""
-    root = Path("/var/tmp") / f"workbook-sandbox-test-{uuid.uuid4().hex[:8]}"
-    course = root / "course"
-    (course / "submitted" / "bob").mkdir(parents=True)
-    (course / "submitted" / "alice").mkdir(parents=True)
-    (course / "gradebook.db").write_text("bob: 12/12")
-    (course / "submitted" / "bob" / "fashion_mnist.py").write_text("# bob's\n")
-    yield course
-    subprocess.run(["rm", "-rf", str(root)], timeout=60)
-
-
