@@ -143,6 +143,12 @@ def read_plain_file(path: Path) -> bytes | None:
         return file.read(MAX_RECORD_BYTES)
 
 
+def split_by_callback(fits: dict, callback: str) -> tuple[list, list]:
+    """(the ranks whose model.fit got `callback`, by class name; the others), of {rank: fit}."""
+    having = sorted(rank for rank, fit in fits.items() if callback in (fit.get("callbacks") or []))
+    return having, sorted(set(fits) - set(having))
+
+
 def line_and_code(where: dict | None) -> str:
     """` at line 313 (`code`)`, or "" when the line is not known."""
     if not where or not where.get("line"):

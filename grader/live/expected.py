@@ -15,6 +15,7 @@ what the arguments imply, not only rank with rank:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -54,6 +55,7 @@ def same(a: float, b: float, relative: float = 1e-3) -> bool:
     return abs(a - b) <= relative * max(abs(a), abs(b), 1e-30)
 
 
+@functools.cache
 def preset_value(script_path, preset: str, key: str):
     """`PRESETS[preset][key]` of a script of the lesson's chain, read without running it (a
     literal in `PRESETS = {"cpu": dict(key=...), ...}`); None when it isn't there."""

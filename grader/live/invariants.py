@@ -9,10 +9,11 @@ states only what the records show.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.live.evidence import Evidence, event_file_writers, line_and_code
+from grader.live.evidence import Evidence, event_file_writers, line_and_code, split_by_callback
 from grader.live.expected import Recipe, corrected_momentum, same
 from grader.report import CANT_TELL, FAILED, PASSED, Result
 
@@ -300,10 +301,9 @@ def on_some_ranks(evidence: Evidence, callback: str, step: int) -> Result | None
     """FAILED when only some ranks pass Horovod's `callback` (which calls a collective) to
     model.fit: the others never join it, so the run can't go on; else None."""
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
-    having = [rank for rank, fit in fits.items() if callback in (fit.get("callbacks") or [])]
-    if not having or len(fits) < evidence.np or len(having) == len(fits):
+    having, others = split_by_callback(fits, callback)
+    if not having or not others or len(fits) < evidence.np:
         return None
-    others = [rank for rank in fits if rank not in having]
     return finding(step, FAILED, f"{_ranks_text(having)} passed hvd.callbacks.{callback} to "
                    f"model.fit and {_ranks_text(others)} did not: it waits for every rank, so "
                    "the ranks that have it wait forever", f"Pass hvd.callbacks.{callback} to "
@@ -364,7 +364,8 @@ def keys_name_images(keys: dict, total: int) -> bool:
     if not together or 2 * distinct < min(total, together):
         return False
     for seen in keys.values():
-        if seen and max(seen.count(key) for key in set(seen)) > -(-len(seen) // len(set(seen))) + 1:
+        counts = Counter(seen)
+        if seen and max(counts.values()) > -(-len(seen) // len(counts)) + 1:
             return False  # one key far more often than the others: merged levels
     return True
 

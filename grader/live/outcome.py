@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.live.evidence import Evidence, RankRecord, line_and_code
+from grader.live.evidence import Evidence, RankRecord, line_and_code, split_by_callback
 from grader.report import FINISHED
 
 # How a run ended (grader.report.Run.outcome); FINISHED is grader.report's, which renders it.
@@ -119,11 +119,10 @@ def mismatched_callbacks(evidence: Evidence) -> str | None:
     training = {rank: (run, record) for rank, (run, record) in current.items() if record.in_fit}
     if len(training) < evidence.np or len({run for run, _ in training.values()}) > 1:
         return None
+    fits = {rank: record.fit for rank, (_, record) in training.items()}
     for callback in COLLECTIVE_CALLBACKS:
-        having = sorted(rank for rank, (_, record) in training.items()
-                        if callback in (record.fit.get("callbacks") or []))  # fmt: skip
-        if having and len(having) < len(training):
-            others = sorted(set(training) - set(having))
+        having, others = split_by_callback(fits, callback)
+        if having and others:
             return (f"rank {having[0]} passed hvd.callbacks.{callback} to model.fit and rank "
                     f"{others[0]} did not; it waits for every rank")  # fmt: skip
     return None
