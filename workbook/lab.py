@@ -65,6 +65,10 @@ def strip_outputs_in_git(repo: Path = REPO) -> str:
         return "git is not installed: notebooks' outputs are not kept out of git"
     if top.returncode != 0 or Path(top.stdout.strip()).resolve() != repo.resolve():
         return "not a git checkout: nothing to keep the notebooks' outputs out of"
+    # First the index, without the filter: git compares by content the files it cannot trust
+    # by their times (all of a fresh clone's), and with the filter that runs nbstripout once
+    # per notebook: a learner's first `git status` took 20-30 s. Done now, it hashes.
+    git(repo, "update-index", "-q", "--refresh", check=False)
     command = f'"{sys.executable}" -m nbstripout --keep-id'
     for key, value in (("filter.nbstripout.clean", command),
                        ("filter.nbstripout.smudge", "cat"),
