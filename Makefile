@@ -33,6 +33,7 @@ help:
 	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
+	@echo "                (GRADE_ARGS=\"--run-timeout 60 --run-jobs 2\": autograde's options)"
 	@echo "make hub        instructors, root: JupyterHub for a class (HUB_ARGS=\"--roster roster.csv\")"
 
 env:
@@ -96,9 +97,11 @@ course: env
 
 # Collect (skipped when nothing came through the exchange), autograde, feedback, grades.csv and
 # the class report; then exit 1 if autograde could not grade a submission (the report says why).
+# GRADE_ARGS: autograde's options (--run-timeout S, --run-jobs N, --no-run: python -m instructor
+# autograde --help).
 grade: env sandbox
 	@$(RUN) $(VPY) -m instructor collect $(COURSE)
-	@$(RUN) $(VPY) -m instructor autograde $(COURSE); graded=$$?; \
+	@$(RUN) $(VPY) -m instructor autograde $(COURSE) $(GRADE_ARGS); graded=$$?; \
 	test $$graded -le 1 || exit $$graded; \
 	$(RUN) $(VPY) -m instructor feedback $(COURSE) && \
 	$(RUN) $(VPY) -m instructor export $(COURSE) $(COURSE)/grades.csv && \

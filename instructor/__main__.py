@@ -21,7 +21,18 @@ import sys
 from pathlib import Path
 
 from instructor import autograde, class_report, course, ownership
+from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
 from instructor.course import COURSE_ID, Course, CourseError
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         "an hour as 1)",
     )
     grade.add_argument(
+        "--run-timeout", type=positive_seconds, metavar="S",
+        help=f"each student's run stops after S seconds (default {RUN_TIMEOUT_S:g}); a step "
+        "it did not reach is decided by reading, or said undecided (a run takes 13-26 s on 2 "
+        "cores)",
+    )
+    grade.add_argument(
         "--no-run", action="store_true",
         help="a quick pass: decide by reading the scripts only, without running them "
         "(advisory grades; about 1 s per student instead of 10-20)",
@@ -126,7 +143,8 @@ def run(args) -> int:
               f"({len(new)} new)")
     elif args.command == "autograde":
         outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs,
-                                       runs=not args.no_run, run_jobs=args.run_jobs)
+                                       runs=not args.no_run, run_jobs=args.run_jobs,
+                                       run_timeout=args.run_timeout)
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submissions")
         if failed:

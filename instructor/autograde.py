@@ -58,12 +58,13 @@ class Outcome:
 
 def autograde(course: Course, students=None, force: bool = False, echo=print,
               jobs: int | None = None, runs: bool = True, sandbox=None,
-              run_jobs: int | None = None) -> list:
+              run_jobs: int | None = None, run_timeout: float | None = None) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE.
 
     First each student's script is judged (instructor/judging.py): run for real in `sandbox`
-    (runs=True; `run_jobs` at once, default judging.default_run_jobs()) and read; the check
+    (runs=True; `run_jobs` at once, default judging.default_run_jobs(); each stopped after
+    `run_timeout` seconds, default the run check's) and read; the check
     cells then return those decided verdicts. runs=False: the reading alone decides (a quick,
     advisory pass)."""
     if "sanitize_preprocessors" not in course.config.get("Autograde", {}):
@@ -85,7 +86,7 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
     judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo,
-                        jobs=run_jobs or judging.default_run_jobs())
+                        jobs=run_jobs or judging.default_run_jobs(), run_timeout=run_timeout)
     clock.lap("judging")
     if not runs:
         echo("Graded by reading the scripts only (no runs): these grades are advisory.")

@@ -7,9 +7,9 @@ verdicts are saved as logs/autograde/judged/<student>.json, in the course (never
 submission); the grading kernel is told where (plugins.ExecuteChecksOnly) and each check cell's check_step(N) returns the
 decided verdict of step N, so nbgrader's score and feedback come from behaviour.
 
-A script judged before with the same contents is not run again, and the scripts of students
-who handed in the same bytes are run once. With runs=False (a quick pass)
-only the reading decides, and every verdict says so: such grades are advisory.
+A script judged before with the same contents (and the same time limit) is not run again, and
+the scripts of students who handed in the same bytes are run once. With runs=False (a quick
+pass) only the reading decides, and every verdict says so: such grades are advisory.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def fingerprint(script: Path) -> str:
 
 
 def load(course: Course, student: str) -> dict | None:
-    """The saved judgement of `student`: {"sha256", "ran", "seconds", "results"}, or None."""
+    """The saved judgement of `student`: {"sha256", "ran", "run_timeout", "seconds",
+    "results"}, or None."""
     try:
         return json.loads(judged_path(course, student).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -72,15 +73,17 @@ def default_run_jobs() -> int:
 
 
 def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=None,
-                jobs: int = 1, echo=print) -> list:  # fmt: skip
+                jobs: int = 1, run_timeout: float | None = None, echo=print) -> list:
     """Judges each student's script, `jobs` runs at a time (each in a box of its own, like
-    `sandbox`, default grading_sandbox(course)); returns a Judged per student, in order.
+    `sandbox`, default grading_sandbox(course), and stopped after `run_timeout` seconds,
+    default the run check's TIMEOUT_S); returns a Judged per student, in order.
 
     Identical scripts are judged once: the run sees the script alone (grader/live/run.py
     copies it into a folder of its own), so the same bytes do the same, whoever handed them in
     (the untouched starting script, say)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    how = JudgedWith(runs, (run_timeout or _default_timeout()) if runs else None)
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
     if runs and sandbox.weaker:
@@ -95,7 +98,7 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
     with ThreadPoolExecutor(max_workers=max(1, jobs) if runs else 1) as pool:
         # A box per run: its mounts and cgroups are released when that run ends.
         boxes = [_box(sandbox) for _ in own]
-        judged_own = pool.map(lambda student, box: _judge_one(course, student, runs, box),
+        judged_own = pool.map(lambda student, box: _judge_one(course, student, how, box),
                               own, boxes)  # fmt: skip
         judged = []
         # Said in the students' order (a run that ends early waits for the ones before it).
@@ -103,12 +106,31 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
             if student in own_set:
                 summary, said = next(judged_own)
             else:
-                twin = _as_judged(course, student, first[digests[student]], runs)
-                summary, said = twin or _judge_one(course, student, runs, _box(sandbox))
+                twin = _as_judged(course, student, first[digests[student]], how)
+                summary, said = twin or _judge_one(course, student, how, _box(sandbox))
             if said:
                 echo(said)
             judged.append(summary)
         return judged
+
+
+@dataclass(frozen=True)
+class JudgedWith:
+    """How a class is judged: a saved judgement made otherwise is made again."""
+    runs: bool
+    run_timeout: float | None  # seconds; None without runs
+
+    def made(self, saved: dict | None, digest: str) -> bool:
+        """Whether `saved` was judged this way, of the script whose SHA-256 is `digest`."""
+        return bool(saved and digest and saved.get("sha256") == digest
+                    and saved.get("ran") == self.runs
+                    and saved.get("run_timeout") == self.run_timeout)
+
+
+def _default_timeout() -> float:
+    from grader.live.run import TIMEOUT_S
+
+    return TIMEOUT_S
 
 
 def _box(sandbox):
@@ -116,14 +138,14 @@ def _box(sandbox):
     return replace(sandbox, _held={"mounts": [], "cgroups": []}) if sandbox else None
 
 
-def _as_judged(course: Course, student: str, twin: str, runs: bool) -> tuple | None:
+def _as_judged(course: Course, student: str, twin: str, how: JudgedWith) -> tuple | None:
     """(Judged, what to say) of a script identical to `twin`'s, judged just before: its
     verdicts, about this student's script; None when the twin's can't be read."""
     data = load(course, twin)
     if not data:
         return None
     saved = load(course, student)
-    if saved and saved.get("sha256") == data.get("sha256") and saved.get("ran") == runs:
+    if how.made(saved, data.get("sha256")):
         return _summary(student, saved, reused=True), ""
     script = str(script_of(course, student))
     data["results"] = [_about(item, script) for item in data.get("results") or []]
@@ -147,7 +169,7 @@ def _save(course: Course, student: str, data: dict) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
+def _judge_one(course: Course, student: str, how: JudgedWith, sandbox) -> tuple:
     """(Judged, what to say of it: "" when judged before)."""
     from grader import RunUnavailable, check_all, judge_file
     from grader.judge import decide
@@ -155,12 +177,12 @@ def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
     script = script_of(course, student)
     digest = fingerprint(script)
     saved = load(course, student)
-    if saved and digest and saved.get("sha256") == digest and saved.get("ran") == runs:
+    if how.made(saved, digest):
         return _summary(student, saved, reused=True), ""
     started = time.monotonic()
-    if runs:
+    if how.runs:
         try:
-            results = judge_file(script, sandbox=sandbox)
+            results = judge_file(script, sandbox=sandbox, timeout=how.run_timeout)
         except RunUnavailable as error:
             raise CourseError(f"{student}'s script could not be run for grading: {error} "
                               "(--no-run grades by reading only, advisory)") from None
@@ -169,14 +191,15 @@ def _judge_one(course: Course, student: str, runs: bool, sandbox) -> tuple:
                 sandbox.close()  # this run's mounts and cgroups
     else:
         results = decide(check_all(script), None)
-    data = {"sha256": digest, "ran": runs, "seconds": round(time.monotonic() - started, 1),
+    data = {"sha256": digest, "ran": how.runs, "run_timeout": how.run_timeout,
+            "seconds": round(time.monotonic() - started, 1),
             "results": [result.to_dict() for result in results]}  # fmt: skip
     _save(course, student, data)
     summary = _summary(student, data, reused=False)
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
     passed = sum(item.get("passed", False) for item in data["results"])
-    how = "run and read" if runs else "read only (advisory)"
-    return summary, (f"{student}: judged, {how}, {passed}/{len(results)} steps{undecided} "
+    way = "run and read" if how.runs else "read only (advisory)"
+    return summary, (f"{student}: judged, {way}, {passed}/{len(results)} steps{undecided} "
                      f"({data['seconds']:.0f} s)")  # fmt: skip
 
 

@@ -5,8 +5,10 @@ Every attacker hands in something that Python, IPython, Jupyter or nbgrader migh
 that makes the checker work forever. Attackers come first in nbgrader's order and again last.
 Every file an attacker adds that would run code writes a marker when it runs; none may run.
 Each attacker gets exactly the step checker's grade of their real script (0 when it is a link
-out of the submission), each honest student exactly their grade in a class without attackers,
-the report names every attempt, and grading writes nothing outside its own folders.
+out of the submission), each honest student exactly what their script earns (a script stopped
+after step N passes the steps up to N), the report names every attempt, and grading writes
+nothing outside its own folders. Each run stops after RUN_TIMEOUT_S (`make grade`'s
+GRADE_ARGS), so the attacks that never end cost a minute, not the default two.
 
 The checker alone is attacked in tests/unit/test_hostile_scripts.py and, through its command
 line, in tests/smoke/test_hostile_scripts_cli.py.
@@ -33,6 +35,8 @@ from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
+# An honest run here takes 17-28 s (two at once, 2 cores): 60 s leaves room for a slow machine.
+RUN_TIMEOUT_S = 60
 
 
 # --- attackers: the class, through `make grade` ---------------------------------------------------
@@ -127,8 +131,7 @@ ATTACKS = {  # name: (script, what else the submission holds)
 }
 FIRST, LAST = ["fake_grader", "added_cells", "startup_files"], ["fake_grader", "added_cells"]
 BAD_ID = "ad_evil,honest_bob"  # a student id nbgrader would read as a list of two
-HONEST = {"honest_bob": script_after(6), "honest_carol": script_after(12),
-          "honest_dave": script_after(1)}
+HONEST = {"honest_bob": 6, "honest_carol": 12, "honest_dave": 1}  # the step each stopped after
 
 
 def attackers() -> dict:
@@ -170,6 +173,12 @@ def grades(course: Course) -> dict:
         return {row["student_id"]: float(row["score"] or 0) for row in csv.DictReader(table)}
 
 
+def judged(attacked_class, attack: str) -> dict:
+    """The saved judgement of the first student who made `attack`."""
+    student = next(s for s, a in attacked_class["students"].items() if a == attack)
+    return judging.load(attacked_class["course"], student)
+
+
 def snapshot(root: Path, skip: set) -> dict:
     found = {}
     for path in sorted(root.rglob("*")):
@@ -190,7 +199,7 @@ def attacked_class(tmp_path_factory):
     course = new_course(base, students)
     scripts = {}
     for student, attack in students.items():
-        script, extra = ATTACKS[attack] if attack else (HONEST[student], None)
+        script, extra = ATTACKS[attack] if attack else (script_after(HONEST[student]), None)
         folder = hand_in(course, student, script)
         scripts[student] = folder / LEARNER_SCRIPT_NAME
         if extra:
@@ -211,16 +220,10 @@ def attacked_class(tmp_path_factory):
     course_before = snapshot(course.root, {"autograded", "feedback", "reports", "logs",
                                            "set_aside", "submitted", "gradebook.db"})
     submitted_before = snapshot(course.root / "submitted", set())
-    done = make("grade", f"COURSE={course.root}")
-
-    (base / "honest").mkdir()
-    honest = new_course(base / "honest", HONEST)
-    for student, script in HONEST.items():
-        hand_in(honest, student, script)
-    honest_done = make("grade", f"COURSE={honest.root}")
+    done = make("grade", f"COURSE={course.root}", f"GRADE_ARGS=--run-timeout {RUN_TIMEOUT_S}")
     return {
         "course": course, "done": done, "markers": markers, "scripts": scripts,
-        "students": students, "honest": honest, "honest_done": honest_done,
+        "students": students,
         "repo_before": repo_before, "course_before": course_before,
         "submitted_before": submitted_before,
     }
@@ -234,7 +237,10 @@ def class_test(test):
 def test_make_grade_grades_everyone(attacked_class):
     done = attacked_class["done"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert attacked_class["honest_done"].returncode == 0, attacked_class["honest_done"].stderr
+    # The time limit reached the runs: the endless script stopped at it, not at the default.
+    endless = judged(attacked_class, "long_loop")
+    assert endless["run_timeout"] == RUN_TIMEOUT_S
+    assert RUN_TIMEOUT_S <= endless["seconds"] < RUN_TIMEOUT_S + 30
 
 
 @class_test
@@ -263,10 +269,12 @@ def test_each_attacker_gets_the_grade_of_their_real_script(attacked_class):
 
 
 @class_test
-def test_honest_students_get_their_grade_of_a_class_without_attackers(attacked_class):
-    with_attackers, without = grades(attacked_class["course"]), grades(attacked_class["honest"])
-    assert {s: with_attackers[s] for s in HONEST} == {s: without[s] for s in HONEST}
-    assert without == {"honest_bob": 2.0, "honest_carol": 3.0, "honest_dave": 1.0}
+def test_honest_students_get_what_their_script_earns(attacked_class):
+    """A script stopped after step N passes the course's steps up to N, attackers or not."""
+    earned = {student: float(sum(step <= done for step in STEPS))
+              for student, done in HONEST.items()}
+    assert {s: grades(attacked_class["course"])[s] for s in HONEST} == earned
+    assert earned == {"honest_bob": 2.0, "honest_carol": 3.0, "honest_dave": 1.0}
 
 
 @class_test

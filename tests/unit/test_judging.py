@@ -1,0 +1,59 @@
+"""instructor/judging.py without runs: which saved judgement is reused, and students who handed
+in the same bytes share one judgement. Judging with runs, through make grade:
+tests/system/test_graded_classes.py and test_redteam.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from instructor import judging
+from instructor.course import init
+from instructor.judging import JudgedWith
+from workbook.facts import LEARNER_SCRIPT_NAME, chain_file_name
+from workbook.paths import SOLUTIONS_DIR
+
+SAVED = {"sha256": "abc", "ran": True, "run_timeout": 60.0, "results": []}
+
+
+@pytest.mark.parametrize("way, digest, reused", [
+    (JudgedWith(True, 60.0), "abc", True),
+    (JudgedWith(True, 120.0), "abc", False),  # another time limit: the run may end otherwise
+    (JudgedWith(False, None), "abc", False),  # read only: never instead of a run, or after
+    (JudgedWith(True, 60.0), "def", False),  # another script
+    (JudgedWith(True, 60.0), "", False),  # no script to fingerprint
+])  # fmt: skip
+def test_a_saved_judgement_is_reused_only_when_made_the_same_way(way, digest, reused):
+    assert way.made(SAVED, digest) is reused
+    assert not way.made(None, digest)
+
+
+def test_identical_scripts_share_one_judgement_and_a_second_pass_reuses_it(tmp_path):
+    course = init(tmp_path / "course", steps=[1, 6])
+    scripts = {"ann": chain_file_name(6), "bea": chain_file_name(6), "cid": chain_file_name(1)}
+    for student, name in scripts.items():
+        folder = course.folder("submitted", student)
+        folder.mkdir(parents=True)
+        (folder / LEARNER_SCRIPT_NAME).write_bytes((SOLUTIONS_DIR / name).read_bytes())
+    said = []
+    judged = judging.judge_class(course, list(scripts), runs=False, echo=said.append)
+    assert [j.reused for j in judged] == [False, True, False]
+    assert said[1] == "bea: judged as ann's identical script, 6/12 steps"
+    bea = judging.load(course, "bea")
+    assert bea["ran"] is False and bea["run_timeout"] is None
+    own = str(course.folder("submitted", "bea") / LEARNER_SCRIPT_NAME)
+    assert {item["path"] for item in bea["results"]} == {own}  # its verdicts name its script
+    # Graded again: nothing judged anew, nothing said.
+    said.clear()
+    again = judging.judge_class(course, list(scripts), runs=False, echo=said.append)
+    assert [j.reused for j in again] == [True, True, True] and said == []
+
+
+@pytest.mark.parametrize("given", ["0", "-3", "nan", "inf", "soon"])
+def test_a_time_limit_that_is_no_positive_number_is_refused(given, capsys):
+    from instructor.__main__ import build_parser
+
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["autograde", "course", "--run-timeout", given])
+    assert stopped.value.code == 2
+    assert f"'{given}' is not a positive number of seconds" in capsys.readouterr().err
+    assert build_parser().parse_args(["autograde", "c", "--run-timeout", "45"]).run_timeout == 45
