@@ -1,7 +1,6 @@
 """Notebooks executed for real, as a learner's JupyterLab would: a throw-away copy of the
 workbook, a kernel of this Python with WORKBOOK_QUICK=1 (the `kernel_name` fixture), and the
-TensorBoards the notebooks start stopped afterwards. Shared by tests/system/test_notebooks_run.py,
-test_run_notebook_figures.py and test_timeline_runs.py.
+TensorBoards the notebooks start stopped afterwards. Used by tests/system/test_notebooks_run.py.
 """
 
 from __future__ import annotations
@@ -82,12 +81,13 @@ def stop_tensorboards_under(root: Path) -> None:
                 pass
 
 
-def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tag: str | None = None):
+def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tuple = ()):
+    """The notebook at `path` executed, without its cells tagged with one of `skip_tags`."""
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
-    if skip_tag:
-        notebook.cells = [c for c in notebook.cells if skip_tag not in c.metadata.get("tags", [])]
+    notebook.cells = [cell for cell in notebook.cells
+                      if not set(skip_tags) & set(cell.metadata.get("tags", []))]
     client = NotebookClient(
         notebook,
         kernel_name=kernel,

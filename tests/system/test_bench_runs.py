@@ -15,12 +15,13 @@ import time
 import psutil
 import pytest
 
-from bench import accuracy, grading, overhead, scaling
+from bench import grading
 from bench.processes import run_timed
+from bench.verdicts import TINY_FILES
 from processes import describe, kill_group, marked, new_marker, stop_marked
 from processes import python_c_plan as python_c
 from workbook.bench_results import BenchResult
-from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
+from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.paths import REPO
 from workbook.runner import contention
 
@@ -68,8 +69,10 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     assert by_kind[17] == by_kind[18] == by_kind[19] == 0  # syntax error, empty, missing
     assert 0 < by_kind[13] < 12  # one Horovod line deleted
     verdicts = BenchResult.read(tmp_path / "verdicts.json").summary
-    assert verdicts["scripts"] == 3 and verdicts["steps"] == 36
-    assert sum(verdicts["reading"].values()) == 36 and sum(verdicts["decided_by"].values()) == 36
+    steps = TINY_FILES * LAST_STEP
+    assert verdicts["scripts"] == TINY_FILES and verdicts["steps"] == steps
+    assert sum(verdicts["reading"].values()) == steps
+    assert sum(verdicts["decided_by"].values()) == steps
     # With runs, each script of the chain scores its step, decided by what it did.
     assert grades.summary["runs_score_the_chains_steps"], grades.summary["runs_wrong"]
     profile = BenchResult.read(tmp_path / "run_profile.json").summary

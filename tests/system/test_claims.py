@@ -32,7 +32,7 @@ OTHER_EXPERIMENTS = [
     "novograd_first_step", "api", "cache_replays", "model_sizes",
 ]  # fmt: skip
 START_TIMEOUT = 150  # seconds for both workers to reach model.fit in the hang experiment
-HANG_SECONDS = 20  # the fixed resume finishes its one batch in well under a second
+HANG_SECONDS = 10  # the fixed resume finishes its one batch in well under a second
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Horovod's timeline for real: recorded through the runner, of a 2-worker and a 1-worker run of
-the solution, read and drawn; and notebook 19 draws it headless. The reading of event lists:
-tests/unit/test_timeline.py.
+the solution, read and drawn. The where_does_the_time_go notebook draws it headless in
+tests/system/test_notebooks_run.py; the reading of event lists: tests/unit/test_timeline.py.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from notebook_runs import kernel_name  # noqa: F401 (the notebooks' test kernel, a fixture)
 from workbook.timeline import plot_steps, read_timeline, summary
 
 QUICK = ("--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1 "
@@ -58,23 +57,3 @@ def test_a_real_two_worker_timeline(tmp_path):
     assert read_timeline(one.timeline_path).gradients() == []
     lone = read_run(one.tensorboard_dir)
     assert lone.workers == 1 and "pinned to" in lone.hardware
-
-
-@pytest.mark.timeout(900)
-def test_notebook_19_draws_the_timeline_headless(tmp_path, kernel_name):
-    from notebook_runs import execute, stop_tensorboards_under, workbook_copy
-    from workbook.facts import notebook
-    from workbook.paths import REPO
-
-    notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist_solution.py")
-    try:
-        executed = execute(notebooks / notebook("where_does_the_time_go").file_name, kernel_name)
-    finally:
-        stop_tensorboards_under(tmp_path)
-    outputs = [output for cell in executed.cells if cell.cell_type == "code"
-               for output in cell.get("outputs", [])]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 1, "the timeline's plot"
-    shown = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "Scaling efficiency, this short run (" in shown and "- Communication: " in shown
-    assert "--timeline-filename logs/" in shown  # the command shows the runner's option

@@ -1,6 +1,6 @@
 """The run_distributed notebook's tables, plots and TensorBoard chart (workbook.run_tables): the
 same figures as the verdict's. The notebook run headless:
-tests/system/test_run_notebook_figures.py."""
+tests/system/test_notebooks_run.py."""
 
 from __future__ import annotations
 
