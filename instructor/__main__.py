@@ -20,8 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from instructor import autograde, class_report, course, ownership
 from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
+from instructor import autograde, class_report, course, ownership
 from instructor.course import COURSE_ID, Course, CourseError
 
 
