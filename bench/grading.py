@@ -42,8 +42,9 @@ def reference(step: int) -> str:
 
 
 KINDS = 20  # 0-12: stopped after that step; 13-16: one line deleted; 17-19: broken or missing
-# A small class with one of each sort: the tiny setting.
-TINY_KINDS = (12, 6, 0, 13, 17, 18, 19)
+# A small class with one of each sort: the tiny setting (stopped after the last step and
+# before the first, a line deleted, a syntax error, no script).
+TINY_KINDS = (LAST_STEP, 0, 13, 17, 19)
 
 
 def synthetic_script(kind: int, rng: random.Random) -> str | None:

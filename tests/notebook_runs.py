@@ -81,13 +81,19 @@ def stop_tensorboards_under(root: Path) -> None:
                 pass
 
 
-def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tuple = ()):
-    """The notebook at `path` executed, without its cells tagged with one of `skip_tags`."""
+def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tuple = (),
+            only_tags: tuple = ()):
+    """The notebook at `path` executed, without its code cells tagged with one of `skip_tags`
+    (and, given `only_tags`, with only the code cells tagged with one of those)."""
     from nbclient import NotebookClient
 
+    def kept(cell) -> bool:
+        tags = set(cell.metadata.get("tags", []))
+        return cell.cell_type != "code" or (
+            not tags & set(skip_tags) and (not only_tags or bool(tags & set(only_tags))))
+
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells = [cell for cell in notebook.cells
-                      if not set(skip_tags) & set(cell.metadata.get("tags", []))]
+    notebook.cells = [cell for cell in notebook.cells if kept(cell)]
     client = NotebookClient(
         notebook,
         kernel_name=kernel,

@@ -22,7 +22,7 @@ import pytest
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course, parse_steps, step_notebooks
 from instructor.class_report import AUTOGRADE_FAILED, GRADED, read_class
-from workbook.facts import step_notebook
+from workbook.facts import LAST_STEP, step_notebook
 from workbook.paths import REPO
 
 from course_helpers import (check_cell, edit_notebook, instructor, place_submission, run,
@@ -375,7 +375,8 @@ def test_the_reports_commands_recover_an_ungradable_submission(graded_class):
 
 def test_make_grade_on_a_zip_collected_course(tmp_path):
     """No release, no exchange: collect is skipped with a notice, the others run, and make
-    fails (autograde's 1) only after the report is written."""
+    fails (autograde's 1) only after the report is written. Two students hand in the same
+    script: one run judges both."""
     root = tmp_path / "course"
     for command in (["init", root, "--steps", "1,6"], ["generate", root]):
         done = instructor(*command)
@@ -383,7 +384,7 @@ def test_make_grade_on_a_zip_collected_course(tmp_path):
     release = Course.open(root).folder("release")
     archive = tmp_path / "lms.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
-        for student, script in (("abe", 12), ("ann", 6), ("ben", 0)):
+        for student, script in (("abe", 6), ("ann", 6), ("ben", 0)):
             for notebook in sorted(release.glob("*.ipynb")):
                 text = notebook.read_text()
                 if student == "abe" and notebook.name == CORRUPT:
@@ -401,10 +402,11 @@ def test_make_grade_on_a_zip_collected_course(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 2, done.stdout + done.stderr  # make's "Error 1" of the recipe
-    judged = [line for line in done.stdout.splitlines() if ": judged, " in line]
+    judged = [line for line in done.stdout.splitlines() if ": judged" in line]
     assert [line.split(":")[0] for line in judged] == ["abe", "ann", "ben"]
-    assert "ann: judged, run and read, 6/12 steps" in judged[1]
-    lines = [line for line in done.stdout.splitlines() if ": judged, " not in line]
+    assert f"abe: judged, run and read, 6/{LAST_STEP} steps" in judged[0]
+    assert judged[1] == f"ann: judged as abe's identical script, 6/{LAST_STEP} steps"
+    lines = [line for line in done.stdout.splitlines() if ": judged" not in line]
     assert lines[:6] == [
         f"collect skipped: nothing was released or submitted through {root / 'exchange'} "
         "(zip-collect fills submitted/ instead)",

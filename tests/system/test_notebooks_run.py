@@ -4,11 +4,10 @@ throw-away copy of the workbook, with WORKBOOK_QUICK=1 so every training run is 
 Once with the reference solution as the learner's script: no cell may fail, and the notebooks'
 figures are read from that one pass (the run_distributed notebook's table, plot and estimates,
 the timeline of where_does_the_time_go), so no notebook is executed twice. Once with the
-starting script, the notebooks that check or run the learner's script: only the check cells may
-fail, with their own message. The second pass leaves out the cells tagged `experiment`: they run
-reference scripts from solutions/ and demo scripts, never the learner's, so the first pass has
-already run them as they are, and they are the slowest cells. Of the optional run-check cells
-(the first pass leaves them out) it runs the first.
+starting script, the cells that read the learner's script (each step notebook's set-up and check
+cells, the first of the optional run-check cells, which the first pass leaves out, and the run
+notebook's cells but the ones tagged `experiment`, which run reference and demo scripts): only the
+check cells may fail, with their own message. The first pass has run every other cell as it is.
 """
 
 from __future__ import annotations
@@ -139,15 +138,17 @@ def test_the_time_notebook_draws_the_timeline(solution_pass):
 
 def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, kernel_name):
     notebooks = workbook_copy(tmp_path, REPO / "solutions" / "fashion_mnist.py")
-    skipped = ("experiment",)
+    # A step notebook's cells that read the script: its set-up's, its check's, its run-check's.
+    reading = ("setup", "check", "run-check")
     try:
         for entry in READ_THE_SCRIPT:
             name, step = entry.file_name, entry.step
-            executed = execute(notebooks / name, kernel_name, True, skip_tags=skipped)
+            executed = execute(notebooks / name, kernel_name, True, skip_tags=("experiment",),
+                               only_tags=reading if step else ())
             if any("run-check" in cell.metadata.get("tags", []) for cell in executed.cells):
                 # Every run-check cell calls run_step the same way: the first stands for all
                 # (4-9 s each; their verdicts: tests/system/test_run_check.py).
-                skipped = ("experiment", "run-check")
+                reading = ("setup", "check")
             failed = errors(executed)
             if step is None:
                 assert not failed, f"{name}: {[(i, o.ename, o.evalue) for i, _, o in failed]}"
