@@ -25,9 +25,10 @@ from workbook.facts import NOTEBOOKS, RUN, STEP, notebook, notebook_label, noteb
 
 # The last notebook of the course: the distributed run. Bonus lessons come after it.
 FINAL_NOTEBOOK = notebook_of_kind(RUN).file_name
-# The second pass's notebooks: those that check or run the learner's script. The welcome
-# notebook runs the reference, and the bonus lessons run their own scripts (check_bonus's reading
-# of the learner's script: tests/unit/test_grader_bonus.py).
+# The second pass's notebooks: the course's, which check or run the learner's script as it is
+# at each step. The welcome notebook runs the reference; the bonus lessons come after the course
+# and run their own scripts or the finished one (several_hosts), as the first pass did
+# (check_bonus's reading of the starting script: tests/unit/test_grader_bonus.py).
 READ_THE_SCRIPT = [entry for entry in NOTEBOOKS if entry.kind in (STEP, RUN)]
 # Appended to the run notebook: what its plot shows, read from the figure it drew, and what
 # the runs and the table say.
