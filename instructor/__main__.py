@@ -20,19 +20,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.live.cli import positive_seconds
 from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
 from instructor import autograde, class_report, course, ownership
 from instructor.course import COURSE_ID, Course, CourseError
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from grader.live.run import TIMEOUT_S
 from grader.report import NEITHER
 from instructor.course import Course, CourseError
 from workbook.facts import LEARNER_SCRIPT_NAME, usable_cores
@@ -83,7 +84,7 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
     (the untouched starting script, say)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    how = JudgedWith(runs, (run_timeout or _default_timeout()) if runs else None)
+    how = JudgedWith(runs, (run_timeout or TIMEOUT_S) if runs else None)
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
     if runs and sandbox.weaker:
@@ -125,12 +126,6 @@ class JudgedWith:
         return bool(saved and digest and saved.get("sha256") == digest
                     and saved.get("ran") == self.runs
                     and saved.get("run_timeout") == self.run_timeout)
-
-
-def _default_timeout() -> float:
-    from grader.live.run import TIMEOUT_S
-
-    return TIMEOUT_S
 
 
 def _box(sandbox):

@@ -8,12 +8,24 @@ findings under "details", how the run ended, its time, log and error under "run"
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from grader.live.invariants import FIRST_STEP
 from grader.live.report import NOT_RUN_SAYS
 from grader.live.run import TIMEOUT_S, WORKERS, run_step
 from workbook.facts import LAST_STEP
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type for a run's time limit: a finite number of seconds above 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):  # nan fails both comparisons
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def add_parser(commands) -> None:
@@ -32,7 +44,7 @@ def add_parser(commands) -> None:
     run.add_argument("file", metavar="FILE", help="the script, e.g. notebooks/fashion_mnist.py")
     run.add_argument("--step", type=int, default=LAST_STEP, metavar="N",
                      help=f"the last step done ({FIRST_STEP}..{LAST_STEP}; default {LAST_STEP})")  # fmt: skip
-    run.add_argument("--timeout", type=float, default=TIMEOUT_S, metavar="S",
+    run.add_argument("--timeout", type=positive_seconds, default=TIMEOUT_S, metavar="S",
                      help=f"stop the run after S seconds (default {TIMEOUT_S:g})")  # fmt: skip
     run.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -40,8 +52,6 @@ def add_parser(commands) -> None:
 def run(args, parser) -> int:
     if not FIRST_STEP <= args.step <= LAST_STEP:
         parser.error(f"--step must be {FIRST_STEP}..{LAST_STEP}, not {args.step}")
-    if args.timeout <= 0:
-        parser.error("--timeout must be a positive number of seconds")
     try:
         result = run_step(args.step, args.file, timeout=args.timeout, quiet=args.json)
     except KeyboardInterrupt:

@@ -49,11 +49,16 @@ def test_identical_scripts_share_one_judgement_and_a_second_pass_reuses_it(tmp_p
 
 
 @pytest.mark.parametrize("given", ["0", "-3", "nan", "inf", "soon"])
-def test_a_time_limit_that_is_no_positive_number_is_refused(given, capsys):
-    from instructor.__main__ import build_parser
+@pytest.mark.parametrize("command", [["instructor", "autograde", "course", "--run-timeout"],
+                                     ["grader", "run", "fashion_mnist.py", "--timeout"]])
+def test_a_time_limit_that_is_no_positive_number_is_refused(command, given, capsys):
+    """The instructor's grading and the learner's run check take a run's limit the same way."""
+    import importlib
 
+    build_parser = importlib.import_module(f"{command[0]}.__main__").build_parser
     with pytest.raises(SystemExit) as stopped:
-        build_parser().parse_args(["autograde", "course", "--run-timeout", given])
+        build_parser().parse_args([*command[1:], given])
     assert stopped.value.code == 2
     assert f"'{given}' is not a positive number of seconds" in capsys.readouterr().err
-    assert build_parser().parse_args(["autograde", "c", "--run-timeout", "45"]).run_timeout == 45
+    assert vars(build_parser().parse_args([*command[1:], "45"]))[
+        command[-1].lstrip("-").replace("-", "_")] == 45
