@@ -3,7 +3,8 @@
     python -m workbook.lab [--port 8888] [--ip 127.0.0.1]     (what `make lab` runs)
 
 If a JupyterLab for this repository is already running, its URL is printed and nothing new is
-started, so running `make lab` twice is harmless.
+started, so running `make lab` twice is harmless. A port another program holds is no error:
+TensorBoard and JupyterLab take the next free one, and the banner says which and who held it.
 
 In a git checkout it first sets up nbstripout as a git filter of this repository only
 (`.git/config` and `.git/info/attributes`, nothing tracked): what the learner's runs write into
@@ -29,7 +30,8 @@ from pathlib import Path
 
 from workbook.facts import LAB_ARGS, notebook, with_safe_env
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
-from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, ensure_tensorboard
+from workbook.ports import holder_words, is_free
+from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, TensorBoardFailed, ensure_tensorboard
 
 WELCOME_NOTEBOOK = NOTEBOOKS_DIR / notebook("welcome").file_name
 START_TIMEOUT_S = 90
@@ -153,9 +155,9 @@ def lab_url(server: dict) -> str:
     return f"{server['url'].rstrip('/')}/lab/tree/{path.as_posix()}{token}"
 
 
-def print_banner(server: dict, tensorboard: str) -> None:
+def print_banner(server: dict, tensorboard: str, lab_moved: str = "") -> None:
     print("\n" + "=" * 72, flush=True)
-    print(f"  JupyterLab:   {lab_url(server)}")
+    print(f"  JupyterLab:   {lab_url(server)}" + (f" ({lab_moved})" if lab_moved else ""))
     print(f"  TensorBoard:  {tensorboard}")
     print("  Open the JupyterLab link in your browser. Stop with Ctrl-C.")
     print("=" * 72 + "\n", flush=True)
@@ -197,28 +199,42 @@ def main(argv: list[str] | None = None) -> int:
 
     ensure_learner_script()
     print(strip_outputs_in_git())
-    tensorboard = ensure_tensorboard(port=args.tensorboard_port)
-    os.environ[PORT_VARIABLE] = str(args.tensorboard_port)  # inherited by JupyterLab's kernels
+    try:
+        tensorboard = ensure_tensorboard(port=args.tensorboard_port)
+        shown_tensorboard = tensorboard.banner()
+        # Inherited by JupyterLab's kernels: the notebooks find this one, wherever it is.
+        os.environ[PORT_VARIABLE] = str(tensorboard.port)
+    except TensorBoardFailed as error:  # the notebooks need it only at the end: go on
+        print(f"error: {error}", file=sys.stderr)
+        tensorboard, shown_tensorboard = None, "not started (see the error above)"
     # Kernels and terminals inherit these too: without them, a script run with `!python`,
     # `!mpirun` or `!horovodrun` hangs in hvd.init() while TensorBoard listens (see facts.py).
     os.environ.update(with_safe_env())
     existing = server_for_repo()
     if existing:
         print("JupyterLab is already running for this workbook.")
-        print_banner(existing, tensorboard.url)
+        print_banner(existing, shown_tensorboard)
         return 0
 
+    # JupyterLab itself takes another port when this one is taken (its --port-retries).
+    lab_port_taken = None if is_free(args.port, args.ip) else holder_words(args.port)
+    started = time.monotonic()
     process = start_lab(args.ip, args.port)
     try:
         server = wait_for_server(process)
         if server is None:
             code = process.poll()
             process.terminate()
-            why = (f"exited with code {code}" if code is not None
-                   else f"did not start within {START_TIMEOUT_S} s")
-            print(f"error: JupyterLab {why} (see its messages above).", file=sys.stderr)
+            waited = time.monotonic() - started
+            why = (f"exited with code {code} after {waited:.0f} s" if code is not None
+                   else f"did not answer in the {waited:.0f} s it was given")
+            cause = (f"; {lab_port_taken} was taken: stop that program or pick another port "
+                     f"(make lab LAB_ARGS='--port {args.port + 100}')" if lab_port_taken else "")
+            print(f"error: JupyterLab {why} (its messages are above){cause}.", file=sys.stderr)
             return 1
-        print_banner(server, tensorboard.url)
+        moved = (f"{lab_port_taken} was taken; this one is on {server.get('port')}"
+                 if lab_port_taken and server.get("port") != args.port else "")
+        print_banner(server, shown_tensorboard, moved)
         # Ctrl-C reaches JupyterLab too (same process group); SIGTERM is passed on explicitly.
         signal.signal(signal.SIGTERM, lambda *_: process.terminate())
         try:
@@ -226,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return process.wait()
     finally:
-        tensorboard.stop()
+        if tensorboard is not None:
+            tensorboard.stop()
 
 
 if __name__ == "__main__":

@@ -64,6 +64,60 @@ def test_gpus_are_counted_without_tensorflow(tmp_path, monkeypatch):
     assert runner.visible_gpus() == 1
 
 
+def stand_in_nvidia_smi(folder: Path, gpus: int) -> None:
+    """An `nvidia-smi` that lists `gpus` H100s, as `nvidia-smi -L` does."""
+    lines = "".join(f"echo 'GPU {n}: NVIDIA H100 80GB HBM3 (UUID: GPU-{n})'\n" for n in range(gpus))
+    path = folder / "nvidia-smi"
+    path.write_text("#!/bin/sh\n" + lines)
+    path.chmod(0o755)
+
+
+# The layout line np="auto" prints on a 16-core machine with 0, 1, 2 and 4 GPUs listed, with
+# CUDA_VISIBLE_DEVICES unset, and set to show only GPUs 0 and 1.
+HIDDEN = ('on the CPU, the {n} hidden (CUDA_VISIBLE_DEVICES=""): the lesson\'s '
+          'gpus[hvd.local_rank()] needs a GPU per worker, and with {w} on {n} local rank {r} '
+          'would find none (IndexError)')
+CPU_AUTO = "2 workers x 8 threads on 16 CPU cores, each pinned to 8 cores of its own"
+AUTO_LINES = {
+    0: CPU_AUTO,
+    1: f"{CPU_AUTO}; " + HIDDEN.format(n="1 GPU", w="2 workers", r=1),
+    2: "2 workers x 8 threads on 16 CPU cores, one GPU each (2 GPUs visible)",
+    4: "4 workers x 4 threads on 16 CPU cores, one GPU each (4 GPUs visible)",
+}
+
+
+@pytest.mark.parametrize("listed", [0, 1, 2, 4])
+@pytest.mark.parametrize("cuda_visible", [None, "0,1"])
+def test_layouts_on_machines_with_0_1_2_4_gpus(tmp_path, monkeypatch, listed, cuda_visible):
+    stand_in_nvidia_smi(tmp_path, listed)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    if cuda_visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", cuda_visible)
+    seen = runner.visible_gpus()
+    assert seen == (listed if cuda_visible is None else min(2, listed))
+
+    def layout(np, share=None):
+        return runner.layout.choose_layout(np, share=share, launcher="horovodrun", cores=16,
+                                           gpus=None, hosts=None, remote=None,
+                                           launch_options=[])  # fmt: skip
+
+    auto = layout("auto")
+    print(f"{listed} GPUs listed, CUDA_VISIBLE_DEVICES={cuda_visible}: {auto.describe()}")
+    assert auto.describe() == AUTO_LINES[seen]
+    # Whatever was asked, no worker is left without a GPU while the others pin theirs.
+    for np in (1, 2, 4):
+        planned = layout(np)
+        assert planned.gpus >= planned.workers or (
+            planned.gpus == 0 and planned.env().get("CUDA_VISIBLE_DEVICES", "") == ""
+        ), planned.describe()
+        assert (planned.hidden_gpus > 0) == (0 < seen < np)
+    # The reference of np="auto" runs where np="auto"'s workers run.
+    reference = layout(1, share="auto")
+    assert (reference.gpus > 0) == (auto.gpus > 0)
+
+
 @needs_ssh
 def test_ssh_check_names_each_failing_host_with_sshs_reason():
     closed = hosts.SshSettings(port=str(free_port()))  # nothing listens there

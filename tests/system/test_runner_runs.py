@@ -99,6 +99,56 @@ time.sleep(300)
 """
 
 
+# A worker of a machine with STAND_IN_GPUS GPUs (the check's probe simulates them on a CPU:
+# grader/live/probe.py's SimulatedGpus, CUDA_VISIBLE_DEVICES respected) that runs the lesson's
+# own step 2, as the solution has it, and says what it pinned.
+PINS_LIKE_THE_LESSON = """\
+import os, sys
+sys.path.insert(0, {probe_dir!r})
+import tensorflow as tf
+import horovod.tensorflow.keras as hvd
+from probe import SimulatedGpus
+
+SimulatedGpus(int(os.environ["STAND_IN_GPUS"])).install()
+hvd.init()
+{step_2}
+print(f"rank {{hvd.rank()}} found {{len(gpus)}} GPUs", flush=True)
+"""
+
+
+def lessons_pinning() -> str:
+    """The solution's step 2: from its `Horovod: pin` comment to the blank line after it."""
+    text = SOLUTION.read_text()
+    start = text.index("# Horovod: pin one GPU")
+    return text[start:text.index("\n\n", start)]
+
+
+@needs_horovodrun
+def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
+        tmp_path, monkeypatch, quiet_tensorflow):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-0)'\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    script = tmp_path / "pins.py"
+    script.write_text(PINS_LIKE_THE_LESSON.format(probe_dir=str(REPO / "grader" / "live"),
+                                                  step_2=lessons_pinning()))  # fmt: skip
+    env = {"STAND_IN_GPUS": "1"}
+    result = runner.horovodrun(str(script), np="auto", logs_root=tmp_path / "logs", env=env,
+                               timeout=120, log_dir=False)  # fmt: skip
+    assert result.ok, result.error
+    assert "1 GPU hidden" in result.layout
+    output = (tmp_path / "logs" / result.run_name / "horovodrun.log").read_text()
+    assert "rank 0 found 0 GPUs" in output and "rank 1 found 0 GPUs" in output
+    # The same workers with the one GPU shown to both: what the runner's layout prevents.
+    shown = runner.horovodrun(str(script), np=2, logs_root=tmp_path / "logs", timeout=120,
+                              env={**env, "CUDA_VISIBLE_DEVICES": "0"}, log_dir=False)
+    assert not shown.ok and shown.failed_rank == 1
+    assert "IndexError" in shown.error
+
+
 @needs_horovodrun
 def test_timeout_stops_even_stubborn_workers(tmp_path, quiet_tensorflow):
     script = tmp_path / "stubborn_worker.py"

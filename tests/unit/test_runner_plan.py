@@ -40,6 +40,7 @@ needs_horovodrun = pytest.mark.skipif(
         (8, 0, 2, 4, "2 workers x 4 threads on 8 CPU cores"),
         (16, 4, 4, 4, "4 workers x 4 threads on 16 CPU cores, one GPU each (4 GPUs visible)"),
         (2, 4, 4, 1, "4 workers x 1 thread on 2 CPU cores, one GPU each (4 GPUs visible)"),
+        (16, 2, 2, 8, "2 workers x 8 threads on 16 CPU cores, one GPU each (2 GPUs visible)"),
     ],
 )
 def test_auto_layout(cores, gpus, workers, threads, text):
@@ -52,6 +53,70 @@ def test_auto_layout(cores, gpus, workers, threads, text):
         "OMP_NUM_THREADS": str(threads),
         "TF_NUM_INTEROP_THREADS": "1",
     }
+
+
+ONE_GPU_HIDDEN = (
+    'on the CPU, the 1 GPU hidden (CUDA_VISIBLE_DEVICES=""): the lesson\'s '
+    "gpus[hvd.local_rank()] needs a GPU per worker, and with 2 workers on 1 GPU local rank 1 "
+    "would find none (IndexError)"
+)
+
+
+def plan_layout(np, gpus, share=None, cores=16):
+    return runner.layout.choose_layout(np, share=share, launcher="horovodrun", cores=cores,
+                                       gpus=gpus, hosts=None, remote=None, launch_options=[])
+
+
+@pytest.mark.parametrize(
+    "np, share, gpus, text",
+    [
+        # One GPU: np="auto" compares 2 CPU workers, its reference is on the CPU too, and the
+        # GPU gets a run of its own (np=1).
+        ("auto", None, 1,
+         f"2 workers x 8 threads on 16 CPU cores, each pinned to 8 cores of its own; "
+         f"{ONE_GPU_HIDDEN}"),
+        (1, "auto", 1,
+         '1 worker x 8 threads pinned to 8 of 16 CPU cores; on the CPU, the 1 GPU hidden '
+         '(CUDA_VISIBLE_DEVICES=""), like the CPU workers of np="auto" it is the reference for '
+         '(with 1 GPU, np="auto" runs 2 workers on the CPU)'),
+        (1, None, 1, "1 worker x 16 threads on 16 CPU cores, on one GPU (1 GPU visible)"),
+        (2, None, 1, f"2 workers x 8 threads on 16 CPU cores; {ONE_GPU_HIDDEN}"),
+        (4, None, 2,
+         '4 workers x 4 threads on 16 CPU cores; on the CPU, the 2 GPUs hidden '
+         '(CUDA_VISIBLE_DEVICES=""): the lesson\'s gpus[hvd.local_rank()] needs a GPU per '
+         'worker, and with 4 workers on 2 GPUs local rank 2 would find none (IndexError)'),
+        (2, None, 4, "2 workers x 8 threads on 16 CPU cores, one GPU each (4 GPUs visible)"),
+        (1, "auto", 4, "1 worker x 4 threads on 16 CPU cores, on one GPU (4 GPUs visible)"),
+    ],
+)
+def test_no_worker_is_left_without_the_gpu_its_pinning_takes(np, share, gpus, text):
+    layout = plan_layout(np, gpus, share)
+    assert layout.describe() == text
+    on_gpus = "one GPU each" in text or "on one GPU" in text
+    assert (layout.env().get("CUDA_VISIBLE_DEVICES") == "") == (not on_gpus)
+    assert layout.gpus >= layout.workers if on_gpus else layout.gpus == 0
+    assert layout.pinned == ("pinned" in text)
+
+
+@needs_horovodrun
+def test_a_cpu_layout_hides_gpus_whatever_cuda_visible_devices_said(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    common = dict(cwd=tmp_path, logs_root=tmp_path / "logs", cores=2)
+    assert plan_run("train.py", np=2, gpus=1, **common).env["CUDA_VISIBLE_DEVICES"] == ""
+    assert plan_run("train.py", np=1, gpus=1, **common).env["CUDA_VISIBLE_DEVICES"] == "0"
+    # A run's own env= still wins: a learner who sets it means it.
+    given = plan_run("train.py", np=2, gpus=1, env={"CUDA_VISIBLE_DEVICES": "0"}, **common)
+    assert given.env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_the_package_never_imports_the_module_it_runs_with_python_m():
+    # `python -m workbook.runner.launcher` after the package imported it: runpy's
+    # RuntimeWarning "found in sys.modules" at the start of every run.
+    import workbook.runner  # noqa: F401
+
+    assert "workbook.runner.launcher" not in sys.modules
+    assert HOROVODRUN[1:] == ("-m", "workbook.runner.launcher")
 
 
 def test_more_workers_than_cores_is_said():

@@ -8,9 +8,12 @@
 
 What it adds to a bare `!horovodrun ...`:
 
-- `-np auto` picks a layout for this machine: one worker per GPU, or on CPUs 2 workers that
-  share the cores (threads per worker set with TF_NUM_INTRAOP_THREADS, each worker pinned to
-  its own cores by pin_cores.py), printed in one line. `share="auto"` gives any number of
+- `-np auto` picks a layout for this machine: one worker per GPU on 2 or more GPUs, or 2
+  workers that share the CPU cores (threads per worker set with TF_NUM_INTRAOP_THREADS, each
+  worker pinned to its own cores by pin_cores.py), printed in one line. Workers are never
+  given fewer GPUs than there are of them: the lesson's gpus[hvd.local_rank()] would fail, so
+  such a layout (1 GPU and np="auto" or 2, 2 GPUs and np=4) runs on the CPU with the GPUs
+  hidden (CUDA_VISIBLE_DEVICES=""), and its line says so and why. `share="auto"` gives any number of
   workers that same share each: `np=1, share="auto"` is the fair 1-worker reference.
 - One options object, `RunOptions` (np, run_name, timeout, env, cwd, log dirs, launcher,
   share, timeline...), is built once from the keywords of horovodrun(), start_in_background()
@@ -51,8 +54,9 @@ importing only those above it in this list:
                 the log places, the worker's and horovodrun's command lines, the environment),
                 and plan_run(), which puts them together
     pin_cores   run by path before the script: pins a worker to its own cores (stdlib only)
-    launcher    runs horovodrun with its Gloo/MPI build check answered (asked once, kept on
-                disk): 3-6 s less per launch
+    horovod_build  what Horovod was built with (Gloo, MPI), asked once and kept on disk
+    launcher    run as `python -m`, never imported: horovodrun with that build check
+                answered, 3-6 s less per launch
     contention  the other processes that used the CPU while a run went on
     output      the byte stream as lines and progress bars, sorted into what to show; failures
     processes   finding and stopping every process a run started on this machine

@@ -43,7 +43,7 @@ from workbook.runner.hosts import (
     remote_hosts,
     slots_of_hosts,
 )
-from workbook.runner.layout import Layout, choose_layout, without_threads
+from workbook.runner.layout import HIDE_GPUS, Layout, choose_layout, without_threads
 
 # ---------------------------------------------------------------------------------------------
 # horovodrun's command line
@@ -88,8 +88,8 @@ class RunOptions:
     """How to start one run, apart from its command: built once (from the keywords of
     horovodrun(), start_in_background() or plan_run()) and handed down as it is.
 
-    np: "auto" (one worker per GPU, else 2 CPU workers sharing the cores) or a number; a `-np`
-        in the command wins.
+    np: "auto" (one worker per GPU on 2 or more, else 2 CPU workers sharing the cores, a
+        single GPU hidden) or a number; a `-np` in the command wins.
     run_name: the folder under logs_root for the script's --log-dir and horovodrun.log;
         default `<script>-np<N>-<HHMM>`. A script that takes --log-dir and got none gets
         `--log-dir <logs_root>/<run_name>`, so TensorBoard shows the runs side by side.
@@ -368,6 +368,8 @@ def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool,
     result = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
     for key, value in layout.env().items():
         result.setdefault(key, value)  # a thread count the user set wins
+    if layout.hidden_gpus:  # ...but not a CUDA_VISIBLE_DEVICES that shows too few GPUs
+        result[HIDE_GPUS[0]] = HIDE_GPUS[1]
     # Output line by line as it happens, not in blocks when a buffer fills.
     result["PYTHONUNBUFFERED"] = "1"
     result["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), result.get("PATH", "")])

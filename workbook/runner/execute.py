@@ -29,7 +29,7 @@ from workbook.runner.command import RunPlan
 from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, status_text
 from workbook.runner.hosts import stop_remote
-from workbook.runner.launcher import BUILT_VARIABLE, built_controllers
+from workbook.runner.horovod_build import BUILT_VARIABLE, built_controllers
 from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser, Transcript, failure_text
 from workbook.runner.processes import (

@@ -59,16 +59,22 @@ class Layout:
     hosts: str | None = None  # as for horovodrun -H, when the run spans other machines
     # Each worker pinned to its own block of `threads` cores (pin_cores.py), on this machine.
     pinned: bool = False
+    # GPUs this machine has that the workers do not see (CUDA_VISIBLE_DEVICES=""): fewer than
+    # the workers, and the lesson's pinning, gpus[hvd.local_rank()], needs one per worker.
+    hidden_gpus: int = 0
 
     def env(self) -> dict[str, str]:
-        """Environment variables that give each worker its share of the cores."""
+        """Environment variables that give each worker its share of the cores (and hide the
+        GPUs of a CPU layout on a machine that has some)."""
+        hidden = {HIDE_GPUS[0]: HIDE_GPUS[1]} if self.hidden_gpus else {}
         if self.threads is None:
-            return {}
+            return hidden
         return {
             "TF_NUM_INTRAOP_THREADS": str(self.threads),
             "OMP_NUM_THREADS": str(self.threads),
             # One inter-op thread: more would only compete with the other workers.
             "TF_NUM_INTEROP_THREADS": "1",
+            **hidden,
         }
 
     def describe(self) -> str:
@@ -85,20 +91,48 @@ class Layout:
             own = "a core" if self.threads == 1 else plural(self.threads, "core")
             text += f", each pinned to {own} of its own"
         if self.gpus:
-            text += f", one GPU each ({plural(self.gpus, 'GPU')} visible)"
+            on = "on one GPU" if self.workers == 1 else "one GPU each"
+            text += f", {on} ({plural(self.gpus, 'GPU')} visible)"
         if not self.gpus and self.workers > self.cores:
             text += " (more workers than cores: they take turns)"
+        if self.hidden_gpus:
+            text += "; " + hidden_gpus_reason(self.hidden_gpus, self.workers)
         return text
 
 
+# What hides every GPU from a worker: CUDA shows none, TensorFlow lists none and runs on the CPU.
+HIDE_GPUS = ("CUDA_VISIBLE_DEVICES", "")
+
+
+def hidden_gpus_reason(gpus: int, workers: int) -> str:
+    """Why a layout's workers run on the CPU on a machine with `gpus` GPUs, in one clause."""
+    hidden = f"on the CPU, the {plural(gpus, 'GPU')} hidden (CUDA_VISIBLE_DEVICES=\"\")"
+    if workers > gpus:
+        return (f"{hidden}: the lesson's gpus[hvd.local_rank()] needs a GPU per worker, and "
+                f"with {plural(workers, 'worker')} on {plural(gpus, 'GPU')} local rank {gpus} "
+                "would find none (IndexError)")
+    return (f"{hidden}, like the CPU workers of np=\"auto\" it is the reference for (with "
+            f"{plural(gpus, 'GPU')}, np=\"auto\" runs 2 workers on the CPU)")
+
+
 def auto_layout(cores: int, gpus: int) -> Layout:
-    """`-np auto`: one worker per GPU; on CPUs 2 workers sharing the cores (1 on 1 core)."""
+    """`-np auto`: one worker per GPU when there are 2 or more; otherwise 2 workers sharing the
+    CPU cores (1 on 1 core), with a single GPU hidden: 1 worker on 1 GPU would compare one
+    worker with one worker (the GPU gets a run of its own, np=1)."""
     cores = max(1, cores)
-    if gpus > 0:
+    if gpus >= 2:
         return Layout(workers=gpus, threads=max(1, cores // gpus), cores=cores, gpus=gpus)
     # Two workers show data parallelism; more, each with a sliver of a CPU, only add overhead.
     workers = 2 if cores >= 2 else 1
-    return Layout(workers=workers, threads=cores // workers, cores=cores)
+    return gpus_for(Layout(workers=workers, threads=cores // workers, cores=cores), gpus)
+
+
+def gpus_for(layout: Layout, gpus: int) -> Layout:
+    """`layout` on a machine with `gpus` GPUs: one per worker when there are enough, else none,
+    hidden (the lesson's gpus[hvd.local_rank()] fails on a worker without a GPU of its own)."""
+    if gpus >= layout.workers:
+        return replace(layout, gpus=gpus, hidden_gpus=0)
+    return replace(layout, gpus=0, hidden_gpus=gpus)
 
 
 def explicit_layout(workers: int, cores: int, gpus: int, hosts: str | None = None) -> Layout:
@@ -106,8 +140,7 @@ def explicit_layout(workers: int, cores: int, gpus: int, hosts: str | None = Non
     if hosts is not None:
         return Layout(workers=workers, threads=None, cores=cores, gpus=0, hosts=hosts)
     cores = max(1, cores)
-    gpus = gpus if gpus >= workers else 0
-    return Layout(workers=workers, threads=max(1, cores // workers), cores=cores, gpus=gpus)
+    return gpus_for(Layout(workers=workers, threads=max(1, cores // workers), cores=cores), gpus)
 
 
 def share_layout(workers: int, share: int | str, cores: int, gpus: int) -> Layout:
@@ -116,14 +149,18 @@ def share_layout(workers: int, share: int | str, cores: int, gpus: int) -> Layou
     On CPUs, a worker's share of the cores is its "device": 1 worker with one share against N
     workers is the CPU analogue of 1 GPU against N GPUs.
     """
-    per_worker = auto_layout(cores, gpus).threads if share == "auto" else int(share)
+    auto = auto_layout(cores, gpus)
+    per_worker = auto.threads if share == "auto" else int(share)
     if per_worker < 1 or workers * per_worker > max(1, cores):
         raise ValueError(
             f"{plural(workers, 'worker')} x {plural(per_worker, 'core')} do not fit in the "
             f"{plural(cores, 'CPU core')} this process may use"
         )
-    gpus = gpus if gpus >= workers else 0
-    layout = Layout(workers=workers, threads=per_worker, cores=cores, gpus=gpus)
+    layout = Layout(workers=workers, threads=per_worker, cores=cores)
+    # share="auto" is the reference of np="auto": on the device its workers have (a 1-GPU
+    # machine's 2 auto workers run on the CPU, so its reference does too).
+    layout = gpus_for(layout, gpus) if share != "auto" or auto.gpus else \
+        replace(layout, hidden_gpus=gpus)
     return replace(layout, pinned=pins_cores(layout))
 
 

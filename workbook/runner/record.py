@@ -56,6 +56,7 @@ class RunRecord:
     threads_per_worker: int | None = None  # None: TensorFlow's default threads
     cores: int | None = None
     gpus: int | None = None
+    hidden_gpus: int | None = None  # this machine's GPUs hidden from the workers (a CPU layout)
     pinned: bool | None = None  # each worker on its own block of threads_per_worker cores
     hosts: str | None = None
     started: float | None = None  # time.time() when the launcher started
@@ -80,6 +81,7 @@ class RunRecord:
             threads_per_worker=layout.threads,
             cores=layout.cores,
             gpus=layout.gpus,
+            hidden_gpus=layout.hidden_gpus,
             pinned=layout.pinned,
             hosts=plan.hosts,
             started=started_at,
