@@ -3,19 +3,24 @@
     decide(static_results, run_result) -> Results
 
 The static check (grader/rules/) reads the script in milliseconds and can explain why; the run
-for real (grader/live/) shows what the script does. Per step:
+for real (grader/live/) shows what the script does. A step counts only when a run shows it.
+Per step:
 
-1. The run showed the step's invariant (PASSED or FAILED): the run decides. Where a run on this
+1. The run crashed or hung on the step's code: the step whose lines the failing path goes
+   through (grader.live.outcome's culprit: the callback or optimizer the failing library frame
+   belongs to, and the script's line that built it; else the script's innermost line, by the
+   names it uses and by how alike it is to the step's lines in the reference chain), and the
+   step whose lines alone name what the error quotes ('NovoGrad', 'tfa'); also when the run had
+   shown that step to hold before it broke. FAILED, decided by the run.
+2. The run showed the step's invariant (PASSED or FAILED): the run decides. Where a run on this
    machine can't show part of a step (READING_ONLY), a failed reading of that part overrules a
    passed run, and the message says so.
-2. The run crashed or hung: the crash is the step's whose lines in the reference chain the
-   failing line is most like (also when the run had shown that step to hold before it broke),
-   and the step whose lines alone name what the error quotes ('NovoGrad', 'tfa'). When the
-   run showed no step broken (which may well be the cause): in the second launch it is the
-   resume's too (step 8: the script did not go on from its checkpoint), and with no step
-   named, the first step the run did not show. FAILED, decided by the run.
-3. Otherwise the reading decides when it is sure (PASSED or FAILED).
-4. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
+3. The script kept the run from showing the step (it crashed, hung, exited or stopped before,
+   or never did what the step is about: the finding is `withheld`): not credited. FAILED,
+   decided by the run; the message says what stopped the run, where, and what it did show.
+4. Otherwise (no run, or a run that can't see what the script did) the reading decides when
+   it is sure (PASSED or FAILED).
+5. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
    documented default, instructor/README.md), and the class report lists it with both pieces
    of evidence for the instructor.
 
@@ -25,12 +30,12 @@ the student's feedback show.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 from dataclasses import replace
 
 from grader import reference
-from grader.live.run import RESUME_STEP
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
 # What a run on this machine can't show, per step; the reading decides that part.
@@ -68,6 +73,11 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
                        expected_diff=static.expected_diff if found.status == FAILED else "",
                        line=static.line if found.status == FAILED else None,
                        decided_by=RUN)  # fmt: skip
+    if found is not None and found.withheld:
+        return replace(static, status=FAILED, decided_by=RUN, message=not_credited(found, run),
+                       hint=static.hint or "Run the script on 2 workers and read what stopped it.",
+                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
+                       line=static.line if run.run.finished else run.run.line)  # fmt: skip
     unseen = _why_unseen(found, run)
     if static.status != CANT_TELL:
         return replace(static, decided_by=READING,
@@ -75,6 +85,25 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
     return replace(static, decided_by=NEITHER,
                    message=f"neither check could decide; counted as done for now. The run: "
                    f"{unseen}. The reading: {static.message}")  # fmt: skip
+
+
+CANT_TELL_SAYS = "can't tell: "  # how a finding that can't tell begins (grader/live/invariants.py)
+
+
+def not_credited(found: Result, run: Result) -> str:
+    """Why a step the run did not show earns nothing: what stopped the run and where (when it
+    ended early), what it lacked for this step, and what it did show."""
+    lacked = found.message.removeprefix(CANT_TELL_SAYS)
+    stopped = "" if run.run.finished else f"{run.message}; so "
+    held = [detail.step for detail in run.details if detail.status == PASSED]
+    showed = (f"it showed step{'s' if len(held) > 1 else ''} {_steps_text(held)} to hold"
+              if held else "it showed no step to hold")  # fmt: skip
+    return f"not credited, as the run did not show this step: {stopped}{lacked} ({showed})"
+
+
+def _steps_text(steps: list) -> str:
+    names = [str(step) for step in steps]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _why_unseen(found: Result | None, run: Result | None) -> str:
@@ -87,35 +116,72 @@ def _why_unseen(found: Result | None, run: Result | None) -> str:
 
 def blamed_steps(run: Result, findings: dict) -> set:
     """The steps a crash or a hang is blamed on, none when the run finished or timed out: the
-    step whose reference lines the failing line is most like (a step the run had shown to hold
-    too: a NovoGrad import only the fresh start has breaks the resume), the step that alone
-    names what the error quotes, and the resume's step when it came in the second launch;
-    else the first step the run did not show."""
+    step whose code is on the failing path (a step the run had shown to hold too: a NovoGrad
+    import only the fresh start has breaks the resume), and the step that alone names what the
+    error quotes. Never a step only because the run did not show it: such a step earns nothing
+    anyway (not_credited says why)."""
     if run.run is None or run.run.outcome not in ENDED_EARLY:
         return set()
     steps = sorted(findings)
-    blamed = {step for step in (step_of_line(run.run.code, steps),
-                                step_of_quoted_name(run.run.exception, steps))
-              if step is not None}  # fmt: skip
-    if any(found.status == FAILED for found in findings.values()):
-        return blamed  # a step the run showed broken may well be why: no second penalty for it
-    if run.run.resumed and RESUME_STEP in findings:
-        blamed.add(RESUME_STEP)
-    unseen = [step for step, found in sorted(findings.items()) if found.status == CANT_TELL]
-    return blamed or set(unseen[:1])
+    return {step for step in (step_on_path(run.run, steps),
+                              step_of_quoted_name(run.run.exception, steps))
+            if step is not None}  # fmt: skip
+
+
+def step_on_path(run, steps: list) -> int | None:
+    """The step among `steps` whose code the failing path goes through: the callback or
+    optimizer the failing library frame worked on (by its class, else the line that built it),
+    else the script's innermost line (by likeness to a step's lines, else by the one step that
+    assigns a name it uses)."""
+    culprit = run.culprit or {}
+    if culprit.get("class"):
+        by_class = step_of_name(culprit["class"], steps)
+        if by_class is None and culprit["class"] in WRITERS:
+            by_class = step_of_name(WRITERS[0], steps)
+        if by_class is None and culprit.get("code"):
+            by_class = step_of_line(culprit["code"], steps)
+        if by_class is not None:
+            return by_class
+    return step_of_line(run.code, steps) or step_of_assigned_name(run.code, steps)
+
+
+# Keras's callbacks that write files, all of them the one writer's (step 9's) to place;
+# the first is the one the reference chain names.
+WRITERS = ("ModelCheckpoint", "TensorBoard", "CSVLogger", "BackupAndRestore")
+# What an error quotes that names a kind of value, not code: "'<' not supported between
+# instances of 'int' and 'function'".
+VALUE_KINDS = frozenset(dir(builtins)) | {"function", "method", "NoneType", "module"}
+
+
+def step_of_name(name: str, steps: list) -> int | None:
+    """The one step among `steps` whose added reference lines use `name`, if exactly one does."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    using = [step for step in steps if any(word.search(line) for line in added_lines(step))]
+    return using[0] if len(using) == 1 else None
+
+
+def step_of_assigned_name(code: str, steps: list) -> int | None:
+    """The one step among `steps` whose added reference lines assign a name `code` uses
+    (`resume_from_epoch = ...`: a print of it fails for the resume's fault), if exactly one."""
+    used = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", _normalized(code)))
+    assigning = {step for step in steps for line in added_lines(step)
+                 if (match := re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", line))
+                 and match.group(1) in used}  # fmt: skip
+    return next(iter(assigning)) if len(assigning) == 1 else None
 
 
 def step_of_quoted_name(exception: str, steps: list) -> int | None:
     """The one step among `steps` whose added reference lines use a name the exception's first
     clause quotes ("ValueError: Unknown optimizer: 'NovoGrad'. Please ensure...", "local
     variable 'tfa'"), if exactly one does. Not the rest: "Allowed kwargs are {'lr', ...}"
-    lists what the failing call could have had."""
+    lists what the failing call could have had; nor the kinds of values it names ('int')."""
     first = re.split(r"\.\s|\{|\[", exception or "", maxsplit=1)[0]
     for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", first):
-        word = re.compile(rf"\b{re.escape(name)}\b")
-        using = [step for step in steps if any(word.search(line) for line in added_lines(step))]
-        if len(using) == 1:
-            return using[0]
+        if name in VALUE_KINDS:
+            continue
+        step = step_of_name(name, steps)
+        if step is not None:
+            return step
     return None
 
 

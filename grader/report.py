@@ -46,6 +46,9 @@ class Run:
     code: str = ""  # ... and that line's code
     resumed: bool = False  # it ended early in the second launch, the resume from a checkpoint
     exception: str = ""  # the failing rank's exception, "Type: message", when it crashed
+    # What the failing library code was working on, when it crashed: {"kind" (callback,
+    # callback class, optimizer), "class", "line", "code" (the script's line that built it)}
+    culprit: dict | None = None
 
     @property
     def finished(self) -> bool:
@@ -71,6 +74,9 @@ class Result:
     # Who decided a step's verdict (grader/judge.py): one of DECIDERS; "" for a check that
     # stands alone.
     decided_by: str = ""
+    # A run's finding that can't tell because the script kept the run from showing it (it
+    # stopped, hung or exited before, or never did what the step is about): not credited.
+    withheld: bool = False
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -127,7 +133,7 @@ class Result:
         if unseen:
             steps = ", ".join(map(str, unseen))
             shown.append((CANT_TELL, f"step{'s' if len(unseen) > 1 else ''} {steps}",
-                          "can't tell: the run stopped before it showed", ""))  # fmt: skip
+                          "not shown: the run stopped before it showed (no credit)", ""))  # fmt: skip
         return shown
 
     def _error_tail(self) -> str:

@@ -47,6 +47,12 @@ def finding(step: int, status: str, message: str, hint: str = "") -> Result:
     return Result(status, TITLES[step], message, step=step, hint=hint)
 
 
+def not_shown(step: int, message: str) -> Result:
+    """CANT_TELL because the script kept the run from showing step `step` (it stopped, hung or
+    exited before, or never did what the step is about): `withheld`, so it earns no credit."""
+    return Result(CANT_TELL, TITLES[step], message, step=step, withheld=True)
+
+
 @dataclass
 class Setting:
     """How the check ran the script, for the invariants that compare against it.
@@ -163,7 +169,7 @@ def horovod_initialized(evidence: Evidence, setting: Setting) -> Result:
                            f"{line_and_code(error)}: {error['message']}", hint)  # fmt: skip
     states = _ranks_with(evidence, 1, lambda r: r.data.get("horovod"))
     if len(states) < evidence.np:
-        return finding(1, CANT_TELL, _not_reached(evidence, states, "reached model.fit"))
+        return not_shown(1, _not_reached(evidence, states, "reached model.fit"))
     alone = [rank for rank, state in states.items() if not state.get("initialized")]
     if alone:
         return finding(1, FAILED, f"at model.fit Horovod was not initialized on "
@@ -184,7 +190,7 @@ def one_gpu_each(evidence: Evidence, setting: Setting) -> Result:
         if len(_ranks_with(evidence, 1, lambda r: r.fit)) == evidence.np:
             return finding(2, CANT_TELL, "can't tell: this machine has GPUs of its own, and the "
                            "check only simulates them where there are none")  # fmt: skip
-        return finding(2, CANT_TELL, _not_reached(evidence, gpus, "reached model.fit"))
+        return not_shown(2, _not_reached(evidence, gpus, "reached model.fit"))
     count = next(iter(gpus.values()))["count"]
     seen = "; ".join(f"rank {rank} {_gpu_list(state['visible'])}" for rank, state in gpus.items())
     hint = ("List the GPUs with tf.config.list_physical_devices('GPU') and make one visible per "
@@ -230,7 +236,7 @@ def one_rank_prints(evidence: Evidence, setting: Setting) -> Result:
                        hint)  # fmt: skip
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if 0 not in fits or not evidence.ranks(1)[0].finished:
-        return finding(3, CANT_TELL, "can't tell: rank 0 did not finish the first run, and the "
+        return not_shown(3, "can't tell: rank 0 did not finish the first run, and the "
                        "others printed nothing before that")  # fmt: skip
     if 0 not in printed:
         return finding(3, FAILED, "no rank printed anything: rank 0 should show the training's "
@@ -243,7 +249,7 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
     updates = _ranks_with(evidence, 1, lambda r: r.first_update)
     before = _ranks_with(evidence, 1, lambda r: r.weights_before_first_step)
     if len(updates) < evidence.np or len(before) < evidence.np:
-        return finding(4, CANT_TELL, _not_reached(evidence, updates, "finished a training step"))
+        return not_shown(4, _not_reached(evidence, updates, "finished a training step"))
     first = updates[0]
     if not first.size or not first.any():
         return finding(4, CANT_TELL, "can't tell: the first training step did not change rank "
@@ -317,7 +323,7 @@ def same_weights(evidence: Evidence, setting: Setting) -> Result:
         return partly
     weights = _ranks_with(evidence, 1, lambda r: r.weights_after_first_step)
     if len(weights) < evidence.np:
-        return finding(5, CANT_TELL, _not_reached(evidence, weights, "finished a training step"))
+        return not_shown(5, _not_reached(evidence, weights, "finished a training step"))
     first = weights[0]
     different = [rank for rank, values in weights.items()
                  if values.shape != first.shape or _relative(first, values) > 0]  # fmt: skip
@@ -411,7 +417,7 @@ def split_problem(keys: dict, total: int, batch: int, doing: str, whole: bool) -
 def different_batches(evidence: Evidence, setting: Setting) -> Result:
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if len(fits) < evidence.np:
-        return finding(6, CANT_TELL, _not_reached(evidence, fits, "reached model.fit"))
+        return not_shown(6, _not_reached(evidence, fits, "reached model.fit"))
     asked = int(parsed(evidence, "epochs", setting))
     epochs = {rank: fit.get("epochs") for rank, fit in fits.items()}
     if any(value != asked for value in epochs.values()):
@@ -426,7 +432,7 @@ def different_batches(evidence: Evidence, setting: Setting) -> Result:
                    for rank, fit in fits.items()):  # fmt: skip
             return finding(6, CANT_TELL, "can't tell: model.fit got neither a tf.data.Dataset "
                            "nor arrays, whose images this check can name")  # fmt: skip
-        return finding(6, CANT_TELL, "can't tell: not every rank finished its first epoch")
+        return not_shown(6, "can't tell: not every rank finished its first epoch")
     if not all(train.values()):
         return finding(6, CANT_TELL, "can't tell: the training batches were not images this "
                        "check can name")  # fmt: skip
@@ -456,7 +462,7 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
         return partly
     logs = _ranks_with(evidence, 1, lambda r: r.epoch_logs().get(0))
     if len(logs) < evidence.np:
-        return finding(7, CANT_TELL, _not_reached(evidence, logs, "finished an epoch"))
+        return not_shown(7, _not_reached(evidence, logs, "finished an epoch"))
     names = [name for name in logs[0] if all(name in other for other in logs.values())]
     if not names:
         return finding(7, CANT_TELL, "can't tell: the epoch's logs have no metrics")
@@ -505,7 +511,7 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
             'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").')  # fmt: skip
     second = evidence.ranks(2)
     if not second:
-        return finding(8, CANT_TELL, "can't tell: there was no second run to resume")
+        return not_shown(8, "can't tell: there was no second run to resume")
     reached = _ranks_with(evidence, 2, lambda r: r.fit)
     starts = {rank: fit.get("initial_epoch") or 0 for rank, fit in reached.items()}
     if len(set(starts.values())) > 1:
@@ -514,16 +520,16 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
     crashed = [(rank, record.error) for rank, record in sorted(second.items()) if record.error]
     if crashed:  # whose fault it is, the line tells (grader/judge.py blames a step by it)
         rank, error = crashed[0]
-        return finding(8, CANT_TELL, f"can't tell: the second run, which was to go on from the "
+        return not_shown(8, f"can't tell: the second run, which was to go on from the "
                        f"first one's checkpoint, stopped: rank {rank} with an error"
                        f"{line_and_code(error)}: {error['type']}: {error.get('message', '')}")  # fmt: skip
     if len(reached) < evidence.np:
-        return finding(8, CANT_TELL, _not_reached(evidence, reached, "reached model.fit", 2))
+        return not_shown(8, _not_reached(evidence, reached, "reached model.fit", 2))
     epoch = next(iter(starts.values()))
     first = evidence.ranks(1).get(0)
     wrote = (first.data.get("saved") or []) if first else []
     if not wrote:
-        return finding(8, CANT_TELL, f"can't tell: {scene}, but the first run wrote no "
+        return not_shown(8, f"can't tell: {scene}, but the first run wrote no "
                        "checkpoint")  # fmt: skip
     newest = _newest_epoch(wrote, setting.first_epochs)
     if epoch != newest:
@@ -533,7 +539,7 @@ def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
     unfinished = [rank for rank, record in sorted(second.items())
                   if not record.learning_rates().get(epoch) or not record.data.get("finished")]  # fmt: skip
     if unfinished:
-        return finding(8, CANT_TELL, f"can't tell: {scene}; every rank {_resumed(epoch)}, but "
+        return not_shown(8, f"can't tell: {scene}; every rank {_resumed(epoch)}, but "
                        f"rank {unfinished[0]} {second[unfinished[0]].where()} in the second "
                        "run, which never ended")  # fmt: skip
     finals = {rank: fit.get("epochs") for rank, fit in reached.items()}
@@ -572,7 +578,7 @@ def _files_under(folder: str) -> list:
 def one_writer(evidence: Evidence, setting: Setting) -> Result:
     records = evidence.ranks(1)
     if len(records) < evidence.np:
-        return finding(9, CANT_TELL, _not_reached(evidence, records, "started"))
+        return not_shown(9, _not_reached(evidence, records, "started"))
     pids = {record.data["pid"]: rank for rank, record in records.items()}
     logs = event_file_writers([setting.log_dir], pids)
     saved, private = {}, {}
@@ -603,7 +609,10 @@ def one_writer(evidence: Evidence, setting: Setting) -> Result:
             "`if hvd.rank() == 0:`: one writer, no clashes.",
         )
     if not writers.get(0):
-        return finding(9, CANT_TELL, "can't tell: no rank wrote checkpoints or TensorBoard logs")
+        return not_shown(9, "can't tell: no rank wrote checkpoints or TensorBoard logs")
+    if not saved.get(0):  # TensorBoard's logs alone: that checkpoints stay on rank 0 is unseen
+        return not_shown(9, f"can't tell: rank 0 wrote {' and '.join(writers[0])} but no "
+                         "checkpoint, so the run did not show that only rank 0 writes them")
     return finding(9, PASSED, f"only rank 0 wrote {' and '.join(writers[0])}")
 
 
@@ -658,7 +667,7 @@ def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
     full = [epoch for _, epoch, _ in epochs
             if epoch >= wanted.warmup_epochs and not any(epoch >= d for d in wanted.lr_drops)]  # fmt: skip
     if not full:
-        return finding(10, CANT_TELL, "can't tell: rank 0 finished no epoch that trains at the "
+        return not_shown(10, "can't tell: rank 0 finished no epoch that trains at the "
                        "full rate (after the warmup, before a drop)")  # fmt: skip
     base_lr = wanted.base_lr
     scaled = base_lr * setting.np
@@ -679,7 +688,7 @@ def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
 def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
     epochs = {rank: _rates(evidence, rank) for rank in evidence.ranks(1)}
     if not epochs.get(0):
-        return finding(11, CANT_TELL, "can't tell: rank 0 reported no learning rate")
+        return not_shown(11, "can't tell: rank 0 reported no learning rate")
     schedule = _schedule(epochs[0])
     ours = {(run, epoch): rates for run, epoch, rates in epochs[0]}
     for rank, seen in sorted(epochs.items()):
@@ -721,7 +730,7 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
         wanted_epochs.append((2, setting.final_epochs - 1))
     missing = [epoch for run, epoch in wanted_epochs if (run, epoch) not in seen]
     if missing:
-        return finding(11, CANT_TELL, f"can't tell: the rates so far followed {told}, but rank 0 "
+        return not_shown(11, f"can't tell: the rates so far followed {told}, but rank 0 "
                        f"never trained epoch {missing[0] + 1} ({schedule})")  # fmt: skip
     resumed = any(run == 2 for run, _, _ in epochs[0])
     after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
@@ -767,7 +776,7 @@ NOVOGRAD_HINT = ("opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, ...), t
 def novograd(evidence: Evidence, setting: Setting) -> Result:
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if len(fits) < evidence.np:
-        return finding(12, CANT_TELL, _not_reached(evidence, fits, "reached model.fit"))
+        return not_shown(12, _not_reached(evidence, fits, "reached model.fit"))
     others = {rank: fit.get("optimizer") for rank, fit in fits.items()
               if "novograd" not in str(fit.get("optimizer")).lower()}  # fmt: skip
     if others:

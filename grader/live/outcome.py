@@ -28,6 +28,7 @@ class Outcome:
     code: str = ""
     resumed: bool = False  # ended early in the second run (the resume)
     exception: str = ""  # the failing rank's "Type: message"
+    culprit: dict | None = None  # what the failing library frame worked on (probe.failing_object)
 
 
 def _current(evidence: Evidence) -> dict:
@@ -200,17 +201,29 @@ def _crash(run, evidence: Evidence) -> Outcome:
         script = current[failed][1].data.get("script", "")
         return Outcome(
             CRASHED,
-            f"rank {failed} stopped with an error{line_and_code(error)}{second}: {what}",
+            f"rank {failed} stopped with an error{line_and_code(error)}{second}"
+            f"{_in_culprit(error.get('culprit'))}: {what}",
             error=from_the_script_on(run.error, script),
             line=error.get("line"),
             code=error.get("code") or "",
             resumed=number == 2,
             exception=what,
+            culprit=error.get("culprit"),
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()
     who = f"rank {failed}" if failed is not None else "the run"
     return Outcome(CRASHED, f"{who} failed: {last}", error=run.error)
+
+
+def _in_culprit(culprit: dict | None) -> str:
+    """ ", in the callback TensorBoard built at line 12 (`code`)", or "" when none is known."""
+    if not culprit or not culprit.get("class"):
+        return ""
+    if culprit.get("kind") == "callback class":
+        return f", in {culprit['class']}, passed as a class where model.fit needs an instance"
+    return f", in the {culprit.get('kind')} {culprit['class']}" + (
+        f" built{line_and_code(culprit)}" if culprit.get("line") else "")
 
 
 def from_the_script_on(error: str, script: str) -> str:

@@ -127,6 +127,39 @@ def traceback_line(script: str, error: BaseException):
     return None, ""
 
 
+BUILT_AT = "_workbook_probe_built"  # a callback's attribute: the script's line that built it
+
+
+def failing_object(script: str, error: BaseException):
+    """The callback or optimizer that the library code under the script's innermost frame was
+    working on when `error` went by (a frame's `self`, else a local: CallbackList's `callback`),
+    innermost first: {"kind", "class", "line", "code"} (the line that built it, when known),
+    or None."""
+    import tensorflow as tf
+
+    frames, here = [], error.__traceback__
+    while here is not None:
+        frames.append(here.tb_frame)
+        here = here.tb_next
+    inside = [i for i, frame in enumerate(frames) if os.path.abspath(frame.f_code.co_filename) == script]
+    if not inside:
+        return None
+    callback = tf.keras.callbacks.Callback
+    for frame in reversed(frames[inside[-1] + 1:]):
+        values = frame.f_locals
+        for value in (values.get("self"), *values.values()):
+            if isinstance(value, type) and issubclass(value, callback):
+                return {"kind": "callback class", "class": value.__name__, "line": None, "code": ""}
+            if isinstance(value, callback):
+                built = getattr(value, BUILT_AT, None) or {"line": None, "code": ""}
+                return {"kind": "callback", "class": type(value).__name__,
+                        "line": built["line"], "code": built["code"]}  # fmt: skip
+            if hasattr(value, "apply_gradients") and hasattr(value, "get_config"):
+                return {"kind": "optimizer", "class": type(value).__name__, "line": None,
+                        "code": ""}  # fmt: skip
+    return None
+
+
 def private_log_dir(argv: list, run: int, rank: int = RANK) -> list:
     """argv with `--log-dir X` made `X-rankN-runM` on ranks other than 0."""
     if rank == 0:
@@ -521,6 +554,19 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
 
     model_class.fit = fit
 
+    # Keras cuts its own frames out of a traceback; failing_object needs them.
+    tf.debugging.disable_traceback_filtering()
+    original_callback_init = tf.keras.callbacks.Callback.__init__
+
+    def callback_init(self, *args, **kwargs):
+        """Callback.__init__, noting the script's line that built this callback."""
+        original_callback_init(self, *args, **kwargs)
+        where = script_lines(script, sys._getframe(1))
+        if where["line"] is not None:
+            setattr(self, BUILT_AT, {"line": where["line"], "code": where["code"]})
+
+    tf.keras.callbacks.Callback.__init__ = callback_init
+
     for method in ("save", "save_weights"):
         original = getattr(model_class, method)
 
@@ -592,11 +638,16 @@ def run_script(script: str, args: list, record: Record) -> None:
     except BaseException as error:
         line, text = traceback_line(script, error)
         message = str(error).strip()
+        try:
+            culprit = failing_object(script, error)
+        except Exception:  # the record of the error matters more than who it belongs to
+            culprit = None
         record.data["error"] = {
             "type": type(error).__name__,
             "message": message.splitlines()[-1] if message else "",
             "line": line,
             "code": text,
+            "culprit": culprit,
         }
         record.save()
         raise

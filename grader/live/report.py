@@ -1,7 +1,8 @@
 """The run-for-real check's verdict as the one grader.report.Result: a run and its findings.
 
-The result's status is FAILED when the run did not finish (crashed, hung, stopped, not run)
-or a finding failed, CANT_TELL when a finding could not tell, else PASSED; its details are the
+The result's status is FAILED when the run did not finish (crashed, hung, stopped, not run),
+a finding failed or the script kept the run from showing one (`withheld`), CANT_TELL when a
+finding could not tell, else PASSED; its details are the
 findings (one Result per step's invariant) and its `run` the run's evidence (how it ended, how
 long it took, its log and the failing rank's error). The message says how the run went.
 """
@@ -23,8 +24,10 @@ def run_result(step: int, path, outcome, findings: list, *, seconds: float, work
     findings of steps 4..step."""
     run = Run(outcome.kind, seconds=seconds, workers=workers, error=outcome.error,
               line=outcome.line, code=outcome.code, resumed=outcome.resumed,
-              exception=outcome.exception)  # fmt: skip
-    status = worst(detail.status for detail in findings) if run.finished else FAILED
+              exception=outcome.exception, culprit=outcome.culprit)  # fmt: skip
+    # A step the script kept the run from showing earns nothing (grader/judge.py).
+    shown = run.finished and not any(detail.withheld for detail in findings)
+    status = worst(detail.status for detail in findings) if shown else FAILED
     message = _summary(outcome.message, findings, run)
     return Result(status, title(step, workers), message, step=step, hint=outcome.hint,
                   path=str(path), details=findings, run=run)  # fmt: skip
@@ -47,9 +50,13 @@ def _summary(message: str, findings: list, run: Run) -> str:
         return message + took
     held, failed, unknown = (sum(f.status == status for f in findings)
                              for status in (PASSED, FAILED, CANT_TELL))  # fmt: skip
+    unshown = sum(f.withheld for f in findings)
+    unknown -= unshown
     parts = [f"{held} of {len(findings)} hold"]
     if failed:
         parts.append(f"{failed} fail")
+    if unshown:
+        parts.append(f"{unshown} not shown (no credit)")
     if unknown:
         parts.append(f"{unknown} can't tell")
     return "the script ran on every worker; " + ", ".join(parts) + took

@@ -12,12 +12,12 @@ import pytest
 
 from grader.live import run_step
 from grader.live.evidence import Evidence
-from grader.live.invariants import finding
+from grader.live.invariants import finding, not_shown
 from grader.live.outcome import (CRASHED, FINISHED, HUNG, UNFINISHED, Outcome, from_the_script_on,
                                   judge, mismatched_training, stuck_collective)
 from grader.live.probe import Record, private_log_dir
 from grader.live.report import run_result
-from grader.report import CANT_TELL, FAILED, PASSED
+from grader.report import CANT_TELL, FAILED, PASSED, Result
 
 
 # --- records as the probe writes them ------------------------------------------------------
@@ -153,7 +153,7 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     text = str(result)
     assert not result.passed and result.status == FAILED
     assert text.startswith("[FAIL] Step 8, run for real on 2 workers\n  the run hung: ... (20 s)")
-    assert "[??] steps 4, 6: can't tell: the run stopped before it showed" in text
+    assert "[??] steps 4, 6: not shown: the run stopped before it showed (no credit)" in text
     assert "[NO] step 5: weights differ" in text and "Hint: Broadcast." in text
     assert "steps 4, 6" in result._repr_html_()
     finished = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
@@ -168,6 +168,32 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     failing = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
                          finding(5, FAILED, "differ")], seconds=9, workers=2)  # fmt: skip
     assert failing.status == FAILED and "1 of 2 hold, 1 fail (9 s)" in failing.message
+    # A step the script kept the run from showing (an exit before model.fit, no checkpoint at
+    # all) earns nothing, though the run finished.
+    unshown = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
+                         not_shown(5, "can't tell: ranks 0 and 1 never reached model.fit")],
+                         seconds=9, workers=2)  # fmt: skip
+    assert unshown.status == FAILED and not unshown.passed
+    assert unshown.message == ("the script ran on every worker; 1 of 2 hold, 1 not shown (no "
+                               "credit) (9 s)")  # fmt: skip
+
+
+def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):
+    """The probe's failing_object: the callback the failing Keras frame belonged to, and the
+    line that built it (or a class passed where model.fit needs an instance)."""
+    write_rank(tmp_path, 0)
+    culprit = {"kind": "callback", "class": "CSVLogger", "line": 40, "code": "log = CSVLogger(p)"}
+    write_rank(tmp_path, 1, error={"type": "NotFoundError", "message": "p; No such file",
+                                   "line": 90, "code": "model.fit(", "culprit": culprit})  # fmt: skip
+    outcome = judge(Ended(exit_code=1, failed_rank=1, error="Traceback...\nNotFoundError"),
+                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
+    assert outcome.message == ("rank 1 stopped with an error at line 90 (`model.fit(`), in the "
+                               "callback CSVLogger built at line 40 (`log = CSVLogger(p)`): "
+                               "NotFoundError: p; No such file")  # fmt: skip
+    assert outcome.culprit == culprit
+    result = run_result(3, "f.py", outcome, [], seconds=3, workers=2)
+    assert result.run.culprit == culprit
+    assert Result.from_dict(json.loads(result.to_json())).run.culprit == culprit
 
 
 def test_private_log_dirs_for_the_other_ranks():

@@ -265,6 +265,31 @@ def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
     found = judged(tmp_path, 7)
     assert found[4].message == "can't tell: rank 1 never finished a training step"
     assert found[7].status == CANT_TELL
+    # The script kept the run from showing them: no credit (grader/judge.py)
+    assert all(found[step].withheld for step in (1, 2, 4, 5, 6, 7))
+
+
+def test_what_the_check_can_not_see_is_not_withheld(tmp_path):
+    """Blind spots of the check, not the script's doing: the reading may still decide them."""
+    good_ranks(tmp_path, fit=(dict(FIT, dataset=False), dict(FIT, dataset=False)),
+               train_keys=([], []))  # fmt: skip
+    found = judged(tmp_path, 6)[6]
+    assert found.status == CANT_TELL and not found.withheld
+    assert "neither a tf.data.Dataset nor arrays" in found.message
+
+
+def test_no_checkpoint_at_all_shows_neither_the_writer_nor_the_resume(tmp_path):
+    """TensorBoard's logs on rank 0 alone are no evidence that checkpoints stay there; with no
+    checkpoint there is nothing to resume from: neither step is shown, neither is credited."""
+    good_ranks(tmp_path, saved=([], []), pid=(100, 101))
+    (Path(setting(tmp_path).log_dir) / "train").mkdir(parents=True)
+    (Path(setting(tmp_path).log_dir) / "train" / "events.out.tfevents.1.vm.100.0.v2").write_bytes(b"")
+    found = judged(tmp_path, 9)
+    assert found[9].status == CANT_TELL and found[9].withheld
+    assert found[9].message == ("can't tell: rank 0 wrote TensorBoard logs but no checkpoint, so "
+                                "the run did not show that only rank 0 writes them")  # fmt: skip
+    assert found[8].status == CANT_TELL and found[8].withheld
+    assert "the first run wrote no checkpoint" in found[8].message
 
 
 @pytest.mark.parametrize("starts, finals, words", [
@@ -289,6 +314,7 @@ def test_a_second_run_that_never_ended_shows_no_resume(tmp_path):
                "epochs": 3}, stages=[[1.0, "started model.fit"]])  # fmt: skip
     found = judged(tmp_path, 8)[8]
     assert found.status == CANT_TELL and "in the second run, which never ended" in found.message
+    assert found.withheld  # a resume that never ended earns nothing
 
 
 def test_a_crash_when_resuming_is_told_not_blamed_here(tmp_path):
