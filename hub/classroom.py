@@ -28,6 +28,15 @@ STUDENT_HIDDEN = {  # JupyterLab plugins of nbgrader an attendee does not need
     "@jupyter/nbgrader:create-assignment": True,
     "@jupyter/nbgrader:course-list": True,
 }
+# An attendee's submit, list and fetch (instructor/exchange.py): the workbook's notebooks/ is the
+# assignment (one copy of each notebook and of fashion_mnist.py, nothing to fetch), and a
+# submission is private to its author and the instructor.
+STUDENT_EXCHANGE = [
+    'c.ExchangeFactory.submit = "instructor.exchange.WorkbookSubmit"',
+    'c.ExchangeFactory.list = "instructor.exchange.WorkbookList"',
+    'c.ExchangeFactory.fetch_assignment = "instructor.exchange.WorkbookFetch"',
+    'c.WorkbookFolder.folder = "notebooks"',
+]
 STUDENT_SERVER = {"ServerApp": {"jpserver_extensions": {
     "nbgrader.server_extensions.formgrader": False,
     "nbgrader.server_extensions.course_list": False,
@@ -58,6 +67,8 @@ def write_role_configs(settings: HubSettings) -> None:
                  f"c.Exchange.root = {settings.exchange!r}"]
         if role == "instructor":
             lines.append(f"c.CourseDirectory.root = {str(course_dir(settings))!r}")
+        else:
+            lines += STUDENT_EXCHANGE
         write(folder / "nbgrader_config.py", "\n".join(lines) + "\n")
         if role == "student":
             write(folder / "jupyter_server_config.json", json.dumps(STUDENT_SERVER, indent=2))

@@ -121,8 +121,14 @@ def run(args) -> int:
         course.release(opened, args.force)
         print(f"released {opened.assignment} into {opened.exchange_root}")
     elif args.command == "collect":
-        if course.collect(opened):
+        set_aside = course.collect(opened)
+        if set_aside is not None:
             print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
+            if set_aside:
+                print(f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
+                      f"the student they name ({opened.root / ownership.NOT_COLLECTED}):")
+                for item in set_aside:
+                    print(f"  {item}")
         else:
             print(f"collect skipped: nothing was released or submitted through "
                   f"{opened.exchange_root} (zip-collect fills submitted/ instead)")
@@ -143,9 +149,12 @@ def run(args) -> int:
                   f"(`python -m instructor report {args.dir}` says how to recover them)")
         return 1 if failed else 0
     elif args.command == "feedback":
-        students = course.feedback(opened, args.release)
+        students, problems = course.feedback(opened, args.release)
         print(f"feedback for {len(students)} students in {opened.root / 'feedback'}"
-              if students else "no feedback: nobody is autograded")
+              + (" (released)" if args.release else "")
+              if students or problems else "no feedback: nobody is autograded")
+        for problem in problems:
+            print(f"  left out: {problem}")
     elif args.command == "export":
         print(f"grades: {course.export(opened, args.csv)}")
     elif args.command == "report":

@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.report import FAILED as STEP_FAILED
 from grader.report import NEITHER
 from grader.report import PASSED as STEP_PASSED
-from instructor import intake, judging, submission
+from instructor import intake, judging, ownership, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
@@ -52,6 +52,11 @@ class StudentRow:
     # each graded step neither could decide, and whether a run decided at all.
     undecided: list = field(default_factory=list)
     advisory: bool = False  # graded by reading only (--no-run)
+    # From the run (grader.report.Run): why it was run again alone, what ran that is not the
+    # script's own code, and the reference script it is up to formatting.
+    reruns: list = field(default_factory=list)
+    not_own: list = field(default_factory=list)
+    copy_of: str = ""
 
     def verdict(self, step: int) -> str | None:
         """The step's verdict: STEP_PASSED, STEP_FAILED, or None when nbgrader gave no grade."""
@@ -169,6 +174,9 @@ def read_class(course: Course) -> tuple:
                                  for item in judged.get("results") or []
                                  if item.get("decided_by") == NEITHER and item.get("step") in
                                  row.steps]  # fmt: skip
+                run = judged.get("run") or {}
+                row.reruns, row.not_own = run.get("reruns") or [], run.get("foreign") or []
+                row.copy_of = run.get("copy_of") or ""
             if student in submitted:
                 folder = course.folder("submitted", student)
                 row.script_problem = submission.script_problem(folder)
@@ -188,6 +196,8 @@ class ClassReport:
     csv_path: Path | None = None
     text_path: Path | None = None
     png_path: Path | None = None
+    # Submissions collect set aside (instructor/ownership.py): [ownership.NotCollected]
+    not_collected: list = field(default_factory=list)
 
     @property
     def graded(self) -> list:
@@ -212,6 +222,10 @@ class ClassReport:
             lines.append(f"{step:>4}  {fraction:>{width}}  {stuck:>10}  {STEP_TITLES[step]}")
         sections = [
             (
+                "Set aside at collect: not collected, never graded as the student they name:",
+                [f"{item.student}: {item}" for item in self.not_collected],
+            ),
+            (
                 "Script problems (every step fails for this, not for a step's change):",
                 [f"{row.student}: {row.script_problem}" for row in self.rows if row.script_problem],
             ),
@@ -232,6 +246,18 @@ class ClassReport:
                 "Undecided steps: neither the run nor the reading could tell; counted as done "
                 "by default (instructor/README.md), please review:",
                 [f"{row.student}: {entry}" for row in self.rows for entry in row.undecided],
+            ),
+            (
+                "Code not the student's own: what their script ran (its run earned nothing):",
+                [f"{row.student}: {entry}" for row in self.rows for entry in row.not_own],
+            ),
+            (
+                "Scripts that are a reference script up to formatting (shown, graded as run):",
+                [f"{row.student}: {row.copy_of}" for row in self.rows if row.copy_of],
+            ),
+            (
+                "Runs the machine cut (too busy) and that were run again alone:",
+                [f"{row.student}: {entry}" for row in self.rows for entry in row.reruns],
             ),
             (
                 "Graded by reading the script only (--no-run): advisory grades:",
@@ -285,6 +311,7 @@ def write_report(course: Course, out_dir) -> ClassReport:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = ClassReport(course.assignment, *read_class(course))
+    report.not_collected = ownership.not_collected(course.root)
     report.write_csv(out_dir / "class_report.csv")
     report.text_path = out_dir / "class_report.txt"
     report.text_path.write_text(report.summary() + "\n", encoding="utf-8")

@@ -40,8 +40,11 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # release_assignment, fetch_assignment, submit and collect meet here (no root needed).
 c.Exchange.root = {exchange!r}
-# collect copies a link in a submission as a link (autograde sets aside those leading out).
-c.ExchangeFactory.collect = "instructor.plugins.CollectWithoutFollowingLinks"
+# collect takes only each student's own submissions (owned by their account; the others are
+# set aside and named) and copies a link as a link (autograde sets aside those leading out).
+c.ExchangeFactory.collect = "instructor.exchange.CollectOwnSubmissions"
+# One student's feedback that cannot be released is named; everyone else's is released.
+c.ExchangeFactory.release_feedback = "instructor.exchange.ReleaseFeedbackPerStudent"
 
 # The learner's script is the work: grade the submitted one, never the starter in source/.
 c.Autograde.exclude_overwriting = {{{assignment!r}: [{script!r}]}}

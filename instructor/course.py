@@ -9,10 +9,13 @@ course behaves the same when an instructor types nbgrader's own commands there.
 from __future__ import annotations
 
 import csv
+import re
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from instructor import ownership
 from instructor.config import CONFIG_FILE, config_text
 from workbook.facts import LEARNER_SCRIPT_NAME, STEPS, step_notebook
 from workbook.paths import NOTEBOOKS_DIR, STARTER_SCRIPT
@@ -208,15 +211,27 @@ def release(course: Course, force: bool = False) -> None:
     """Puts release/ in the exchange, where students fetch it (`force`: over an earlier one)."""
     api = course.api(ExchangeReleaseAssignment={"force": force})
     checked(api.release_assignment(course.assignment), "release_assignment")
+    # nbgrader's inbound is write-only for students (0733, setgid: submissions in the
+    # instructor's group); sticky too, so that nobody renames or deletes another's submission.
+    inbound = course.exchange_root / course.course_id / "inbound"
+    inbound.chmod(inbound.stat().st_mode | stat.S_ISVTX)
 
 
-def collect(course: Course) -> bool:
-    """Copies each student's newest submission from the exchange into submitted/; False when
-    the exchange has no inbound folder (nothing was released or submitted through it)."""
+# The exchange's plug-ins (instructor/exchange.py), whatever an older nbgrader_config.py names.
+EXCHANGE = {"ExchangeFactory": {
+    "collect": "instructor.exchange.CollectOwnSubmissions",
+    "release_feedback": "instructor.exchange.ReleaseFeedbackPerStudent",
+}}
+
+
+def collect(course: Course) -> list | None:
+    """Copies each student's newest own submission from the exchange into submitted/; what it
+    set aside instead ([ownership.NotCollected]: in another's name, unreadable, uncopyable).
+    None when the exchange has no inbound folder (nothing was released or submitted there)."""
     if not (course.exchange_root / course.course_id / "inbound").is_dir():
-        return False
-    checked(course.api().collect(course.assignment, update=True), "collect")
-    return True
+        return None
+    checked(course.api(**EXCHANGE).collect(course.assignment, update=True), "collect")
+    return ownership.not_collected(course.root)
 
 
 def zip_collect(course: Course, archive, force: bool = False) -> tuple:
@@ -251,16 +266,34 @@ def zip_collect(course: Course, archive, force: bool = False) -> tuple:
     return sorted(set(course.submitted_students()) - before), warnings
 
 
-def feedback(course: Course, release_to_students: bool = False) -> list:
-    """HTML feedback in feedback/ for every autograded student; optionally into the exchange."""
+def feedback(course: Course, release_to_students: bool = False) -> tuple:
+    """HTML feedback in feedback/ for every autograded student, optionally released into the
+    exchange: (the students with feedback, "STUDENT: why" for each left out). One student's
+    failure leaves the others' feedback generated and released."""
     students = [s for s in course.submitted_students() if course.folder("autograded", s).is_dir()]
     if not students:
-        return []  # nbgrader would fail: "No notebooks were matched"
-    api = course.api()
-    checked(api.generate_feedback(course.assignment), "generate_feedback")
+        return [], []  # nbgrader would fail: "No notebooks were matched"
+    api = course.api(**EXCHANGE)
+    problems = []
+    result = api.generate_feedback(course.assignment)
+    if not result.get("success"):
+        failed = re.findall(r"error processing assignment '[^']*' for student '([^']*)'",
+                            result.get("log", ""))
+        if not failed:
+            checked(result, "generate_feedback")
+        problems += [f"{student}: nbgrader could not make its feedback (its log above)"
+                     for student in failed]
+        students = [s for s in students if s not in failed]
     if release_to_students:
-        checked(api.release_feedback(course.assignment), "release_feedback")
-    return students
+        result = api.release_feedback(course.assignment)
+        if not result.get("success"):
+            marker = "FEEDBACK NOT RELEASED: "
+            left = [line.split(marker, 1)[1] for line in result.get("log", "").splitlines()
+                    if marker in line]
+            if not left:
+                checked(result, "release_feedback")
+            problems += left
+    return students, problems
 
 
 def export(course: Course, csv_path) -> Path:

@@ -10,7 +10,8 @@ which a student can edit. `SanitizeCellMetadata` runs before nbgrader's own sani
 puts back the instructor's metadata (instructor/cell_metadata.py), so a cell the student
 added is an ordinary cell: not run, not scored, and listed in the class report.
 
-`CollectWithoutFollowingLinks` is the exchange's collect, copying links as links.
+The exchange's plug-ins (collect, release_feedback, the attendees' submit) are in
+instructor/exchange.py.
 """
 
 from __future__ import annotations
@@ -18,14 +19,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import time
 
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
-from nbgrader.exchange.default import ExchangeCollect
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from nbgrader.utils import ignore_patterns
 from jupyter_core.utils import run_sync
 from traitlets import Unicode
 
@@ -154,17 +152,5 @@ def sanitize_preprocessors() -> list:
     return [SanitizeCellMetadata, *default]
 
 
-class CollectWithoutFollowingLinks(ExchangeCollect):
-    """nbgrader's collect, copying a link in a submission as a link: nbgrader's own copy reads
-    whatever a link points to, on the instructor's behalf (the gradebook, the solutions). The
-    links then reach submitted/, where autograde sets aside those that lead out of the
-    submission (instructor/intake.py)."""
-
-    def do_copy(self, src, dest, log=None):
-        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
-            raise RuntimeError(f"{src} is over {self.coursedir.max_dir_size} kB")
-        shutil.copytree(
-            src, dest, symlinks=True,
-            ignore=ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
-                                   max_file_size=self.coursedir.max_file_size, log=self.log),
-        )
+# Courses whose nbgrader_config.py was written before the exchange's plug-ins moved.
+from instructor.exchange import CollectWithoutFollowingLinks  # noqa: E402,F401

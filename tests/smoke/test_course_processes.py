@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import pwd
 import re
+import stat
 import sys
 
 import nbformat
+import pytest
 
-from instructor.course import ASSIGNMENT, init
+from instructor.course import ASSIGNMENT, init, release
+from instructor.ownership import not_collected
 from instructor.class_report import AUTOGRADE_FAILED, read_class, write_report
 from instructor.submission import (
     expected_metadata,
@@ -118,6 +123,40 @@ def test_collect_without_an_exchange_is_skipped_with_a_notice(generated):
         f"collect skipped: nothing was released or submitted through {generated.root / 'exchange'}"
         " (zip-collect fills submitted/ instead)\n"
     )
+
+
+def test_collect_takes_each_students_own_submission_and_names_the_rest(generated):
+    """Issue 38's attack through the real collect (as root: chown): daemon makes a submission
+    in bin's name, newer than bin's own, and one with a name nbgrader cannot read. bin's own is
+    collected, daemon's too; the forged one and the unreadable name are named, never graded."""
+    if os.geteuid() != 0:
+        pytest.skip("submissions made by other accounts need root (chown)")
+    release(generated)
+    inbound = generated.exchange_root / generated.course_id / "inbound"
+    assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733  # nbgrader's 2733, plus sticky
+    made = {"daemon+horovod_steps+2026-11-28 10:00:00.000000 UTC+a": "daemon",
+            "bin+horovod_steps+2026-11-28 09:00:00.000000 UTC+b": "bin",
+            "bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c": "daemon",  # forged, newer
+            "eve+horovod_steps+no time": "daemon"}
+    for name, maker in made.items():
+        folder = inbound / name
+        folder.mkdir()
+        (folder / "fashion_mnist.py").write_text(f"# {maker}'s\n")
+        (folder / "timestamp.txt").write_text(name.split("+")[2])
+        uid = pwd.getpwnam(maker).pw_uid
+        for path in (folder, *folder.iterdir()):
+            os.chown(path, uid, uid)
+    done = instructor("collect", generated.root, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 submissions in" in done.stdout, done.stdout
+    assert ("SET ASIDE: 2 submissions not collected, never graded as the student they name"
+            in done.stdout)
+    assert ("bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c: in bin's name, but the folder "
+            "is daemon's; set aside, never graded as bin") in done.stdout
+    assert "eve+horovod_steps+no time: its name is not STUDENT+ASSIGNMENT+TIMESTAMP" in done.stdout
+    script = generated.folder("submitted", "bin") / "fashion_mnist.py"
+    assert script.read_text() == "# bin's\n"
+    assert [item.student for item in not_collected(generated.root)] == ["bin", "eve"]
 
 
 def test_report_from_the_gradebook(tmp_path):
