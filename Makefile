@@ -51,8 +51,16 @@ preflight: env
 lab: data
 	@$(RUN) $(VPY) -m workbook.lab $(LAB_ARGS)
 
+# The fast tiers run with an empty HOME (tests/fresh_home.py), as on a machine that never ran
+# the workbook: a library's one-time set-up (matplotlib's font cache...) is met in every run.
+# The system tier runs after them, with the user's HOME (sshd's keys, the Horovod wheel cache),
+# also when a fast tier failed; make test fails if either did.
 test: mpi env browser sshd sandbox
-	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest $(PYTEST_ARGS)
+	@$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) tests/fresh_home.py -m pytest tests/unit tests/smoke $(PYTEST_ARGS); \
+	fast=$$?; test $$fast -ne 5 || fast=0; \
+	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest tests/system $(PYTEST_ARGS); \
+	full=$$?; test $$full -ne 5 || full=0; \
+	test $$fast -eq 0 && test $$full -eq 0
 
 # The fast tiers, by folder: tests/unit (starts no process; its conftest.py fails a test that
 # does) and tests/smoke (short processes and the few real 2-worker runs on the sample).

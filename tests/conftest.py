@@ -3,6 +3,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,18 +60,62 @@ def pytest_collection_modifyitems(session, config, items):
 TENSORBOARD_PORT = 6006
 
 
+class PortHolder:
+    """Keeps 127.0.0.1:port taken by a listener that accepts and never answers.
+
+    While another program holds the port (a learner's TensorBoard), that program keeps it taken;
+    when it lets go, the holder takes the port within half a second, so it stays taken for the
+    whole session whatever else runs on the machine.
+    """
+
+    def __init__(self, port: int):
+        self.port = port
+        self.listener: socket.socket | None = None
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._hold, name=f"hold port {port}", daemon=True)
+
+    def _try_bind(self) -> None:
+        listener = socket.socket()
+        try:
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(64)
+        except OSError:
+            listener.close()
+            return
+        self.listener = listener
+
+    def _hold(self) -> None:
+        while self.listener is None and not self.stopped.wait(0.5):
+            self._try_bind()
+
+    def start(self) -> "PortHolder":
+        self._try_bind()
+        self.thread.start()
+        return self
+
+    def holder(self) -> str:
+        """Who holds the port now."""
+        return "the tests" if self.listener is not None else "another program"
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        if self.listener is not None:
+            self.listener.close()
+
+    def __str__(self) -> str:
+        return self.holder()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tensorboard_port_taken():
-    """A listener on 127.0.0.1:6006 that accepts and never answers, for the whole session."""
-    listener = socket.socket()
+    """127.0.0.1:6006 taken for the whole session: by the tests' silent listener, or by another
+    program (make lab's TensorBoard) while it holds it."""
+    holder = PortHolder(TENSORBOARD_PORT).start()
     try:
-        listener.bind(("127.0.0.1", TENSORBOARD_PORT))
-        listener.listen(64)
-        yield "the tests"
-    except OSError:
-        yield "another process (make lab's TensorBoard?)"
+        yield holder
     finally:
-        listener.close()
+        holder.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -26,6 +26,7 @@ from workbook.paths import REPO
 from workbook.runner import contention
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+ROUNDING_S = 0.1  # bench/accuracy.py rounds a curve's seconds and a run's wall time to 0.1 s
 
 
 @pytest.mark.timeout(2000)
@@ -51,7 +52,11 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
         "baseline", "distributed", "reference", "reference"]
     for run in runs:
         assert [p["epoch"] for p in run["curve"]] == [1, 2]
-        assert 0 < run["curve"][0]["seconds"] < run["curve"][1]["seconds"] <= run["wall_seconds"]
+        # What holds at any load: epoch 2's point after epoch 1's, both within the run. Each
+        # figure is rounded to 0.1 s on its own (the points from TensorBoard's wall times, the
+        # run's from its clock), so the last point may pass the run's end by that rounding.
+        first, second = (point["seconds"] for point in run["curve"])
+        assert 0 < first < second <= run["wall_seconds"] + ROUNDING_S
         assert isinstance(run["neighbours"], list)
 
     overhead = BenchResult.read(tmp_path / "overhead.json").summary

@@ -28,9 +28,12 @@ REPO = str(Path(__file__).resolve().parents[2]) + os.sep
 VENV = str(Path(sys.executable).parents[1]) + os.sep
 # Probes that libraries run once and cache, done here before any test so that no test here
 # starts them: Python's platform module runs `uname -p` the first time it is asked (importing
-# TensorFlow asks); importing jupytext runs `pandoc --version`.
+# TensorFlow asks); importing jupytext runs `pandoc --version`; the first import of matplotlib's
+# font manager on a machine runs `fc-list` to build its font cache (~/.cache/matplotlib: on a
+# fresh machine, or where that folder can't be written, in every session).
 platform.processor()
 import jupytext  # noqa: E402, F401
+import matplotlib.font_manager  # noqa: E402, F401
 
 OS_STARTS = ("forkpty", "system", "posix_spawn", "posix_spawnp", "spawnv", "spawnve",
              "execv", "execve")
