@@ -92,6 +92,19 @@ def _in_minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def _fit_end_cause(run: RunTimes) -> str:
+    """What the end of model.fit waited for, as far as it was measured: other programs' CPU
+    when they took enough to explain it; tf.data's autotuner (issue 31) when the CPU was the
+    run's own, as the one known cause left; else that it is not known."""
+    load = run_times.load_in(run.others_after_training, run.after_training)
+    if load is None:
+        return ("with the CPU to itself: tf.data's autotuner thread, which a script with its "
+                "training data autotuned waits for there, from nothing to about a minute")
+    if load == "not measured":
+        return "its cause was not measured"
+    return f"{load}: they can explain it"
+
+
 def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
     """What to expect of the distributed run, from the learner's own baseline."""
     if baseline is None or run_times.run_seconds(baseline) is None:
@@ -99,9 +112,8 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
                 f"minutes on a CPU ({notebook_label('welcome')}'s baseline shows how many).")
     wait = run_times.fit_end_wait(baseline)
     end = (f"; its end took {baseline.after_training:.0f} s"
-           + (f", {wait:.0f} s of it at the end of model.fit (waiting for tf.data's autotuner "
-              "thread: a script with its training data autotuned waits there from nothing to "
-              "about a minute)" if wait is not None and wait >= run_times.FIT_END_NOTED_S else "")
+           + (f", {wait:.0f} s of it at the end of model.fit ({_fit_end_cause(baseline)})"
+              if wait is not None and wait >= run_times.FIT_END_NOTED_S else "")
            if baseline.after_training is not None else "")
     return (
         f"Your baseline ({notebook_label('welcome')}) took "
@@ -139,10 +151,8 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
            "sharing the machine" if efficiency else f"{work}, at most")
     waited = ""
     if wait >= run_times.FIT_END_NOTED_S:
-        waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit, for "
-                  "tf.data's autotuner thread: a script whose training data is autotuned waits "
-                  "there from nothing to about a minute, which no estimate can tell (the "
-                  "workbook's script turns the autotuner off).")
+        waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit "
+                  f"({_fit_end_cause(run)}); the estimate leaves it out.")
     return (
         f"Estimate from your {run.workers} workers' own pace: about {_in_minutes(total)} for "
         f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end).{waited}"

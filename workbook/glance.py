@@ -17,11 +17,12 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.run_times import RunTimes, fit_end_wait, speed_up, split_training
+from workbook.run_times import (RunTimes, first_epoch_load, fit_end_wait, load_in, speed_up,
+                                split_training)
 from workbook.verdict_text import fairness, kind, verdict
 from workbook.runner.layout import plural
+from workbook.prose import WIDTH, code_html, paragraph_html
 
-WIDTH = 88  # plain-text lines, in characters
 # Seconds under which a part's difference is not the reason for a verdict.
 NOT_A_REASON_S = 2.0
 
@@ -52,7 +53,7 @@ def reason(reference: RunTimes, run: RunTimes) -> str:
                      f"{reference.images_per_second:,.0f} images/s)")
         return f"the training steps, {more(steps)}{rates}"
     return (f"the time outside the steps, {more(outside)} (validation, checkpoints, the first "
-            "epoch's graph)")
+            "epoch's extra)")
 
 
 def line(reference: RunTimes, run: RunTimes) -> str:
@@ -120,14 +121,11 @@ class Glance:
         printer.text(str(self))
 
     def _repr_html_(self) -> str:
-        def paragraph(text, style=""):
-            return f'<p style="margin:0.2em 0;{style}">{html.escape(text)}</p>'
-
-        top = "".join(paragraph(text, "font-weight:bold;") for text in self.lines)
-        top += "".join(paragraph(text, "color:#cf222e;") for text in self.flags)
+        top = "".join(paragraph_html(text, "font-weight:bold;") for text in self.lines)
+        top += "".join(paragraph_html(text, "color:#cf222e;") for text in self.flags)
         folded = "".join(
             f"<p style=\"margin:0.6em 0 0.2em 0;\"><i>{html.escape(title)}</i></p>"
-            + "".join(paragraph(sentence) for sentence in sentences)
+            + "".join(paragraph_html(sentence) for sentence in sentences)
             for title, sentences in self.details)
         return (f'<div class="workbook-glance" style="max-width:60em;">{top}'
                 f"<details><summary>The detail: each comparison in numbers</summary>"
@@ -168,6 +166,20 @@ def _figures(runs: list[RunTimes], value, unit: str) -> str:
                      for label, figure in shown if figure is not None)
 
 
+def _loaded(runs: list[RunTimes], name: str) -> str:
+    """Which runs' first epoch or end other programs' CPU can explain (run_times.load_in)."""
+    if name == "extra":
+        loads = [(run.label, first_epoch_load(run)) for run in runs]
+    elif name == "after":
+        loads = [(run.label, load_in(run.others_after_training, run.after_training))
+                 for run in runs]
+    else:
+        return ""
+    said = [f"during the {'first epoch' if name == 'extra' else 'end'} of {label} {load}"
+            for label, load in loads if load not in (None, "not measured")]
+    return "; ".join(said)
+
+
 class Reading:
     """how_to_read's bullets: HTML in JupyterLab, wrapped text elsewhere."""
 
@@ -185,7 +197,7 @@ class Reading:
         printer.text(str(self))
 
     def _repr_html_(self) -> str:
-        items = "".join(f"<li>{html.escape(b)}</li>" for b in self.bullets)
+        items = "".join(f"<li>{code_html(b)}</li>" for b in self.bullets)
         return f'<ul style="max-width:60em;">{items}</ul>'
 
 
@@ -210,36 +222,11 @@ def how_to_read(runs: list[RunTimes], yours: RunTimes, reference: RunTimes) -> R
         figures = _figures(measured or runs, value, unit)
         if figures:
             why = PART_WHY[name]
-            bullets.append(f"{why[0].upper()}{why[1:]}: {figures}.")
+            loaded = _loaded(runs, name)
+            bullets.append(f"{why[0].upper()}{why[1:]}: {figures}"
+                           + (f" (but {loaded}: that can explain it too)" if loaded else "")
+                           + ".")
     waits = _figures(runs, fit_end_wait, " s")
     if waits and bullets and bullets[-1].startswith("After training"):
         bullets[-1] = bullets[-1][:-1] + f"; of it, the end of model.fit: {waits}."
     return Reading(bullets)
-
-
-class Said:
-    """A paragraph for a notebook's output: HTML in JupyterLab (wrapped at word boundaries;
-    its plain-text output area breaks long lines anywhere, even inside a word), wrapped text
-    elsewhere. Empty text shows nothing."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __str__(self) -> str:
-        return "\n".join(textwrap.fill(paragraph, WIDTH, break_long_words=False,
-                                       break_on_hyphens=False)
-                         for paragraph in self.text.split("\n") if paragraph)
-
-    __repr__ = __str__
-
-    def _repr_pretty_(self, printer, cycle) -> None:
-        printer.text(str(self))
-
-    def _repr_html_(self) -> str:
-        return "".join(f'<p style="margin:0.2em 0;max-width:60em;">{html.escape(paragraph)}</p>'
-                       for paragraph in self.text.split("\n") if paragraph)
-
-
-def say(text: str) -> Said:
-    """`text` as notebook output that never splits a word (see Said)."""
-    return Said(text)

@@ -70,6 +70,10 @@ class RunTimes:
     parts: TimeParts | None = None  # the run's time in parts (None: not measured)
     # Core-seconds that other processes used during the training; None: not recorded.
     others_core_seconds: float | None = None
+    # ...during the first epoch, and after training (its extra and its end have causes of their
+    # own, named only when others were measured to have taken too little to explain them).
+    others_first_epoch: float | None = None
+    others_after_training: float | None = None
     cores: int | None = None  # the machine's usable cores, as the runner saw them
 
     @property
@@ -217,6 +221,9 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
         epoch_wall_times=walls,
         parts=speed.time_parts(start_up, after, [s for _, _, s in seconds], steps),
         others_core_seconds=others_during(record, walls[0] - seconds[0][2], walls[-1]),
+        others_first_epoch=others_during(record, walls[0] - seconds[0][2], walls[0]),
+        others_after_training=(others_during(record, walls[-1], ended)
+                               if ended is not None else None),
         cores=(record.contention and record.contention.cores) or record.cores,
     )
 
@@ -289,6 +296,30 @@ def run_seconds(run: RunTimes) -> float | None:
     if run.start_up is None or run.after_training is None:
         return None
     return run.start_up + run.training + run.after_training
+
+
+# Other processes' CPU that can explain a part of a run (speed.worst_case_slowdown of the part):
+# from this share on, the part is said to be theirs, not its usual cause's.
+LOAD_EXPLAINS = 0.10
+
+
+def load_in(others: float | None, seconds: float | None) -> str | None:
+    """None when other processes were measured to take too little CPU during a part of a run of
+    `seconds` to explain it; else what is known, in words: `other programs took 62% of the CPU
+    meanwhile (87 core-seconds)`, or `not measured`. A part's usual cause (the graph, the
+    autotuner) is named only on None."""
+    if others is None or seconds is None:
+        return "not measured"
+    if speed.worst_case_slowdown(others, seconds) < LOAD_EXPLAINS:
+        return None
+    return (f"other programs took {plural(round(others), 'core-second')} of CPU in its "
+            f"{seconds:.0f} s")
+
+
+def first_epoch_load(run: RunTimes) -> str | None:
+    """load_in() for the run's first epoch."""
+    first = run.epoch_ends[0] if run.epoch_ends else None
+    return load_in(run.others_first_epoch, first)
 
 
 def fit_end_wait(run: RunTimes) -> float | None:

@@ -17,8 +17,8 @@ sentences folded below its short lines.
 from __future__ import annotations
 
 from workbook.facts import notebook_label
-from workbook.run_times import (TARGET, RunTimes, epoch_split, scaling_efficiency,
-                                split_training, speed_up, training_for)
+from workbook.run_times import (TARGET, RunTimes, epoch_split, first_epoch_load,
+                                scaling_efficiency, split_training, speed_up, training_for)
 from workbook.runner.layout import plural
 from workbook.speed import SAME_SPEED, worst_case_slowdown
 
@@ -97,8 +97,9 @@ def _where(reference: RunTimes, run: RunTimes, epochs: int) -> list[str]:
         f"{_seconds(mine['steps'])} on {run.label} against {_seconds(theirs['steps'])} "
         f"({run.images_per_second:.0f} against {reference.images_per_second:.0f} images/s); "
         f"between the steps (validation, checkpoints, TensorBoard) {_seconds(mine['between'])} "
-        f"against {_seconds(theirs['between'])}; the first epoch's extra (graph, first "
-        f"broadcast) {_seconds(mine['extra'])} against {_seconds(theirs['extra'])}."
+        f"against {_seconds(theirs['between'])}; the first epoch's extra (its steps beyond a "
+        f"later epoch's) {_seconds(mine['extra'])} against {_seconds(theirs['extra'])}"
+        f"{_extra_cause(reference, run, mine['extra'], theirs['extra'])}."
     )
     total = steps + outside
     if abs(total) < 0.5:
@@ -111,6 +112,24 @@ def _where(reference: RunTimes, run: RunTimes, epochs: int) -> list[str]:
              f"{'less' if there < 0 else 'more'} on {run.label} (the other part: "
              f"{_seconds(abs(rest))} {'less' if rest < 0 else 'more'}).")
     return [text]
+
+
+def _extra_cause(reference: RunTimes, run: RunTimes, mine: float, theirs: float) -> str:
+    """Why the first epochs took extra, as far as it was measured: other programs' CPU during
+    them when they took enough to explain it; the graph and the first broadcast when the CPU
+    was measured to be the run's own; nothing when it was not measured."""
+    if max(mine, theirs) < 1:
+        return ""
+    loads = {each.label: first_epoch_load(each) for each, extra in ((run, mine),
+                                                                     (reference, theirs))
+             if extra >= 1}  # fmt: skip
+    loaded = [f"the first epoch of {label}: {load}" for label, load in loads.items()
+              if load not in (None, "not measured")]
+    if loaded:
+        return f" ({'; '.join(loaded)}: that, not only the graph, can explain it)"
+    if all(load is None for load in loads.values()):
+        return " (with the CPU to themselves: building the graph, the first broadcast)"
+    return ""
 
 
 def _to_target(reference: RunTimes, run: RunTimes, target: float) -> list[str]:

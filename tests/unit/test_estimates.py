@@ -71,6 +71,24 @@ def test_model_fits_end_is_measured_and_left_out_of_the_reference_estimate(tmp_p
         2, REPO / "bench" / "results")
     assert f"about {minutes:.1f} min" in without  # the wait is not copied
     assert run_times.fit_end_wait(times()) is None  # no folder, no RESULT: not known
+    # The wait's cause is named only as far as it was measured (no CPU samples here).
+    assert "at the end of model.fit (its cause was not measured)" in text
+    assert "autotuner" not in text
+
+
+def test_the_end_of_model_fit_is_put_on_the_autotuner_only_when_the_cpu_was_the_runs(tmp_path):
+    from dataclasses import replace
+
+    folder = a_run(tmp_path / "base", [62, 58], after=31.7, record={"workers": 1})
+    log = folder / "horovodrun.log"
+    log.write_text(log.read_text().replace('{"test_accuracy": 0.8}',
+                                           '{"test_accuracy": 0.8, "train_seconds": 140.0}'))
+    baseline = run_times.read_run(folder, "baseline")
+    quiet = estimates.expect_like_baseline(replace(baseline, others_after_training=0.4))
+    assert "with the CPU to itself: tf.data's autotuner thread" in quiet
+    busy = estimates.expect_like_baseline(replace(baseline, others_after_training=25.0))
+    assert "(other programs took 25 core-seconds of CPU in its 32 s: they can explain it)" in busy
+    assert "autotuner" not in busy
 
 
 def test_where_a_running_baseline_is_and_when_it_ends_from_its_own_pace(tmp_path):
@@ -88,7 +106,7 @@ def test_where_a_running_baseline_is_and_when_it_ends_from_its_own_pace(tmp_path
 def test_printed_estimates_never_split_a_word():
     """JupyterLab's plain-text output breaks a long line anywhere ("(1736 a|gainst"): the
     estimates are shown as HTML paragraphs, or as text wrapped at word boundaries."""
-    from workbook.glance import WIDTH, say
+    from workbook.prose import WIDTH, say
 
     text = estimates.expect_like_baseline(times("baseline", share=None)) + "\nA second one."
     shown = say(text)

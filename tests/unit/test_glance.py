@@ -77,3 +77,27 @@ def test_how_to_read_the_bars_gives_each_runs_numbers():
     flat = " ".join(text.split())
     assert "1 worker (reference) 15.0 s per epoch, your workers 8.6 s per epoch" in flat
     assert "twice as fast" not in flat
+
+
+def test_code_in_the_verdict_shows_as_code_not_backticks():
+    from workbook.glance import glance
+
+    base = times("baseline", epochs=(50, 35), share=None, steps=(35, 30), speed=1780)
+    slow = times("your workers", epochs=(95, 45), workers=2, steps=(40, 28), speed=1736,
+                 busy=["`python busy.py --forever` (pid 42) used 95% of a core for 60 s"])
+    page = glance(base, slow)._repr_html_()
+    assert "<code>python busy.py --forever</code> (pid 42)" in page
+    assert "`" not in page
+
+
+def test_prose_wraps_between_words_and_sets_code_in_code():
+    from workbook.prose import WIDTH, say
+
+    text = ("The reading can't tell for sure (the callbacks are built in `make_callbacks()`, "
+            "which the check cannot follow): running your script to decide " * 2).strip()
+    shown = say(text)
+    assert str(shown).split() == text.split()
+    assert max(len(row) for row in str(shown).splitlines()) <= WIDTH
+    page = shown._repr_html_()
+    assert page.count("<code>make_callbacks()</code>") == 2 and "`" not in page
+    assert "can&#x27;t" in page  # escaped, as everything else

@@ -4,6 +4,8 @@ verdict."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from run_folders import a_run, times
 from workbook import run_times, verdict_text
 from workbook.facts import notebook_label
@@ -65,7 +67,19 @@ def test_the_verdict_names_the_part_that_made_the_difference():
         "(5.4 min) (947 against 925 images/s)" in text
     assert "between the steps (validation, checkpoints, TensorBoard) 79.0 s against 35.0 s" \
         in text
-    assert "the first epoch's extra (graph, first broadcast) 12.0 s against 5.0 s" in text
+    # Its cause is named only when measured: here nobody sampled the CPU.
+    assert "the first epoch's extra (its steps beyond a later epoch's) 12.0 s against 5.0 s." \
+        in text
+    assert "graph" not in text.split("the first epoch's extra")[1].split(".")[0]
+    # The CPU measured to be theirs: the graph and the first broadcast, the cause left.
+    quiet = [replace(run, others_first_epoch=0.5) for run in (baseline, yours)]
+    assert "12.0 s against 5.0 s (with the CPU to themselves: building the graph, the first " \
+        "broadcast)." in verdict_text.verdict(*quiet)
+    # Other programs measured to take a share of it: they are named, with what they took.
+    loaded = replace(yours, others_first_epoch=87.0)
+    assert ("12.0 s against 5.0 s (the first epoch of your workers: other programs took 87 "
+            "core-seconds of CPU in its 102 s: that, not only the graph, can explain it)") \
+        in verdict_text.verdict(quiet[0], loaded)
     assert "What made the difference: the time outside the steps, 51.0 s more on your " \
         "workers (the other part: 10.0 s less)" in text
     assert "of the pace of baseline" not in text  # one worker against the whole machine
