@@ -38,6 +38,7 @@ from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
 from grader.source import FileProblem, parse, read_source
+from workbook import class_progress
 
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
@@ -79,7 +80,8 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
         why = result.message.removeprefix(CANT_TELL_SAYS).removesuffix(")")
         print(f"The reading can't tell for sure ({why}): running your script to decide "
               "(interrupt the kernel to stop it).", flush=True)  # fmt: skip
-        return judge.decide(Results([result]), run_step(step, path))[0]
+        result = judge.decide(Results([result]), run_step(step, path))[0]
+    class_progress.note(step, result.status)  # on a workshop hub: the instructor's class view
     return result
 
 
@@ -94,7 +96,9 @@ def judge_file(path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None,
     run = run_step(LAST_STEP, path, quiet=True, sandbox=sandbox, work_dir=work_dir, **options)
     if run.run is not None and run.run.outcome == NOT_RUN and not run.file_problem:
         raise RunUnavailable(run.message)  # this machine's fault, not the script's
-    return judge.decide(static, run)
+    decided = judge.decide(static, run)
+    decided.run = run.run  # how the run went: re-runs, code not the script's (grader.report.Run)
+    return decided
 
 
 class RunUnavailable(RuntimeError):

@@ -12,7 +12,13 @@ halt, or read another (issue 29).
     accounts          their Unix accounts: created, private homes, removed
     cores             each attendee's CPU set: cgroup v1 cpuset where mounted, affinity otherwise
     limits            each attendee's memory and process limits: cgroup v1 memory and pids
-    isolation         TensorBoard's port per account (iptables), hidepid, the terminal's PATH
+    isolation         each account's ports (iptables: only the owner connects), hidepid, the
+                      terminal's PATH
+    port_guard        ... and only the owner listens there (a BPF program on bind per cgroup)
+    kernel_limits     in an attendee's kernel: the memory or process limit named where it hits
+    progress_drop     each attendee's file for their check cells' verdicts (for the class view)
+    class_view        who is on which step, who has been stuck longest; the view's table
+    class_view_service  the class view as a JupyterHub service, for the instructor only
     tls               `--https`: a self-signed certificate and its fingerprint
     workbook_copy     an attendee's own copy of the workbook, made on first login, never overwritten
     classroom         nbgrader the hub way: the shared exchange, per-role Jupyter settings, the course

@@ -23,15 +23,16 @@ from pathlib import Path
 
 from workbook.facts import notebook_label
 
-from hub import (accounts, auth, classroom, cores, isolation, limits, roster, server,
-                 settings, tls)
+from hub import (accounts, auth, classroom, cores, isolation, kernel_limits, limits,
+                 progress_drop, roster, server, settings, tls)
 
 SETUP_PROXY = Path(__file__).with_name("setup_proxy.sh")
 
 
 def reachable(path: Path) -> list[str]:
     """Let other accounts pass through the folders above `path` (o+x, not o+r: they cannot
-    list them), so that attendees can run the shared environment. What was changed."""
+    list them), so that attendees can run the shared environment. The folders changed (`down`
+    closes them again: closed_again)."""
     changed = []
     for folder in reversed(Path(path).resolve().parents):
         if not folder.is_dir():
@@ -39,8 +40,29 @@ def reachable(path: Path) -> list[str]:
         mode = folder.stat().st_mode
         if not mode & stat.S_IXOTH:
             folder.chmod(mode | stat.S_IXOTH)
-            changed.append(f"chmod o+x {folder}")
+            changed.append(str(folder))
     return changed
+
+
+def closed_again(folders: list[str]) -> list[str]:
+    """The folders `reachable` opened, closed to other accounts again (o-x); those closed."""
+    closed = []
+    for folder in map(Path, folders):
+        try:
+            folder.chmod(folder.stat().st_mode & ~stat.S_IXOTH)
+            closed.append(str(folder))
+        except OSError:
+            pass  # gone meanwhile
+    return closed
+
+
+def where_from(s: settings.HubSettings) -> str:
+    """Who can reach the URL: a hub bound to the loopback is this machine's only."""
+    if s.ip in ("0.0.0.0", "", "::"):
+        return "from other machines: this host's name or address"
+    if s.ip.startswith("127.") or s.ip == "::1":
+        return f"this machine only: it listens on {s.ip}; for the room: --ip 0.0.0.0"
+    return f"it listens on {s.ip} only"
 
 
 def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
@@ -50,12 +72,15 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
     cores_each = min((len(c) for c in plan.values()), default=1)
     lines = [
         "=" * 72,
-        f"  Workshop hub: {s.url}   (from other machines: this host's name or address)",
+        f"  Workshop hub: {s.url}   ({where_from(s)})",
         f"  Attendees ({len(s.attendees)}): each logs in with their roster id and their own "
         "password,",
         f"    from the sheet {s.passwords_path} (print it, hand out one line each;",
-        f"    a new one: {sys.executable} -m hub password NAME --state-dir {s.state_dir})",
+        f"    a new one, which ends their open sessions: cd {s.repo} && {sys.executable} -m hub "
+        f"password NAME --state-dir {s.state_dir})",
         f"  Instructor: {s.instructor}, password {s.admin_password} (admin; lands in Formgrader)",
+        f"  Class view (who is on which step, who is stuck): {s.url}services/class-view/ "
+        "(the instructor's log-in)",
     ]
     if s.ssl_cert and s.self_signed:
         lines.append(f"  HTTPS, self-signed: each browser warns once; attendees check this "
@@ -66,7 +91,7 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
                      "make hub HUB_ARGS=--https")
     lines += [
         f"  Course: {classroom.course_dir(s)}; after the workshop: "
-        f"make grade COURSE={classroom.course_dir(s)}",
+        f"cd {s.repo} && make grade COURSE={classroom.course_dir(s)}",
         f"  Cores per attendee ({how}): "
         + ", ".join(f"{user} {cores.as_list(c)}" for user, c in plan.items()),
         f"  Limits per attendee: {limits.describe(each, pids, limits.available())}",
@@ -87,15 +112,16 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
 def guard(s: settings.HubSettings) -> list[str]:
     """What keeps attendees apart beyond their homes; the notes for what could not be done."""
     notes = []
-    why = isolation.guard_tensorboard(s)
-    if why:
-        notes.append(why)
+    for why in (isolation.guard_ports(s), isolation.guard_tensorboard(s)):
+        if why:
+            notes.append(why)
     before, why = isolation.hide_processes()
     if why:
         notes.append(why)
     elif s.proc_options is None and before not in ("2", "invisible"):
         s.proc_options = before  # `down` puts it back
     isolation.write_profile(s)
+    classroom.write(s.kernel_startup, kernel_limits.startup_text())
     return notes
 
 
@@ -137,9 +163,13 @@ def up(args) -> int:
     s.save()
     auth.write_sheet(s, roster.rows(s.roster))
     shared = [Path(sys.executable).resolve(), Path(s.repo) / "x", s.jupyter_dir / "x",
-              Path(s.exchange) / "x"]
-    for change in [change for path in shared for change in reachable(path)]:
-        print(f"==> so that every account can run the shared environment: {change}")
+              Path(s.exchange) / "x", s.progress_dir / "x"]
+    for folder in [folder for path in shared for folder in reachable(path)]:
+        print(f"==> so that every account can run the shared environment: chmod o+x {folder} "
+              "(`down` closes it again)")
+        if folder not in s.made_passable:
+            s.made_passable.append(folder)
+    s.save()
     for name in [s.instructor, *s.attendees]:
         _, made = accounts.ensure(name, s.group)
         if made:
@@ -149,7 +179,7 @@ def up(args) -> int:
     s.pids_max = s.pids_max or limits.DEFAULT_PIDS
     for name in s.attendees:
         limits.make(name, s.memory_mib, s.pids_max)
-    notes = guard(s)
+    notes = guard(s) + progress_drop.make(s)
     s.save()
     for done in classroom.setup(s):
         print(f"==> course: {done.splitlines()[-1] if done else 'ok'}")
@@ -180,8 +210,13 @@ def down(args) -> int:
         if args.remove_accounts and accounts.remove(name, s.group):
             removed.append(name)
             print(f"account {name} removed, with its home")
+    isolation.unguard_ports(s)
     if isolation.unguard_tensorboard():
         print("TensorBoard's firewall rules removed")
+    for folder in closed_again(s.made_passable):
+        print(f"chmod o-x {folder} (as before `make hub`)")
+    s.made_passable = []
+    s.save()
     if isolation.restore_processes(s.proc_options):
         print(f"/proc: hidepid={s.proc_options} again")
         s.proc_options = None
@@ -189,6 +224,8 @@ def down(args) -> int:
     isolation.remove_profile()
     if args.remove_accounts:
         accounts.remove_group_if_empty(s.group)
+        if progress_drop.remove(s):
+            print(f"the class view's records removed ({s.progress_dir})")
         for line in left_behind(s, removed):
             print(line)
     return 0
@@ -236,6 +273,7 @@ def password(args) -> int:
     auth.write_sheet(s, roster.rows(s.roster))
     print(f"{args.name}: {s.passwords[args.name]}   (the next log-in needs it; the sheet "
           f"{s.passwords_path} has it too)")
+    print(f"{args.name}: {server.end_sessions(s, args.name)}")
     return 0
 
 

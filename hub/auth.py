@@ -45,6 +45,10 @@ class RosterAuthenticator(Authenticator):
         self.log.warning("failed log-in for %r", username)
         return None
 
+    def delete_user(self, user):
+        """The hub forgets a user whose password was reset (hub.server.end_sessions), which
+        ends their sessions; the roster still allows them (JupyterHub's own hook would not)."""
+
 
 def write_sheet(s: hub_settings.HubSettings, roster_rows: list[dict]) -> Path:
     """The sheet to print and hand out: one line per attendee (root only)."""

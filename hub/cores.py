@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hub import limits
+
 CPUSET_ROOT = Path("/sys/fs/cgroup/cpuset")
 CGROUP_NAME = "horovod-workbook"
 
@@ -60,6 +62,7 @@ def make_cpuset(user: str, cores: list[int], root: Path = CPUSET_ROOT) -> Path:
             (folder / "cpuset.cpus").write_text((root / "cpuset.cpus").read_text())
     folder = cpuset_dir(user, root)
     (folder / "cpuset.cpus").write_text(as_list(cores))
+    limits.private_to(folder, user)  # its tasks file lists the attendee's processes
     return folder
 
 

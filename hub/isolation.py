@@ -1,11 +1,13 @@
 """What keeps one attendee's things from another on the one machine (issue 29), beyond the
 private homes (hub.accounts) and the limits (hub.cores, hub.limits):
 
-- TensorBoard: each account's TensorBoard listens on 127.0.0.1 on a port of its own (hub.spawner);
-  a firewall rule (iptables' owner match, chain WORKBOOK-HUB in OUTPUT) lets only that account
-  connect to it, so only its own server's proxy (/user/NAME/proxy/PORT/, behind the hub's log-in)
-  reaches it; and only that account may answer on it (another account listening there first
-  gets no connection). iptables comes from Debian when missing.
+- ports: each account has a range of its own (PORTS_EACH ports from PORT_BLOCK_START, the
+  instructor's first); its TensorBoard takes the first (hub.spawner), the next ones when that is
+  in use (workbook.ports). No other account can listen on them (hub.port_guard: a BPF program
+  on bind() in each account's cgroup), and a firewall rule (iptables' owner match, chain
+  WORKBOOK-HUB in OUTPUT) lets only that account connect to them, so only its own server's proxy
+  (/user/NAME/proxy/PORT/, behind the hub's log-in) reaches them; and only that account may
+  answer on them. iptables comes from Debian when missing.
 - /proc with hidepid=invisible: an account sees only its own processes and command lines (root
   sees all); `hub down` puts back what was there.
 - the attendee's terminal: a login shell resets PATH (/etc/profile), so /etc/profile.d/ gets a
@@ -20,17 +22,36 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hub import port_guard
 from hub.settings import HubSettings
+from workbook.ports import PORTS_TRIED
 
 CHAIN = "WORKBOOK-HUB"
-TENSORBOARD_BASE_PORT = 6006  # account i (from 0, the instructor first) gets 6007 + i
+# Account i (from 0, the instructor first) has PORTS_EACH ports from PORT_BLOCK_START + i *
+# PORTS_EACH: as many as a TensorBoard start tries (workbook.ports), so that a move stays in
+# the range. Above make lab's own (6006 and the ports it moves to), below ephemeral ports.
+PORT_BLOCK_START = 6100
+PORTS_EACH = PORTS_TRIED
 PROFILE = Path("/etc/profile.d/horovod-workbook-hub.sh")
 APT = Path(__file__).resolve().parents[1] / "bootstrap" / "apt.sh"
 
 
+def accounts(settings: HubSettings) -> list[str]:
+    return [settings.instructor, *settings.attendees]
+
+
+def port_range(settings: HubSettings, user: str) -> range:
+    start = PORT_BLOCK_START + accounts(settings).index(user) * PORTS_EACH
+    return range(start, start + PORTS_EACH)
+
+
+def port_block(settings: HubSettings) -> range:
+    """Every account's range, end to end."""
+    return range(PORT_BLOCK_START, PORT_BLOCK_START + len(accounts(settings)) * PORTS_EACH)
+
+
 def tensorboard_port(settings: HubSettings, user: str) -> int:
-    names = [settings.instructor, *settings.attendees]
-    return TENSORBOARD_BASE_PORT + 1 + names.index(user)
+    return port_range(settings, user).start
 
 
 # --- TensorBoard's ports -------------------------------------------------------------------
@@ -51,13 +72,14 @@ def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def port_rules(settings: HubSettings) -> list[list[str]]:
     rules = []
-    for user in [settings.instructor, *settings.attendees]:
-        port, uid = str(tensorboard_port(settings, user)), str(pwd.getpwnam(user).pw_uid)
-        # Another account's connection to the port: refused at once.
+    for user in accounts(settings):
+        ports, uid = port_range(settings, user), str(pwd.getpwnam(user).pw_uid)
+        port = f"{ports.start}:{ports[-1]}"
+        # Another account's connection to the ports: refused at once.
         rules.append(["-o", "lo", "-p", "tcp", "--syn", "--dport", port, "-m", "owner", "!",
                       "--uid-owner", uid, "-j", "REJECT", "--reject-with", "tcp-reset"])
-        # Another account listening on the port (before the owner's TensorBoard): its answer
-        # to the handshake never leaves, so the owner's browser never talks to it.
+        # Another account listening on a port (where hub.port_guard could not refuse it): its
+        # answer to the handshake never leaves, so the owner's browser never talks to it.
         rules.append(["-o", "lo", "-p", "tcp", "--sport", port, "--tcp-flags", "SYN,ACK",
                       "SYN,ACK", "-m", "owner", "!", "--uid-owner", uid, "-j", "DROP"])
     return rules
@@ -74,6 +96,23 @@ def guard_tensorboard(settings: HubSettings) -> str | None:
     if _run("-C", "OUTPUT", "-j", CHAIN, check=False).returncode != 0:
         _run("-I", "OUTPUT", "1", "-j", CHAIN)
     return None
+
+
+def guard_ports(settings: HubSettings) -> str | None:
+    """Each account's cgroup that refuses it the others' ports (hub.port_guard); None, or why
+    there is none."""
+    for user in accounts(settings):
+        try:
+            port_guard.guard(user, port_block(settings), port_range(settings, user))
+        except OSError as error:
+            return (f"ports cannot be kept to their owner here ({error.strerror or error}): "
+                    "another attendee can listen first on a TensorBoard's port")
+    return None
+
+
+def unguard_ports(settings: HubSettings) -> None:
+    for user in accounts(settings):
+        port_guard.remove(user)
 
 
 def unguard_tensorboard() -> bool:

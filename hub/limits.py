@@ -13,6 +13,7 @@ hub, shared equally (`--memory-per-attendee` sets it); 1024 processes and thread
 from __future__ import annotations
 
 import os
+import pwd
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -58,13 +59,23 @@ def group(kind: str, user: str, root: Path = ROOT) -> Path:
     return root / kind / CGROUP_NAME / user
 
 
+def private_to(folder: Path, user: str) -> None:
+    """Only `user` (and root) may look into the attendee's group: its files say how much
+    memory they use and which processes they run. The folder above: passable, not listable."""
+    folder.parent.chmod(0o711)
+    os.chown(folder, 0, pwd.getpwnam(user).pw_gid)
+    folder.chmod(0o750)
+
+
 def make(user: str, memory_mib: int, pids_max: int, root: Path = ROOT) -> list[Path]:
-    """The attendee's memory and pids groups, with their limits; the folders made."""
+    """The attendee's memory and pids groups, with their limits, readable by them only; the
+    folders made."""
     made = []
     have = available(root)
     if have["memory"]:
         folder = group("memory", user, root)
         folder.mkdir(parents=True, exist_ok=True)
+        private_to(folder, user)
         limit = str(memory_mib * 2**20)
         swap = folder / "memory.memsw.limit_in_bytes"  # memory + swap: no way round by swapping
         try:
@@ -79,6 +90,7 @@ def make(user: str, memory_mib: int, pids_max: int, root: Path = ROOT) -> list[P
     if have["pids"]:
         folder = group("pids", user, root)
         folder.mkdir(parents=True, exist_ok=True)
+        private_to(folder, user)
         (folder / "pids.max").write_text(str(pids_max))
         made.append(folder)
     return made

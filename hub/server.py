@@ -104,3 +104,29 @@ def stop(settings: HubSettings) -> bool:
     except (OSError, ValueError, psutil.Error):
         pass
     return True
+
+
+def api_url(settings: HubSettings) -> str:
+    """The hub's own REST API (hub/jupyterhub_config.py: on 127.0.0.1, the port after the proxy's)."""
+    return f"http://127.0.0.1:{settings.port + 1}/hub/api"
+
+
+def end_sessions(settings: HubSettings, user: str) -> str:
+    """Every open session of `user` ends: the hub stops their server and forgets them (their
+    log-in cookies and tokens with them); their next log-in makes them again. What was done,
+    in words; RuntimeError when the hub refuses."""
+    if running(settings) is None:
+        return "the hub is not running: no session is open"
+    request = urllib.request.Request(f"{api_url(settings)}/users/{user}", method="DELETE",
+                                     headers={"Authorization": f"token {settings.api_token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=STOP_TIMEOUT_S):
+            return "their open sessions ended (their server stopped; they log in again)"
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return "no session was open"
+        raise RuntimeError(f"the hub refused to end {user}'s sessions: {error.code} "
+                           f"{error.read()[:200].decode(errors='replace')}") from None
+    except OSError as error:
+        raise RuntimeError(f"the hub's API did not answer ({error}): {user}'s open sessions go "
+                           f"on until `python -m hub down`") from None

@@ -49,6 +49,10 @@ class HubSettings:
     memory_mib: int | None = None       # each attendee's memory limit (None: from the machine)
     pids_max: int | None = None         # each attendee's process limit (None: the default)
     proc_options: str | None = None     # /proc's hidepid before `make hub` changed it
+    # The folders `make hub` made passable (o+x) for the shared environment: `down` closes them.
+    made_passable: list = field(default_factory=list)
+    # The hub's API token of `python -m hub password` (ends a reset attendee's sessions).
+    api_token: str = field(default_factory=lambda: secrets.token_hex(32))
 
     @property
     def path(self) -> Path:
@@ -65,6 +69,23 @@ class HubSettings:
         """The role settings every server reads: beside the state folder, which stays root-only."""
         state = Path(self.state_dir)
         return state.with_name(state.name + "-jupyter")
+
+    @property
+    def kernel_startup(self) -> Path:
+        """The attendees' kernels' PYTHONSTARTUP (hub/kernel_limits.py), with the role settings."""
+        return self.jupyter_dir / "kernel_startup.py"
+
+    @property
+    def progress_dir(self) -> Path:
+        """Each attendee's check records for the class view (hub/progress_drop.py), beside the
+        state folder."""
+        state = Path(self.state_dir)
+        return state.with_name(state.name + "-progress")
+
+    @property
+    def class_view_port(self) -> int:
+        """The class view's own port (the proxy, the hub's API and the proxy's API before it)."""
+        return self.port + 3
 
     @property
     def passwords_path(self) -> Path:

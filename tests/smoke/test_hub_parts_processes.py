@@ -103,3 +103,78 @@ def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsy
     for password, expected in ((old, None), (new, "alice")):
         assert authenticate(authenticator, "alice", password) == expected
     assert hub_main.password(argparse.Namespace(state_dir=s.state_dir, name="mallory")) == 1
+
+
+def test_the_banners_commands_work_from_any_folder_and_its_url_says_who_reaches_it(tmp_path):
+    from hub import __main__ as hub_main
+
+    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
+                             attendees=["alice"], course="/c", memory_mib=3072, pids_max=1024)
+    shown = hub_main.banner(s, {"alice": [0]})
+    commands = [line for line in shown.splitlines() if " -m hub " in line or "make grade" in line]
+    assert len(commands) == 3, shown
+    for line in commands:  # each carries its own folder
+        assert f"cd {s.repo} && " in line, line
+    assert "from other machines" in shown and "services/class-view/" in shown
+    s.ip = "127.0.0.1"
+    local = hub_main.banner(s, {"alice": [0]})
+    assert "from other machines" not in local and "this machine only" in local
+
+
+def test_down_closes_again_the_folders_make_hub_opened(tmp_path):
+    from hub import __main__ as hub_main
+
+    home = tmp_path / "home"
+    inner = home / "repo"
+    inner.mkdir(parents=True)
+    home.chmod(0o700)
+    opened = hub_main.reachable(inner / "x")
+    assert str(home) in opened and home.stat().st_mode & 0o777 == 0o701
+    assert hub_main.closed_again(opened) == opened
+    assert home.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_port_guard_refuses_the_others_ports_to_a_process_in_its_cgroup():
+    """A process in alice's cgroup binds her ports, port 0 and ports outside the block, on any
+    address; another's port in the block fails at once with EPERM (root only: bpf, cgroups)."""
+    import errno
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    import pytest
+
+    from hub import port_guard
+
+    if os.geteuid() != 0 or port_guard.cgroup2_root() is None:
+        pytest.skip("the port guard needs root and a cgroup v2 hierarchy")
+    user = f"portguard-test-{uuid.uuid4().hex[:6]}"
+    block, own = range(6100, 6160), range(6120, 6140)
+    folder = port_guard.guard(user, block, own)
+    probe = ("import socket, sys\n"
+             "for port in map(int, sys.argv[1:]):\n"
+             "    for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::')):\n"
+             "        s = socket.socket(family)\n"
+             "        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+             "        try:\n"
+             "            s.bind((host, port)); print(port, 'ok')\n"
+             "        except OSError as e:\n"
+             "            print(port, e.errno)\n"
+             "        s.close()\n")
+    ports = [6100, 6119, 6120, 6139, 6140, 6159, 6160, 0]
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", probe, *map(str, ports)], capture_output=True, text=True,
+            timeout=60, preexec_fn=lambda: port_guard.join(os.getpid(), user))
+        said = {}
+        for line in child.stdout.splitlines():
+            port, answer = line.split()
+            said.setdefault(int(port), set()).add(answer)
+        expected = {6100: {str(errno.EPERM)}, 6119: {str(errno.EPERM)}, 6120: {"ok"},
+                    6139: {"ok"}, 6140: {str(errno.EPERM)}, 6159: {str(errno.EPERM)},
+                    6160: {"ok"}, 0: {"ok"}}
+        assert said == expected, child.stdout + child.stderr
+    finally:
+        port_guard.remove(user)
+    assert not folder.exists()

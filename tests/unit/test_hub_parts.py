@@ -139,3 +139,161 @@ def test_the_kubernetes_chart_starts_jupyterlab_with_the_workbooks_options():
     assert tuple(chart["singleuser"]["cmd"][1:]) == here
 
 
+
+
+# --- the class view (issue 38.6) ---------------------------------------------------------------
+
+def test_a_check_record_is_one_line_in_one_format(tmp_path):
+    from grader.report import STATUSES
+    from workbook import class_progress
+    from workbook.class_progress import Record, parse
+
+    assert class_progress.STATUSES == STATUSES  # the grader's vocabulary, which it cannot import
+    record = Record(4, "failed", 1764320000.5)
+    assert parse(record.line()) == record and record.line().endswith("\n")
+    for bad in ('{"step": 13, "status": "passed", "time": 1}', '{"step": 4, "status": "ok", '
+                '"time": 1}', '{"step": "4", "status": "passed", "time": 1}', '{"step": 4}',
+                '{"step": 4, "status": "passed", "time": NaN}', "not json", "x" * 300, ""):
+        assert parse(bad) is None, bad
+
+
+def test_a_check_is_noted_only_in_the_file_the_hub_made(tmp_path):
+    from workbook import class_progress
+
+    target = tmp_path / "alice.jsonl"
+    env = {class_progress.PROGRESS_VARIABLE: str(target)}
+    assert not class_progress.note(1, "passed", environ={})  # no hub: nothing
+    assert not class_progress.note(1, "passed", environ=env) and not target.exists()  # never made
+    target.touch()
+    assert class_progress.note(1, "passed", now=100.0, environ=env)
+    assert class_progress.note(2, "failed", now=160.0, environ=env)
+    assert not class_progress.note(99, "passed", environ=env)
+    assert class_progress.read(target) == [class_progress.Record(1, "passed", 100.0),
+                                           class_progress.Record(2, "failed", 160.0)]
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    assert not class_progress.note(3, "passed", environ={class_progress.PROGRESS_VARIABLE:
+                                                         str(link)})
+    with pytest.raises(OSError):
+        class_progress.read(link)  # the view never follows a link
+    assert class_progress.read(tmp_path) == []  # no regular file: no records
+
+
+def test_the_view_reads_only_a_files_last_part(tmp_path):
+    from workbook import class_progress
+
+    target = tmp_path / "bob.jsonl"
+    lines = [class_progress.Record(1 + i % 12, "failed", 1000.0 + i).line() for i in range(3000)]
+    target.write_text("garbage, then\n" + "".join(lines))
+    records = class_progress.read(target, max_bytes=4096)
+    assert 0 < len(records) < 100 and records[-1].time == 3999.0
+    assert all(r.time >= 3900 for r in records)  # the cut first line and the old ones: dropped
+
+
+def test_who_is_stuck_longest_and_since_when():
+    from hub import class_view
+    from workbook.class_progress import Record as R
+
+    now = 10_000.0
+    records = {
+        "ana": [R(1, "passed", 100), R(2, "passed", 200), R(3, "failed", 300),
+                R(2, "passed", 400), R(3, "failed", 500)],       # other checks: still stuck
+        "ben": [R(3, "failed", 100), R(3, "passed", 1000), R(4, "failed", 2000),
+                R(4, "failed", 2500)],
+        "cleo": [R(1, "passed", 50), R(2, "can't tell", 9000)],  # counts as done
+        "dan": [],
+        "eve": "Permission denied",
+    }
+    standings = class_view.class_standings(records, now)
+    assert [s.attendee for s in standings] == ["ana", "ben", "cleo", "dan", "eve"]
+    ana, ben, cleo, dan, eve = standings
+    assert (ana.last.step, ana.stuck_since, ana.failed_checks) == (3, 300, 2)
+    assert (ben.last.step, ben.stuck_since, ben.failed_checks) == (4, 2000, 2)
+    assert cleo.stuck_since is None and cleo.last.status == "can't tell"
+    assert dan.last is None and eve.unreadable == "Permission denied"
+    assert class_view.stuck_longest(standings) is ana
+    assert class_view.headline(standings, now).startswith(
+        "Stuck longest: ana, on step 3 (Print only on rank 0) for 2 h 41 min, 2 failed checks")
+    # A pass of the step ends it; a failure after it starts again.
+    assert class_view.standing("x", [R(5, "failed", 1), R(5, "passed", 2)]).stuck_since is None
+    assert class_view.standing("x", [R(5, "failed", 1), R(5, "passed", 2),
+                                     R(5, "failed", 3)]).stuck_since == 3
+    page = class_view.table_html(standings, now)
+    assert page.count("<tr") == 6 and "no check yet" in page and "Permission denied" in page
+    assert "step 4: Wrap the optimizer" in page and "2 h 13 min (2 failed)" in page
+    assert class_view.headline(class_view.class_standings({"dan": []}, now), now).startswith(
+        "Nobody is stuck")
+
+
+def test_an_attendee_name_is_escaped_in_the_view():
+    from hub import class_view
+    from workbook.class_progress import Record
+
+    page = class_view.table_html(class_view.class_standings(
+        {"<script>": [Record(1, "failed", 1.0)]}, 2.0), 2.0)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+# --- ports (issue 38.4) ------------------------------------------------------------------------
+
+def test_each_account_has_a_range_of_ports_of_its_own():
+    from hub import isolation
+    from workbook.ports import PORTS_TRIED
+
+    s = settings.HubSettings(state_dir="/x", roster="r.csv", instructor="root",
+                             attendees=["daemon", "bin", "sys"])
+    ranges = [isolation.port_range(s, user) for user in isolation.accounts(s)]
+    assert all(len(r) == PORTS_TRIED for r in ranges)  # a TensorBoard's move stays in its range
+    ports = [port for r in ranges for port in r]
+    assert len(set(ports)) == len(ports) and set(ports) == set(isolation.port_block(s))
+    assert isolation.port_block(s).start > 6006 + PORTS_TRIED  # make lab's own TensorBoard
+    assert isolation.port_block(s)[-1] < 32768  # below the ephemeral ports
+    assert isolation.tensorboard_port(s, "bin") == isolation.port_range(s, "bin").start
+    rules = isolation.port_rules(s)
+    daemon = isolation.port_range(s, "daemon")
+    assert f"{daemon.start}:{daemon[-1]}" in rules[2] and "1" in rules[2]  # daemon's uid 1
+
+
+def test_the_port_guards_program_is_ten_instructions():
+    from hub import port_guard
+
+    code = port_guard.program(range(6100, 6180), range(6120, 6140))
+    assert len(code) == 10 * 8 and code[-8] == 0x95  # ends with exit
+    assert port_guard.cgroup2_root("cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n") == \
+        Path("/sys/fs/cgroup/unified")
+    assert port_guard.cgroup2_root("cgroup /sys/fs/cgroup/pids cgroup rw,pids 0 0\n") is None
+
+
+# --- limits that say their name, banner commands (issue 38.5) ----------------------------------
+
+def test_a_limit_that_stopped_something_is_named_with_what_was_used(tmp_path):
+    from hub import kernel_limits
+
+    mounts = ("cgroup /cg/memory cgroup rw,memory 0 0\ncgroup /cg/pids cgroup rw,pids 0 0\n"
+              "cgroup /cg/cpu cgroup rw,cpu 0 0\n")
+    groups = kernel_limits.own_groups(
+        "8:pids:/horovod-workbook/alice\n4:memory:/horovod-workbook/alice\n1:cpu:/\n", mounts)
+    assert groups == {"memory": Path("/cg/memory/horovod-workbook/alice"),
+                      "pids": Path("/cg/pids/horovod-workbook/alice")}
+    assert kernel_limits.own_groups("4:memory:/\n", mounts) == {}  # the root group: no limit
+    memory, pids = tmp_path / "memory", tmp_path / "pids"
+    memory.mkdir()
+    pids.mkdir()
+    (memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    (memory / "memory.limit_in_bytes").write_text(str(3 * 2**30))
+    (memory / "memory.max_usage_in_bytes").write_text(str(3 * 2**30 - 2**20))
+    (pids / "pids.events").write_text("max 7\n")
+    (pids / "pids.max").write_text("1024\n")
+    (pids / "pids.current").write_text("1019\n")
+    groups = {"memory": memory, "pids": pids}
+    now = kernel_limits.counts(groups)
+    assert now == {"oom_kill": 3, "pids_max": 7}
+    said = kernel_limits.messages({"oom_kill": 2, "pids_max": 0}, now, groups, "during this cell")
+    assert said[0].startswith("Memory limit: during this cell, 1 of your processes was killed "
+                              "for going over your memory limit of 3.0 GiB (your peak: 3.0 GiB")
+    assert "the kernel died, this was it" in said[0]
+    assert said[1].startswith("Process limit: during this cell, 7 new processes or threads could "
+                              "not start: you reached your limit of 1024 processes and threads "
+                              "(1019 running now)")
+    assert kernel_limits.messages(now, now, groups, "x") == []
+    assert "module.install(get_ipython())" in kernel_limits.startup_text()
