@@ -50,7 +50,8 @@ class Outcome:
 
     def __str__(self) -> str:
         if self.status == "failed":
-            return f"{self.student}: NOT GRADED, {self.reason} (log: {self.log})"
+            log = f" (log: {self.log})" if self.log else ""
+            return f"{self.student}: NOT GRADED, {self.reason}{log}"
         score = f"{self.score:g}/{self.max_score:g}" if self.score is not None else "?"
         extra = " (graded before; --force regrades)" if self.status == "skipped" else ""
         return f"{self.student}: {score}{extra}"
@@ -85,15 +86,23 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
-    judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo,
-                        jobs=run_jobs or judging.default_run_jobs(), run_timeout=run_timeout)
+    judged = judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo,
+                                 jobs=run_jobs or judging.default_run_jobs(),
+                                 run_timeout=run_timeout)  # fmt: skip
     clock.lap("judging")
     if not runs:
         echo("Graded by reading the scripts only (no runs): these grades are advisory.")
-    graded = grade_in_parallel(course, students, force, jobs or default_jobs(), clock)
+    # A student whose run could not be judged is not graded (the others are): no grade may rest
+    # on a run nobody saw.
+    unjudged = {j.student: j.problem for j in judged if j.problem}
+    graded = grade_in_parallel(course, [s for s in students if s not in unjudged], force,
+                               jobs or default_jobs(), clock)  # fmt: skip
     outcomes = []
     for student in students:
-        outcome = graded.get(student) or grade_alone(course, student, force)
+        if student in unjudged:
+            outcome = not_graded(course, student, unjudged[student])
+        else:
+            outcome = graded.get(student) or grade_alone(course, student, force)
         echo(str(outcome))
         outcomes.append(outcome)
     clock.lap("alone")
@@ -280,6 +289,22 @@ def grade_alone(course: Course, student: str, force: bool) -> Outcome:
         reason = failure_reason(output)
     bad = [problem.notebook for problem in problems]
     return Outcome(student, "failed", reason=reason, log=str(log), bad_notebooks=bad)
+
+
+def not_graded(course: Course, student: str, why: str) -> Outcome:
+    """The Outcome of a student whose run could not be judged; grades of theirs from an
+    earlier grading go (the submission they were for was replaced)."""
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gradebook:
+        try:
+            gradebook.remove_submission(course.assignment, student)
+        except MissingEntry:
+            pass
+    for stale in (course.folder("autograded", student), course.folder("feedback", student)):
+        shutil.rmtree(stale, ignore_errors=True)
+    return Outcome(student, "failed",
+                   reason=f"{why}; then: {judging.regrade_command(course, student)}")
 
 
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception)): (.*)$")

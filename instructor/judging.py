@@ -10,14 +10,23 @@ decided verdict of step N, so nbgrader's score and feedback come from behaviour.
 A script judged before with the same contents (and the same time limit) is not run again, and
 the scripts of students who handed in the same bytes are run once. With runs=False (a quick
 pass) only the reading decides, and every verdict says so: such grades are advisory.
+
+One student's run fails that student alone: whatever goes wrong while their run is prepared,
+run, read or cleaned up, they are not judged (Judged.problem, with the command that judges them
+again), and the others are. Whether this machine can run a script at all is asked once, of the
+reference solution (the canary, run only when a student's run could not be made): when even
+it can't run, no run of the class can, and the class stops with that reason.
+The saved judgement notes the limits the run reached ("limits") and whose run a twin shares
+("twin_of"), for the class report.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.live.run import TIMEOUT_S
@@ -35,6 +44,9 @@ class Judged:
     seconds: float
     reused: bool  # judged before, the same script
     undecided: list  # steps neither check could decide
+    problem: str = ""  # why the student's run could not be judged ("": it was)
+    limits: list = field(default_factory=list)  # the limits the run reached ("time", "memory"...)
+    twin_of: str = ""  # the student whose identical script's run this one shares
 
 
 def judged_path(course: Course, student: str) -> Path:
@@ -85,6 +97,7 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
     from concurrent.futures import ThreadPoolExecutor
 
     how = JudgedWith(runs, (run_timeout or TIMEOUT_S) if runs else None)
+    canary = Canary(how.run_timeout)
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
     if runs and sandbox.weaker:
@@ -99,7 +112,7 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
     with ThreadPoolExecutor(max_workers=max(1, jobs) if runs else 1) as pool:
         # A box per run: its mounts and cgroups are released when that run ends.
         boxes = [_box(sandbox) for _ in own]
-        judged_own = pool.map(lambda student, box: _judge_one(course, student, how, box),
+        judged_own = pool.map(lambda student, box: _judge_one(course, student, how, box, canary),
                               own, boxes)  # fmt: skip
         judged = []
         # Said in the students' order (a run that ends early waits for the ones before it).
@@ -108,7 +121,7 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
                 summary, said = next(judged_own)
             else:
                 twin = _as_judged(course, student, first[digests[student]], how)
-                summary, said = twin or _judge_one(course, student, how, _box(sandbox))
+                summary, said = twin or _judge_one(course, student, how, _box(sandbox), canary)
             if said:
                 echo(said)
             judged.append(summary)
@@ -130,7 +143,41 @@ class JudgedWith:
 
 def _box(sandbox):
     """A box for one run, like `sandbox` (None: none)."""
-    return replace(sandbox, _held={"mounts": [], "cgroups": []}) if sandbox else None
+    return sandbox.fresh() if sandbox else None
+
+
+class Canary:
+    """Whether this machine can run a script at all: the reference solution, run once in a
+    sandbox like the students' (asked only when a student's run could not be made)."""
+
+    def __init__(self, run_timeout: float | None):
+        self.run_timeout, self._lock, self._answer = run_timeout, threading.Lock(), None
+
+    def machine_problem(self, sandbox) -> str:
+        """"" when the reference runs here; else why it does not (the same for every student)."""
+        with self._lock:
+            if self._answer is None:
+                self._answer = self._ask(sandbox)
+            return self._answer
+
+    def _ask(self, sandbox) -> str:
+        from grader.live.outcome import NOT_RUN
+        from grader.live.run import run_step
+        from grader.reference import reference_path
+        from workbook.facts import LAST_STEP
+
+        box = _box(sandbox)
+        try:
+            result = run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True, sandbox=box,
+                              **({"timeout": self.run_timeout} if self.run_timeout else {}))
+        except Exception as error:  # noqa: BLE001 (any failure: this machine's)
+            return f"{type(error).__name__}: {error}"
+        finally:
+            if box is not None:
+                box.close()
+        if result.run is not None and result.run.outcome == NOT_RUN:
+            return result.message
+        return ""
 
 
 def _as_judged(course: Course, student: str, twin: str, how: JudgedWith) -> tuple | None:
@@ -145,6 +192,7 @@ def _as_judged(course: Course, student: str, twin: str, how: JudgedWith) -> tupl
     script = str(script_of(course, student))
     data["results"] = [_about(item, script) for item in data.get("results") or []]
     data["seconds"] = 0.0
+    data["twin_of"] = twin
     _save(course, student, data)
     passed = sum(item.get("passed", False) for item in data["results"])
     return _summary(student, data, reused=True), (
@@ -164,9 +212,11 @@ def _save(course: Course, student: str, data: dict) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def _judge_one(course: Course, student: str, how: JudgedWith, sandbox) -> tuple:
-    """(Judged, what to say of it: "" when judged before)."""
-    from grader import RunUnavailable, check_all, judge_file
+def _judge_one(course: Course, student: str, how: JudgedWith, sandbox, canary: Canary) -> tuple:
+    """(Judged, what to say of it: "" when judged before). A run that could not be made
+    leaves the student not judged (unless the canary says no run can be made here: then the
+    class stops)."""
+    from grader import check_all, judge_file
     from grader.judge import decide
 
     script = script_of(course, student)
@@ -175,20 +225,25 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox) -> tuple:
     if how.made(saved, digest):
         return _summary(student, saved, reused=True), ""
     started = time.monotonic()
+    limits = []
     if how.runs:
         try:
             results = judge_file(script, sandbox=sandbox, timeout=how.run_timeout)
-        except RunUnavailable as error:
-            raise CourseError(f"{student}'s script could not be run for grading: {error} "
-                              "(--no-run grades by reading only, advisory)") from None
+        except Exception as error:  # noqa: BLE001 (RunUnavailable, or anything: theirs alone)
+            return _not_judged(course, student, f"{type(error).__name__}: {error}", sandbox,
+                               canary)  # fmt: skip
         finally:
             if sandbox is not None:
                 sandbox.close()  # this run's mounts and cgroups
+        limits = sandbox.hit() if sandbox is not None else []
     else:
         results = decide(check_all(script), None)
     data = {"sha256": digest, "ran": how.runs, "run_timeout": how.run_timeout,
-            "seconds": round(time.monotonic() - started, 1),
+            "seconds": round(time.monotonic() - started, 1), "limits": limits,
             "results": [result.to_dict() for result in results]}  # fmt: skip
+    run = getattr(results, "run", None)  # grader.judge_file's: re-runs, code not the script's
+    if run is not None:
+        data["run"] = {"reruns": run.reruns, "foreign": run.foreign, "copy_of": run.copy_of}
     _save(course, student, data)
     summary = _summary(student, data, reused=False)
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
@@ -196,6 +251,26 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox) -> tuple:
     way = "run and read" if how.runs else "read only (advisory)"
     return summary, (f"{student}: judged, {way}, {passed}/{len(results)} steps{undecided} "
                      f"({data['seconds']:.0f} s)")  # fmt: skip
+
+
+def regrade_command(course: Course, student: str) -> str:
+    """The command that judges and grades one student again."""
+    return f"python -m instructor autograde {course.root} --student {student} --force"
+
+
+def _not_judged(course: Course, student: str, why: str, sandbox, canary: Canary) -> tuple:
+    """(Judged, what to say) of a student whose run could not be made; CourseError for the
+    class when the canary can't run either."""
+    machine = canary.machine_problem(sandbox)
+    if machine:
+        raise CourseError(f"no script can be run for grading on this machine: the reference "
+                          f"solution's run failed too ({machine}); {student}'s: {why} "
+                          "(--no-run grades by reading only, advisory)")  # fmt: skip
+    judged_path(course, student).unlink(missing_ok=True)  # no older judgement stands for it
+    problem = f"its run could not be judged: {why}"
+    return (Judged(student, False, 0.0, False, [], problem=problem),
+            f"{student}: NOT JUDGED, {problem}; the reference ran here, so it is this "
+            f"submission's run: see it, then `{regrade_command(course, student)}`")
 
 
 def grading_sandbox(course: Course):
@@ -210,4 +285,5 @@ def _summary(student: str, data: dict, reused: bool) -> Judged:
     results = data.get("results") or []
     undecided = [item.get("step") for item in results if item.get("decided_by") == NEITHER]
     return Judged(student, bool(data.get("ran")), float(data.get("seconds") or 0), reused,
-                  undecided)  # fmt: skip
+                  undecided, limits=list(data.get("limits") or []),
+                  twin_of=str(data.get("twin_of") or ""))  # fmt: skip

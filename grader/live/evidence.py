@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.live.kept import MAX_RECORD_BYTES, read_regular
+
 # TensorBoard's event files: events.out.tfevents.<time>.<host>.<pid>.<n>[.v2]
 _EVENT_FILE = re.compile(r"events\.out\.tfevents\.\d+\.(?P<host>.+)\.(?P<pid>\d+)\.\d+(?:\.v2)?$")
 
@@ -123,24 +125,11 @@ class RankRecord:
         return {int(epoch): logs for epoch, logs in (self.data.get("epoch_logs") or {}).items()}
 
 
-MAX_RECORD_BYTES = 64 << 20  # a record or a weight vector of the check's tiny model is far less
-
-
 def read_plain_file(path: Path) -> bytes | None:
     """The bytes of a regular file the script's run wrote, or None: the run is untrusted, so
-    a link is not followed, a named pipe or device is not waited on, a huge file is not read."""
-    import os
-    import stat
-
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
-            return None
-        return file.read(MAX_RECORD_BYTES)
+    a link is not followed, a named pipe or device is not waited on, a huge file is not read
+    (grader/live/kept.py's bounded reader)."""
+    return read_regular(path, MAX_RECORD_BYTES)
 
 
 def split_by_callback(fits: dict, callback: str) -> tuple[list, list]:

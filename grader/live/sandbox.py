@@ -1,32 +1,41 @@
 """Sandbox: the learner's script, run for grading, in a box it cannot get out of.
 
-    with Sandbox() as sandbox:                      # one per class or per run; close() cleans up
+    with Sandbox() as sandbox:                      # one per run; close() cleans up
         result = run_step(12, script, sandbox=sandbox)
 
 Sandbox.wrap(argv, env) turns the run's command (horovodrun and everything it starts) into
 
-    sh -c 'join the run's cgroups; exec "$@"' prlimit ... -- bwrap ... -- setpriv ... -- argv
+    sh -c 'join the run's cgroups; exec "$@"' prlimit ... -- bwrap ... -- setpriv ... --
+        python box_keeper.py LIMIT argv
 
 - bubblewrap (Debian's `bubblewrap`) builds the box: new PID, network (loopback only, which
   bwrap brings up: the workers still talk over Gloo), IPC and UTS namespaces, a new session, and
-  it dies with its parent; when horovodrun ends, the PID namespace ends, and every process
-  left in it (a daemon too) is killed by the kernel.
-- Files: only what a run needs is there, read-only: /usr and /etc, /sys, this Python and its
-  environment, the repository (but `hidden`, e.g. its course/ folder), and `readable` (the
-  script's folder). /home, /root, /srv (nbgrader's exchange), /var, the course, the gradebook
-  and other students' folders are not in the box at all. /tmp and /dev/shm are private tmpfs
-  of Limits.tmp_bytes.
+  it dies with its parent. Its first process is grader/live/box_keeper.py: it bounds the
+  output (Limits.output_bytes, the rest counted, never held) and kills any process the script
+  detaches (a daemon) at once; when horovodrun ends, it ends, and the PID namespace with it.
+- Files: only what a run needs is there, read-only (an allow-list, `shown_paths()`): /usr,
+  /etc, /sys, /opt, this Python and its environment, the runner's package (workbook/: horovodrun
+  starts through python -m workbook.runner.launcher), the probe and the keeper (two files of
+  grader/live/), and `readable` (the script's folder, its data). Nothing else of the checkout
+  (solutions, rosters, courses, gradebooks, notebooks), no /home, /root, /srv, /var. `hidden`
+  folders inside any of those get an empty tmpfs over them. /tmp and /dev/shm are private
+  tmpfs of Limits.tmp_bytes.
 - Writable: only the `writable` folders (the probe's records, the script's --log-dir). As root
-  each gets a tmpfs of Limits.disk_bytes mounted on it on this machine (nosuid, nodev,
-  nosymfollow), owned by the sandbox user: the grader reads it live while the run goes on, the
-  kernel stops writes at the size (ENOSPC), its pages count against the run's memory, and root
-  never follows a symlink the script left there. close() copies what is in it back to disk.
+  each gets a tmpfs mounted on it on this machine (Limits.disk_bytes and Limits.inodes; nosuid,
+  nodev, nosymfollow), owned by the sandbox user, kept from one launch to the next: the grader
+  reads its records while the run goes on and after it with a bounded reader
+  (grader/live/kept.py), never following a link. close() unmounts it: what the script wrote
+  goes with it, nothing is copied back.
+- Environment: an allow-list (`allowed_variable`): PATH to this Python's environment and the
+  system, HOME and TMPDIR in the box, the locale, and the run's own settings (HOROVOD_*,
+  WORKBOOK_*, thread counts); every other variable of the run's environment and of this
+  process's is taken out.
 - The script runs as the account `workbook-sandbox` (made when missing: no login shell, no
   home), with no capabilities and no_new_privs (setpriv, util-linux).
-- Limits: the whole tree in its own cgroup (v1 memory and pids controllers, under this
-  process's own cgroups; removed by close()), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE and no core
-  files for each process (prlimit, util-linux). The wall time is the runner's timeout: it stops
-  bwrap and so the whole namespace.
+- Limits: each launch in its own cgroups (v1 memory and pids controllers, under this process's
+  own; removed by end_launch() or close(), which note a limit the launch hit in `hit()`),
+  RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE and no core files for each process (prlimit,
+  util-linux). The wall time is the runner's timeout: it stops bwrap and so the whole namespace.
 
 Not root: bwrap in a user namespace as the calling user, no tmpfs on the writable folders
 (each file is bounded by RLIMIT_FSIZE, not their total), memory and processes by rlimits per
@@ -39,7 +48,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -58,15 +66,28 @@ CGROUPS = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids")
 MiB = 1 << 20
 GiB = 1 << 30
-# The repository is in the box read-only, but for these (the instructor's nbgrader course).
+# Folders never shown, even inside a folder that is (the instructor's nbgrader course).
 HIDDEN = (REPO / "course",)
+LIVE = Path(__file__).resolve().parent
+KEEPER = LIVE / "box_keeper.py"  # the box's first process: bounded output, no daemons
+# Of the checkout, the box shows the runner's package (horovodrun starts as
+# python -m workbook.runner.launcher; the pinning launcher is there too) and two files of
+# grader/live/: the probe each worker runs (it imports only the standard library, NumPy,
+# TensorFlow and Horovod) and the keeper.
+CODE = (REPO / "workbook", LIVE / "probe.py", KEEPER)
 # The system's files, read-only; /bin, /lib... are symlinks into /usr on Debian (merged /usr).
 SYSTEM = ("/usr", "/etc", "/sys", "/opt")
 # The run's environment names the probe's records folder here (grader/live/probe.py): writable.
 PROBE_FOLDER = "WORKBOOK_PROBE_DIR"
-# Variables of the grader's environment the script must not see (JupyterHub's API token...).
-SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_KEY|PRIVATE_KEY|^JUPYTERHUB_|^JPY_"
-                    r"|^SSH_AUTH_SOCK$|^KRB5CCNAME$")  # fmt: skip
+# The variables a run may get (every other one is taken out): the locale and the run's own
+# settings. PATH, HOME, TMPDIR, USER and LOGNAME are set by the box.
+ALLOWED_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
+                           "PYTHONDONTWRITEBYTECODE"})  # fmt: skip
+ALLOWED_PREFIXES = ("LC_", "HOROVOD_", "WORKBOOK_", "OMP_", "TF_", "KMP_", "MKL_", "OPENBLAS_",
+                    "CUDA_", "HWLOC_")  # fmt: skip
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Set by the box (not root, USER and LOGNAME stay the caller's, whom the run runs as).
+BOX_SETS = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,8 @@ class Limits:
     processes: int = 512  # tasks of the whole tree, threads included (cgroup pids.max)
     cpu_seconds: int = 300  # CPU time of each process (RLIMIT_CPU): SIGXCPU, then SIGKILL
     disk_bytes: int = 256 * MiB  # each writable folder (the size of its tmpfs)
+    inodes: int = 4096  # files and folders in each writable folder (its tmpfs's nr_inodes)
+    output_bytes: int = 8 * MiB  # stdout and stderr of a launch, together (box_keeper.py)
     tmp_bytes: int = 256 * MiB  # the private /tmp, and /dev/shm
     file_bytes: int = 256 * MiB  # any one file written (RLIMIT_FSIZE)
     open_files: int = 4096  # RLIMIT_NOFILE
@@ -102,7 +125,9 @@ class Sandbox:
     readable: more folders shown read-only (the script's own folder).
     writable: the folders the script may write, each created if missing.
     with_folders() gives a copy for one run; close() (or the `with` block's end) releases what
-    every copy made: the tmpfs mounts (their files copied back to disk) and the cgroups.
+    every copy made: the tmpfs mounts (what is in them goes) and the cgroups; end_launch()
+    only the cgroups (the writable folders stay for the next launch). fresh() gives a copy that
+    holds nothing yet (one per run). hit() names the limits a run reached.
     """
 
     limits: Limits = Limits()
@@ -111,8 +136,11 @@ class Sandbox:
     readable: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
     writable_variables: tuple[str, ...] = (PROBE_FOLDER,)
-    _held: dict = field(default_factory=lambda: {"mounts": [], "cgroups": []}, repr=False,
-                        compare=False)  # fmt: skip
+    _held: dict = field(default_factory=lambda: _nothing_held(), repr=False, compare=False)
+
+    def fresh(self) -> Sandbox:
+        """A copy like this one that holds nothing yet (its close() releases only its own)."""
+        return replace(self, _held=_nothing_held())
 
     def with_folders(self, writable: Iterable = (), readable: Iterable = ()) -> Sandbox:
         """A copy with these folders writable and those readable too (close() on either
@@ -147,7 +175,7 @@ class Sandbox:
     def wrap(self, argv: list[str], env: Mapping[str, str] | None = None, *,
              cwd: str | Path | None = None, writable: Iterable = ()) -> list[str]:
         """The command that runs `argv` in the box, as the runner calls it (RunOptions.sandbox):
-        `env` the environment it will get (secret-looking variables are taken out; the folders
+        `env` the environment it will get (only allowed variables reach the box; the folders
         named by `writable_variables` in it are writable), `cwd` the folder it starts in (shown
         read-only), `writable` more folders it writes (the run's --log-dir). As root, mounts
         the writable folders' tmpfs and makes the run's cgroups: close() releases them.
@@ -165,7 +193,9 @@ class Sandbox:
         if self.as_root:
             uid, gid = ensure_user(self.user)
             for folder in self.outer_writable:
-                self._held["mounts"].append(mount_tmpfs(folder, limits.disk_bytes, uid, gid))
+                if folder not in self._held["mounts"]:  # a second launch: the same tmpfs
+                    self._held["mounts"].append(
+                        mount_tmpfs(folder, limits.disk_bytes, limits.inodes, uid, gid))
             for folder in set(self.writable) - set(self.outer_writable):
                 make_owned(folder, uid, gid)  # inside one of those: that tmpfs bounds it
             procs = make_cgroups(limits)
@@ -180,7 +210,8 @@ class Sandbox:
             rlimits += [f"--data={limits.memory_bytes}", f"--nproc={limits.processes}"]
             enter, drop = [], []
         box = [bwrap, *self._namespaces(), *self._files(), *self._environment(env)]
-        return [*enter, "prlimit", *rlimits, "--", *box, "--", *drop, *argv]
+        keeper = [sys.executable, "-I", "-S", str(KEEPER), str(limits.output_bytes)]
+        return [*enter, "prlimit", *rlimits, "--", *box, "--", *drop, *keeper, *argv]
 
     def _namespaces(self) -> list[str]:
         user = [] if self.as_root else ["--unshare-user", "--disable-userns"]
@@ -205,8 +236,11 @@ class Sandbox:
         folders.tmpfs(Path("/dev/shm"), "1777", self.limits.tmp_bytes)
         # Outer folders first, so that each mount lands on the ones around it: the course hidden
         # inside the repository, the student's folder shown again inside the course.
-        mounts = [*((p, "--ro-bind") for p in sorted(python_folders()) if p != REPO),
-                  (REPO, "--ro-bind"), *((Path(p), "hidden") for p in self.hidden),
+        shown = [*sorted(python_folders()), *CODE, *self.readable, *self.outer_writable]
+        hidden = [Path(p) for p in self.hidden
+                  if any(Path(p).is_relative_to(folder) for folder in shown)]  # fmt: skip
+        mounts = [*((p, "--ro-bind") for p in sorted(python_folders())),
+                  *((p, "--ro-bind") for p in CODE), *((p, "hidden") for p in hidden),
                   *((p, "--ro-bind") for p in self.readable),
                   *((p, "--bind") for p in self.outer_writable)]  # fmt: skip
         for path, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
@@ -217,11 +251,15 @@ class Sandbox:
         return args
 
     def _environment(self, env: Mapping[str, str]) -> list[str]:
+        """The allow-list: every variable of `env` and of this process's environment (which
+        bwrap would pass on when `env` is not the one it is started with) that is not allowed
+        is taken out; PATH, HOME and TMPDIR are the box's."""
         args = []
-        for name in sorted(env):
-            if SECRET.search(name.upper()):
+        for name in sorted({*env, *os.environ} - set(BOX_SETS)):
+            if not allowed_variable(name):
                 args += ["--unsetenv", name]
-        home = ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+        path = f"{Path(sys.executable).parent}:{SYSTEM_PATH}"
+        home = ["--setenv", "PATH", path, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
         user = ["--setenv", "USER", self.user, "--setenv", "LOGNAME", self.user]
         return [*args, *home, *(user if self.as_root else [])]
 
@@ -243,17 +281,33 @@ class Sandbox:
 
     # --- releasing what wrap() made ---------------------------------------------------------
 
-    def close(self) -> None:
-        """Removes the runs' cgroups (killing anything still in them) and unmounts the
-        writable folders' tmpfs, their files copied back to disk."""
+    def end_launch(self) -> None:
+        """Removes the cgroups of the launches so far (killing anything still in them); the
+        writable folders stay, with what the launch wrote, for the next launch."""
         while self._held["cgroups"]:
-            remove_cgroups(self._held["cgroups"].pop())
-        emptied = []
+            procs = self._held["cgroups"].pop()
+            self._held["hit"].update(cgroup_limits_hit(procs))
+            remove_cgroups(procs)
+
+    def close(self) -> None:
+        """end_launch(), then unmounts the writable folders' tmpfs: what the script wrote there
+        goes with it (the grader took the records it needs before: grader/live/kept.py), and
+        their empty mount points are removed."""
+        self.end_launch()
         while self._held["mounts"]:
             folder = self._held["mounts"].pop()
-            if unmount_keeping_files(folder):
-                emptied.append(folder)
-        remove_emptied(emptied)
+            self._held["hit"].update(tmpfs_limits_hit(folder))
+            unmount(folder)
+
+    def note(self, limit: str) -> None:
+        """Notes a limit the run reached that the box itself can't see (its time, its
+        output)."""
+        self._held["hit"].add(limit)
+
+    def hit(self) -> list[str]:
+        """The limits the runs of this box reached: "time", "memory", "tasks", "output",
+        "disk", "files"."""
+        return sorted(self._held["hit"])
 
     def __post_init__(self) -> None:
         _OPEN[id(self._held)] = self._held
@@ -302,6 +356,15 @@ class _Folders:
 _OPEN: dict[int, dict] = {}  # what every sandbox holds: released at exit, if close() was not called
 
 
+def _nothing_held() -> dict:
+    return {"mounts": [], "cgroups": [], "hit": set()}
+
+
+def allowed_variable(name: str) -> bool:
+    """Whether the run may get the variable `name` (the box sets PATH, HOME and TMPDIR)."""
+    return name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES)
+
+
 @atexit.register
 def _release_all() -> None:
     for held in list(_OPEN.values()):
@@ -342,15 +405,17 @@ def ensure_user(name: str) -> tuple[int, int]:
 # --- the writable folders ----------------------------------------------------------------------
 
 
-def mount_tmpfs(folder: Path, size: int, uid: int, gid: int) -> Path:
-    """Mounts a tmpfs of `size` bytes on `folder` (made if missing), with what was in it."""
+def mount_tmpfs(folder: Path, size: int, inodes: int, uid: int, gid: int) -> Path:
+    """Mounts a tmpfs of `size` bytes and `inodes` files on `folder` (made if missing), owned by
+    uid:gid, with what was in it (the grader's own files: moved, never a run's)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     kept = Path(tempfile.mkdtemp(prefix=".sandbox-", dir=folder.parent))
     try:
         for entry in folder.iterdir():
             shutil.move(str(entry), kept / entry.name)
-        options = f"size={size},mode=0700,uid={uid},gid={gid},nosuid,nodev,nosymfollow"
+        options = (f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid},"
+                   "nosuid,nodev,nosymfollow")  # fmt: skip
         _run(["mount", "-t", "tmpfs", "-o", options, "workbook-sandbox", str(folder)])
         for entry in kept.iterdir():
             shutil.move(str(entry), folder / entry.name)
@@ -370,35 +435,32 @@ def make_owned(folder: Path, uid: int, gid: int) -> None:
         os.lchown(path, uid, gid)
 
 
-def unmount_keeping_files(folder: Path) -> bool:
-    """Copies the tmpfs's regular files and folders back to disk (not symlinks, pipes or
-    devices) and unmounts it; True if it was empty."""
-    kept = Path(tempfile.mkdtemp(prefix=".sandbox-", dir=folder.parent))
+def unmount(folder: Path) -> None:
+    """Unmounts the tmpfs on `folder` (what is in it goes) and removes the emptied mount point
+    (when the grader removed its run's folder first, nothing is left to remove)."""
     try:
-        empty = not any(folder.iterdir())
-        shutil.copytree(folder, kept, symlinks=True, dirs_exist_ok=True, ignore=_not_plain)
         _run(["umount", "--lazy", str(folder)])
-        for entry in kept.iterdir():
-            shutil.move(str(entry), folder / entry.name)
-    finally:
-        shutil.rmtree(kept, ignore_errors=True)
-    return empty
+    except SandboxUnavailable as error:
+        print(f"sandbox: {error}", file=sys.stderr)
+        return
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
-def remove_emptied(folders: list[Path]) -> None:
-    """Removes the folders whose tmpfs was left empty: the grader deleted the run's files while
-    the tmpfs was mounted there (its own rmtree could not remove the mount point)."""
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
-
-
-def _not_plain(folder: str, names: list[str]) -> list[str]:
-    return [name for name in names
-            if not (os.path.isfile(p := os.path.join(folder, name)) or os.path.isdir(p))
-            or os.path.islink(p)]  # fmt: skip
+def tmpfs_limits_hit(folder: Path) -> set[str]:
+    """"disk" and/or "files" when the tmpfs on `folder` is (nearly) full."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return set()
+    hit = set()
+    if info.f_blocks and info.f_bavail < info.f_blocks // 20:
+        hit.add("disk")
+    if info.f_files and info.f_favail < info.f_files // 20:
+        hit.add("files")
+    return hit
 
 
 # --- cgroups (v1) ----------------------------------------------------------------------------
@@ -432,6 +494,24 @@ def make_cgroups(limits: Limits) -> list[Path]:
         remove_cgroups(made)
         raise SandboxUnavailable(f"could not make the run's cgroups ({error})") from error
     return made
+
+
+def cgroup_limits_hit(procs_files: list[Path]) -> set[str]:
+    """"memory" when the run's memory cgroup reached its limit, "tasks" when a fork failed at
+    the pids cgroup's."""
+    hit = set()
+    for procs in procs_files:
+        try:
+            if procs.parent.parent.name == "memory" or (procs.parent / "memory.failcnt").exists():
+                if int((procs.parent / "memory.failcnt").read_text()) > 0:
+                    hit.add("memory")
+            elif (procs.parent / "pids.events").exists():
+                events = (procs.parent / "pids.events").read_text().split()
+                if events[:1] == ["max"] and int(events[1]) > 0:
+                    hit.add("tasks")
+        except (OSError, ValueError, IndexError):
+            continue
+    return hit
 
 
 def remove_cgroups(procs_files: list[Path]) -> None:

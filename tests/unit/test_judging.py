@@ -62,3 +62,65 @@ def test_a_time_limit_that_is_no_positive_number_is_refused(command, given, caps
     assert f"'{given}' is not a positive number of seconds" in capsys.readouterr().err
     assert vars(build_parser().parse_args([*command[1:], "45"]))[
         command[-1].lstrip("-").replace("-", "_")] == 45
+
+
+class FakeBox:
+    """Stands in for a sandbox: counts its copies' close() calls, reports a limit reached."""
+
+    closed = 0
+
+    def fresh(self):
+        return FakeBox()
+
+    @property
+    def weaker(self):
+        return ""
+
+    def close(self):
+        FakeBox.closed += 1
+
+    def hit(self):
+        return ["output"]
+
+
+@pytest.mark.parametrize("machine", ["", "no bubblewrap (bwrap) here"])
+def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch, machine):
+    """A run that could not be made (here: judge_file raising, as a RecursionError in reading
+    its records did) leaves that student not judged, with the command that judges them again,
+    and the others judged; only when the reference can't run either does the class stop."""
+    import grader
+
+    course = init(tmp_path / "course", steps=[1, 6])
+    first = (SOLUTIONS_DIR / chain_file_name(1)).read_text()
+    scripts = {"ann": (SOLUTIONS_DIR / chain_file_name(6)).read_text(), "bob": first,
+               "cid": first + "# cid's own\n"}  # fmt: skip
+    for student, text in scripts.items():
+        folder = course.folder("submitted", student)
+        folder.mkdir(parents=True)
+        (folder / LEARNER_SCRIPT_NAME).write_text(text)
+    asked = []
+
+    def judge_file(script, *, sandbox, timeout):
+        if "bob" in str(script):
+            raise RecursionError("maximum recursion depth exceeded")
+        return grader.judge.decide(grader.check_all(script), None)
+
+    monkeypatch.setattr(grader, "judge_file", judge_file)
+    monkeypatch.setattr(judging.Canary, "_ask", lambda self, box: asked.append(1) or machine)
+    said, FakeBox.closed = [], 0
+    if machine:
+        with pytest.raises(judging.CourseError, match="no script can be run for grading on "
+                           "this machine.*no bubblewrap.*bob's: RecursionError"):
+            judging.judge_class(course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2,
+                                echo=said.append)  # fmt: skip
+        return
+    judged = judging.judge_class(course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2,
+                                 echo=said.append)  # fmt: skip
+    assert [bool(j.problem) for j in judged] == [False, True, False]
+    assert judged[0].limits == ["output"] and asked == [1]  # the canary, once
+    assert FakeBox.closed == 3  # every student's box released, the failed one's too
+    bob = next(line for line in said if line.startswith("bob: "))
+    assert "NOT JUDGED" in bob and "RecursionError" in bob
+    assert f"python -m instructor autograde {course.root} --student bob --force" in bob
+    assert judging.load(course, "bob") is None  # judged again next time
+    assert judging.load(course, "ann")["limits"] == ["output"]

@@ -55,7 +55,12 @@ def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monk
     assert runs.is_dir()  # made for the run
     assert argv.index("/tmp") < argv.index(str(runs))  # the private /tmp first, then the folder
     ro = [argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"]
-    assert str(student) in ro and str(REPO) in ro and "/home" not in ro and "/" not in ro
+    assert str(student) in ro and "/home" not in ro and "/" not in ro
+    # Of the checkout, the runner's package and the probe and keeper files: no solutions, no
+    # roster, no course, no notebooks (the box sees what the run needs).
+    assert str(REPO) not in ro and str(REPO / "workbook") in ro
+    assert {p for p in ro if p.startswith(str(REPO / "grader"))} == {
+        str(REPO / "grader" / "live" / "probe.py"), str(REPO / "grader" / "live" / "box_keeper.py")}
     sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
     assert str(Limits().tmp_bytes) in sizes
 
@@ -90,14 +95,32 @@ def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatc
     assert f"--perms 0755 --dir {course / 'submitted'}" in text  # open to the sandbox user
 
 
-def test_secret_variables_are_taken_out_and_home_is_the_private_tmp(monkeypatch):
+def test_only_allowed_variables_reach_the_box_and_home_is_the_private_tmp(monkeypatch):
+    """An allow-list, of the run's environment and of the grader's own: a variable no pattern
+    of secrets would catch (DATABASE_URL, OLDPWD) is taken out too."""
     not_root(monkeypatch)
-    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "y", "PATH": "/usr/bin",
-           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0"}  # fmt: skip
+    monkeypatch.setenv("DATABASE_URL", "postgres://grader:hunter2@db/course")
+    monkeypatch.setenv("OLDPWD", "/root/secret-project")
+    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_ACCESS_KEY_ID": "y", "PATH": "/root/bin:/usr/bin",
+           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8",
+           "PYTHONUNBUFFERED": "1", "SOMETHING": "else"}  # fmt: skip
     argv = Sandbox().wrap(["true"], env)
     unset = {argv[i + 1] for i, word in enumerate(argv) if word == "--unsetenv"}
-    assert unset == {"JUPYTERHUB_API_TOKEN", "AWS_SECRET_ACCESS_KEY"}
-    assert ["--setenv", "HOME", "/tmp"] == argv[argv.index("HOME") - 1:][:3]
+    assert {"JUPYTERHUB_API_TOKEN", "AWS_ACCESS_KEY_ID", "SOMETHING", "DATABASE_URL",
+            "OLDPWD"} <= unset  # fmt: skip
+    assert not unset & {"WORKBOOK_RUN_ID", "HOROVOD_RANK", "OMP_NUM_THREADS", "LANG",
+                        "PYTHONUNBUFFERED"}  # fmt: skip
+    box = {argv[i + 1]: argv[i + 2] for i, word in enumerate(argv) if word == "--setenv"}
+    assert box["HOME"] == box["TMPDIR"] == "/tmp"
+    path = box["PATH"]
+    assert "/root/bin" not in path and path.endswith("/usr/local/bin:/usr/bin:/bin")
+
+
+def test_the_keeper_starts_the_command_with_the_output_limit(monkeypatch):
+    not_root(monkeypatch)
+    argv = Sandbox(Limits(output_bytes=1234)).wrap(["horovodrun", "x"], {})
+    keeper = len(argv) - 1 - argv[::-1].index(str(sandbox_module.KEEPER))  # run, after bound
+    assert argv[keeper - 2:keeper] == ["-I", "-S"] and argv[keeper + 1:] == ["1234", "horovodrun", "x"]
 
 
 def test_not_root_is_said_to_be_weaker_and_limits_by_rlimits(monkeypatch):
@@ -127,7 +150,8 @@ def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_
     monkeypatch.setattr(sandbox_module, "ensure_user", lambda name: (990, 991))
     mounted = []
     monkeypatch.setattr(sandbox_module, "mount_tmpfs",
-                        lambda folder, size, uid, gid: mounted.append((folder, size)) or folder)
+                        lambda folder, size, inodes, uid, gid:
+                        mounted.append((folder, size, inodes)) or folder)  # fmt: skip
     procs = [tmp_path / "memory" / "cgroup.procs", tmp_path / "pids" / "cgroup.procs"]
     monkeypatch.setattr(sandbox_module, "make_cgroups", lambda limits: procs)
     sandbox = Sandbox()
@@ -136,8 +160,12 @@ def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_
     drop = argv.index("setpriv")
     assert argv[drop:drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
     assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
-    assert mounted == [(tmp_path / "logs", Limits().disk_bytes)]
+    assert mounted == [(tmp_path / "logs", Limits().disk_bytes, Limits().inodes)]
     assert sandbox._held["cgroups"] == [procs]  # close() removes them
+    # A second launch into the same folder keeps its tmpfs (the first launch's checkpoint).
+    sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
+    assert len(mounted) == 1 and sandbox._held["mounts"] == [tmp_path / "logs"]
+    assert sandbox.fresh()._held["mounts"] == []
     sandbox._held["cgroups"].clear()
     sandbox._held["mounts"].clear()
 
