@@ -49,6 +49,13 @@ class Run:
     # What the failing library code was working on, when it crashed: {"kind" (callback,
     # callback class, optimizer), "class", "line", "code" (the script's line that built it)}
     culprit: dict | None = None
+    # The launches the machine cut (too busy) and that were run again alone, and why.
+    reruns: list = field(default_factory=list)
+    # What ran that is not the script's own code (another file run or imported, model.fit
+    # called from elsewhere): the run's evidence earns nothing (grader/live/run.py).
+    foreign: list = field(default_factory=list)
+    copy_of: str = ""  # the reference script this script is, up to formatting
+    counted_seconds: float = 0.0  # the run's time as the machine gave it (grader/live/run_clock.py)
 
     @property
     def finished(self) -> bool:

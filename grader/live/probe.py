@@ -81,7 +81,7 @@ class Record:
             "epoch_logs": {},
             "saved": [],
             "args": None,  # what the script's argparse parsed, and the options it did not know
-            "printed": {"chars": 0, "first": ""},  # what this rank wrote to stdout
+            "printed": {"chars": 0, "first": ""},  # what this rank wrote: stdout, its stderr
             "steps": {},  # {epoch: training steps done}
             "momentum": {},  # {epoch: [the optimizer's momentum at each step]}, SGD only
             "seen_logs": [],  # the logs each of the script's callbacks got at epoch 1's end
@@ -91,6 +91,9 @@ class Record:
             "wrapped": [],  # the class of each optimizer hvd.DistributedOptimizer wrapped
             "error": None,
             "finished": False,
+            # What ran that is not the script's own code (another file run, imported or exec'd,
+            # a Python started, model.fit called from elsewhere): its evidence is not the script's.
+            "foreign": [],
         }
 
     def stage(self, what: str) -> None:
@@ -98,6 +101,8 @@ class Record:
         self.save()
 
     def save(self) -> None:
+        if os.getpid() != self.data["pid"]:
+            return  # a process the script forked: it is not this rank's worker
         temporary = f"{self.path}.tmp"
         with open(temporary, "w", encoding="utf-8") as file:
             json.dump(self.data, file)
@@ -132,9 +137,9 @@ BUILT_AT = "_workbook_probe_built"  # a callback's attribute: the script's line 
 
 def failing_object(script: str, error: BaseException):
     """The callback or optimizer that the library code under the script's innermost frame was
-    working on when `error` went by (a frame's `self`, else a local: CallbackList's `callback`),
-    innermost first: {"kind", "class", "line", "code"} (the line that built it, when known),
-    or None."""
+    working on when `error` went by (a frame's `self`; a callback also as a local, as
+    CallbackList's `callback`), innermost first: {"kind", "class", "line", "code"} (the line
+    that built it, when known), or None."""
     import tensorflow as tf
 
     frames, here = [], error.__traceback__
@@ -147,14 +152,18 @@ def failing_object(script: str, error: BaseException):
     callback = tf.keras.callbacks.Callback
     for frame in reversed(frames[inside[-1] + 1:]):
         values = frame.f_locals
-        for value in (values.get("self"), *values.values()):
+        own = values.get("self")
+        for value in (own, *values.values()):
             if isinstance(value, type) and issubclass(value, callback):
                 return {"kind": "callback class", "class": value.__name__, "line": None, "code": ""}
             if isinstance(value, callback):
                 built = getattr(value, BUILT_AT, None) or {"line": None, "code": ""}
                 return {"kind": "callback", "class": type(value).__name__,
                         "line": built["line"], "code": built["code"]}  # fmt: skip
-            if hasattr(value, "apply_gradients") and hasattr(value, "get_config"):
+            if value is own and hasattr(value, "apply_gradients") and hasattr(value, "get_config"):
+                if "horovod" in frame.f_code.co_filename:  # in Horovod's wrapper: its allreduce
+                    return {"kind": "optimizer wrapper", "class": "DistributedOptimizer",
+                            "line": None, "code": ""}  # fmt: skip
                 return {"kind": "optimizer", "class": type(value).__name__, "line": None,
                         "code": ""}  # fmt: skip
     return None
@@ -255,15 +264,18 @@ def known_options(parser, tokens: list) -> tuple:
 
 
 class CountedOutput:
-    """This rank's stdout as it was, counting what the script prints into the record."""
+    """This rank's stdout (or stderr) as it was, counting what the script prints into the
+    record. With `script` (stderr): only what the script itself writes, with print or through
+    Python's logging, not the libraries' warnings."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, script: str | None = None):
         self._stream = stream
+        self._script = script
 
     def write(self, text):
         record = Current.record
         shown = text.strip() if isinstance(text, str) else ""
-        if record is not None and shown:
+        if record is not None and shown and (self._script is None or from_script(self._script)):
             printed = record.data["printed"]
             printed["chars"] += len(shown)
             room = PRINTED_KEPT - len(printed["first"])
@@ -273,6 +285,14 @@ class CountedOutput:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def from_script(script: str) -> bool:
+    """Whether the script's own line is what writes (print, or logging called from it)."""
+    frame = sys._getframe(2)
+    while frame is not None and os.sep + "logging" + os.sep in frame.f_code.co_filename:
+        frame = frame.f_back
+    return frame is not None and os.path.abspath(frame.f_code.co_filename) == script
 
 
 def install_argparse_hook() -> None:
@@ -475,10 +495,13 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             if self.steps == 1:
                 self.record.save_vector("after-first-step", trainable_vector(self.model))
                 self.record.stage("finished training step 1")
+            else:
+                self.record.save()  # progress the run check sees (grader/live/run.py)
 
         def on_test_batch_end(self, batch, logs=None):  # validation inside model.fit
             steps = self.record.data["val_steps"]
             steps[str(self.epoch)] = steps.get(str(self.epoch), 0) + 1
+            self.record.save()
 
         def on_epoch_end(self, epoch, logs=None):
             names = set(self.model.metrics_names)
@@ -526,6 +549,9 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             "verbose": jsonable(arguments.get("verbose")),
             **script_lines(script, sys._getframe(1)),
         }
+        if record.data["fit"]["line"] is None:
+            note_foreign(record, f"model.fit was called from {caller_file(sys._getframe(1))}, "
+                         "not from the script")  # fmt: skip
         record.data["horovod"] = horovod_state()
         if gpus is not None:
             record.data["gpus"] = gpus.state()
@@ -547,6 +573,8 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             if isinstance(getattr(callback, "initial_lr", None), (int, float))
         }
         arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]
+        for what in foreign_modules(script):
+            note_foreign(record, what)
         record.stage("started model.fit")
         result = original_fit(*bound.args, **bound.kwargs)
         record.stage("model.fit returned")
@@ -615,9 +643,113 @@ def install_collective_hooks(script: str) -> None:
     def distributed_optimizer(optimizer, *args, **kwargs):
         """hvd.DistributedOptimizer, noting the class of what the script wrapped."""
         Current.record.data["wrapped"].append(type(optimizer).__name__)
+        caller = sys._getframe(1)
+        if not script_lines(script, caller)["top_line"]:
+            note_foreign(Current.record, f"hvd.DistributedOptimizer was called from "
+                         f"{caller_file(caller)}, not from the script")  # fmt: skip
         return original_wrap(optimizer, *args, **kwargs)
 
     hvd_keras.DistributedOptimizer = distributed_optimizer
+
+
+FOREIGN_KEPT = 12  # what ran that is not the script's: the first few, each once
+# Names a piece of code uses when it trains with Horovod: code run from a string that uses one
+# of them is training code that is not the script's.
+TRAINING_NAMES = frozenset({"fit", "DistributedOptimizer", "hvd", "horovod", "run_path"})
+
+
+def library_folders() -> tuple:
+    """The folders of Python's own library and the installed packages, and the probe's."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    folders = {paths.get(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    folders |= {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(__file__)}
+    return tuple(os.path.realpath(f) + os.sep for f in folders if f)
+
+
+def caller_file(frame) -> str:
+    """The innermost file of the stack at `frame` that is not Python's or a package's."""
+    folders = library_folders()
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not os.path.realpath(name).startswith(folders) and not name.startswith("<frozen"):
+            return name
+        frame = frame.f_back
+    return "a library"
+
+
+def note_foreign(record, what: str) -> None:
+    kept = record.data["foreign"]
+    if what not in kept and len(kept) < FOREIGN_KEPT:
+        kept.append(what)
+        record.save()
+
+
+def code_names(code) -> set:
+    """Every name a code object and the functions in it use."""
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            names |= code_names(constant)
+    return names
+
+
+def watch_foreign_code(script: str) -> None:
+    """An audit hook (PEP 578) notes code that is not the script's: a file run (runpy, exec of
+    a compiled file), training code run from a string, a Python or a .py file started (a
+    subprocess, os.system, os.exec*). Imported files are seen by foreign_modules()."""
+    folders = library_folders()
+    busy = []
+
+    def own_or_library(name: str) -> bool:
+        return (os.path.abspath(name) == script or name.startswith("<frozen")
+                or "__autograph_generated" in name
+                or os.path.realpath(name).startswith(folders))  # fmt: skip
+
+    def hook(event, args):
+        if busy or Current.record is None:
+            return
+        busy.append(True)
+        try:
+            what = None
+            if event == "exec" and args and hasattr(args[0], "co_filename"):
+                name = args[0].co_filename
+                if name.startswith("<"):
+                    if code_names(args[0]) & TRAINING_NAMES and name != "<module>":
+                        what = f"ran training code from a string ({name}), not the script's"
+                elif not own_or_library(name):
+                    what = f"ran {name}"
+            elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn"):
+                words = args[1] if event != "os.system" else args[0]
+                text = words.decode() if isinstance(words, bytes) else (
+                    words if isinstance(words, str) else " ".join(map(str, words or [])))
+                if "python" in text or ".py" in text:
+                    what = f"started {text[:160]}"
+            if what:
+                note_foreign(Current.record, what)
+        except Exception:  # the hook must never break the script
+            pass
+        finally:
+            busy.clear()
+
+    sys.addaudithook(hook)
+
+
+MACHINERY = set()  # the modules loaded before the script ran (the probe's, the launcher's)
+
+
+def foreign_modules(script: str) -> list:
+    """The modules imported from files that are neither Python's, a package's nor the script."""
+    folders = library_folders()
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (isinstance(path, str) and name not in MACHINERY and os.path.abspath(path) != script
+                and "__autograph_generated" not in name
+                and not os.path.realpath(path).startswith(folders)):  # fmt: skip
+            found.append(f"imported {name} from {path}")
+    return found
 
 
 def run_script(script: str, args: list, record: Record) -> None:
@@ -628,6 +760,8 @@ def run_script(script: str, args: list, record: Record) -> None:
     sys.argv = [script, *args]
     try:
         runpy.run_path(script, run_name="__main__")
+        for what in foreign_modules(script):
+            note_foreign(record, what)
     except SystemExit as exit:
         if exit.code not in (None, 0):
             line, text = traceback_line(script, exit)
@@ -665,6 +799,7 @@ def main() -> None:
     Current.record = record
     record.stage("started")
     sys.stdout = CountedOutput(sys.stdout)
+    sys.stderr = CountedOutput(sys.stderr, script)  # logging's default stream is output too
     install_argparse_hook()
     gpus = None
     if os.environ.get(SIMULATED_GPUS_VARIABLE):
@@ -674,6 +809,8 @@ def main() -> None:
             gpus = SimulatedGpus(int(os.environ.get("HOROVOD_LOCAL_SIZE", "1")))
             gpus.install()
     install_hooks(script, gpus)
+    watch_foreign_code(script)
+    MACHINERY.update(sys.modules)
     if os.environ.get(PRIVATE_LOG_DIR_VARIABLE) == "all":
         args = private_log_dir(args, number)
     run_script(script, args, record)
