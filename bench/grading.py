@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from bench import results
-from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, STEPS
 from workbook.facts import chain_file_name as output_name
 from workbook.paths import SOLUTIONS_DIR
 
@@ -41,25 +41,39 @@ def reference(step: int) -> str:
     return (SOLUTIONS_DIR / output_name(step)).read_text(encoding="utf-8")
 
 
-KINDS = 20  # 0-12: stopped after that step; 13-16: one line deleted; 17-19: broken or missing
-# A small class with one of each sort: the tiny setting (stopped after the last step and
-# before the first, a line deleted, a syntax error, no script).
-TINY_KINDS = (LAST_STEP, 0, 13, 17, 19)
+# The kinds of script in the synthetic class, numbered in the order of its rotation (student i
+# gets kind i % KINDS), all derived from the manifest's steps:
+STOPPED_AFTER = tuple(range(LAST_STEP + 1))  # kind N: the chain's script after step N (its truth)
+STARTER, SOLUTION = STOPPED_AFTER[0], STOPPED_AFTER[-1]  # stopped before the first, after the last
+LINE_DELETED = tuple(range(SOLUTION + 1, SOLUTION + 5))  # the solution, one Horovod line deleted
+SYNTAX_ERROR = LINE_DELETED[-1] + 1  # the solution with a syntax error
+EMPTY = SYNTAX_ERROR + 1  # an empty fashion_mnist.py
+NO_SCRIPT = EMPTY + 1  # no fashion_mnist.py at all
+KINDS = NO_SCRIPT + 1
+# A small class with one of each sort: the tiny setting.
+TINY_KINDS = (SOLUTION, STARTER, LINE_DELETED[0], SYNTAX_ERROR, NO_SCRIPT)
+
+
+def stopped_after(kind: int) -> int | None:
+    """The step after which a script of this kind stops (what it scores), or None: another kind."""
+    return kind if kind in STOPPED_AFTER else None
 
 
 def synthetic_script(kind: int, rng: random.Random) -> str | None:
     """A fashion_mnist.py of one kind (see KINDS)."""
-    if kind <= LAST_STEP:
-        return reference(kind)  # stopped after step `kind` (0: never started)
-    if kind <= 16:  # the solution with one Horovod line deleted
+    if (step := stopped_after(kind)) is not None:
+        return reference(step)
+    if kind in LINE_DELETED:
         lines = reference(LAST_STEP).splitlines(keepends=True)
         del lines[rng.choice(_deletable_horovod_lines())]
         return "".join(lines)
-    if kind == 17:
-        return reference(LAST_STEP).replace("def ", "def def ", 1)  # a syntax error
-    if kind == 18:
+    if kind == SYNTAX_ERROR:
+        return reference(LAST_STEP).replace("def ", "def def ", 1)
+    if kind == EMPTY:
         return ""
-    return MISSING
+    if kind == NO_SCRIPT:
+        return MISSING
+    raise ValueError(f"no script kind {kind} (0..{KINDS - 1})")
 
 
 @functools.cache
@@ -240,34 +254,68 @@ def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students:
             "baseline": baseline, "baseline_students": len(subset)}
 
 
+# The one-file timings' names: the checker on the chain's solution and on its starting script.
+ONE_FILE_SOLUTION = f"solution ({len(STEPS)} pass)"
+ONE_FILE_STARTER = f"starter ({len(STEPS)} fail, with diffs)"
+
+
+def time_one_file(repeats: int, echo=print) -> dict:
+    """{name: seconds of each repeat}: `grader check` on one file, every step, interpreter start
+    included."""
+    solution, starter = SOLUTIONS_DIR / output_name(LAST_STEP), SOLUTIONS_DIR / output_name(0)
+    one_file = {
+        ONE_FILE_SOLUTION: [timed(grader_command("check", solution))[0] for _ in range(repeats)],
+        ONE_FILE_STARTER: [timed(grader_command("check", starter), (1,))[0]
+                           for _ in range(repeats)],
+    }
+    for name, seconds in one_file.items():
+        echo(f"  grading: one file, {name}: median {results.summarize(seconds)['median']:.3f} s")
+    return one_file
+
+
+def time_batch(submitted: Path, repeats: int) -> tuple:
+    """(seconds of each repeat, {student: score}): `grader batch` on the whole class."""
+    batch_seconds = []
+    for _ in range(repeats):
+        seconds, done = timed(grader_command("batch", submitted, "--json"))
+        batch_seconds.append(seconds)
+    return batch_seconds, {g["student"]: float(g["score"]) for g in json.loads(done.stdout)}
+
+
+def reading_mismatches(students: list, batch: dict, quick: dict, baseline: dict) -> dict:
+    """{student: scores} where the reading's two paths (batch, nbgrader's quick pass) disagree,
+    or the baseline's differs from the quick pass."""
+    mismatches = {s: {"batch": batch.get(s), "quick": quick.get(s)}
+                  for s in students if batch.get(s) != quick.get(s)}
+    mismatches.update({s: {"baseline": baseline.get(s), "quick": quick.get(s)}
+                       for s in baseline if baseline[s] != quick.get(s)})
+    return mismatches
+
+
+def chain_scripts_scored_wrong(kinds: dict, nbgrader_scores: dict) -> tuple:
+    """(how many scripts stop after a step, {student: truth and score} of those that do not
+    score that step with runs)."""
+    truths = {s: float(step) for s, kind in kinds.items()
+              if (step := stopped_after(kind)) is not None}
+    wrong = {s: {"truth": truth, "nbgrader": nbgrader_scores.get(s)}
+             for s, truth in truths.items() if nbgrader_scores.get(s) != truth}  # fmt: skip
+    return len(truths), wrong
+
+
 def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 10,
         echo=print, autograde_repeats: int = 3, baseline_students: int = 30) -> Path:
     students = len(TINY_KINDS) if tiny else students
     repeats = 2 if tiny else repeats
+    kinds = synthetic_kinds(students, TINY_KINDS if tiny else None)
     work = Path(out_dir).resolve() / "runs" / "grading"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-
-    # One file, all 12 steps, interpreter start included.
-    solution, starter = SOLUTIONS_DIR / output_name(LAST_STEP), SOLUTIONS_DIR / output_name(0)
-    one_file = {
-        "solution (12 pass)": [timed(grader_command("check", solution))[0]
-                               for _ in range(repeats)],
-        "starter (12 fail, with diffs)": [timed(grader_command("check", starter), (1,))[0]
-                                          for _ in range(repeats)],
-    }
-    for name, seconds in one_file.items():
-        echo(f"  grading: one file, {name}: median {results.summarize(seconds)['median']:.3f} s")
+    one_file = time_one_file(repeats, echo)
 
     # The class, through nbgrader's layout so that both paths read the same files.
     scripts = synthetic_class(students, kinds=TINY_KINDS if tiny else None)
     root = nbgrader_class(work, scripts)
-    submitted = root / "submitted"
-    batch_seconds = []
-    for _ in range(max(1, repeats // 3)):
-        seconds, done = timed(grader_command("batch", submitted, "--json"))
-        batch_seconds.append(seconds)
-    batch_scores = {g["student"]: float(g["score"]) for g in json.loads(done.stdout)}
+    batch_seconds, batch_scores = time_batch(root / "submitted", max(1, repeats // 3))
     echo(f"  grading: batch, {students} submissions: "
          f"median {results.summarize(batch_seconds)['median']:.2f} s")
 
@@ -277,28 +325,15 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     baseline_scores = (exported_scores(pairs["baseline_root"], work / "baseline", pairs["env"])
                        if pairs["baseline_root"] else {})
     current_seconds = [r["seconds"] for r in pairs["current"]]
-    per_student = {"current": [s / students for s in current_seconds]}
-    if pairs["baseline"]:
-        per_student["baseline"] = [r["seconds"] / pairs["baseline_students"]
-                                   for r in pairs["baseline"]]
-    autograde_seconds = results.summarize(current_seconds)["median"]
     echo(f"  grading: nbgrader autograde, {students} submissions: median "
-         f"{autograde_seconds:.1f} s")
-    quick_scores = pairs["quick_scores"]
-    # The reading two ways (batch, nbgrader's quick pass) must agree; the baseline read too.
-    mismatches = {s: {"batch": batch_scores.get(s), "quick": quick_scores.get(s)}
-                  for s in scripts if batch_scores.get(s) != quick_scores.get(s)}
-    mismatches.update({s: {"baseline": baseline_scores.get(s), "quick": quick_scores.get(s)}
-                       for s in baseline_scores if baseline_scores[s] != quick_scores.get(s)})
+         f"{results.summarize(current_seconds)['median']:.1f} s")
+    mismatches = reading_mismatches(list(scripts), batch_scores, pairs["quick_scores"],
+                                    baseline_scores)
     echo(f"  grading: grades equal for {students - len(mismatches)} of {students} students")
     # With runs: a script that stops after step N scores N (the chain's truth).
-    kinds = synthetic_kinds(students, TINY_KINDS if tiny else None)
-    truths = {s: float(kind) for s, kind in kinds.items() if kind <= LAST_STEP}
-    run_wrong = {s: {"truth": truth, "nbgrader": nbgrader_scores.get(s)}
-                 for s, truth in truths.items() if nbgrader_scores.get(s) != truth}  # fmt: skip
-    echo(f"  grading: with runs, {len(truths) - len(run_wrong)} of {len(truths)} scripts of the "
+    stopped, wrong = chain_scripts_scored_wrong(kinds, nbgrader_scores)
+    echo(f"  grading: with runs, {stopped - len(wrong)} of {stopped} scripts of the "
          "chain score their step")
-    breakdowns = [breakdown(r, students) for r in pairs["current"]]
 
     measurements = {
         "one_file_seconds": {name: [round(s, 4) for s in v] for name, v in one_file.items()},
@@ -306,35 +341,16 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "autograde_current": pairs["current"],
         "autograde_baseline": pairs["baseline"],
         "autograde_quick": pairs["quick"],
-        "scores": {s: {"batch": batch_scores.get(s), "quick": quick_scores.get(s),
+        "scores": {s: {"batch": batch_scores.get(s), "quick": pairs["quick_scores"].get(s),
                        "nbgrader": nbgrader_scores.get(s)} for s in scripts},
     }
-    quick_seconds = [r["seconds"] for r in pairs["quick"]]
-    batch_median = results.summarize(batch_seconds)["median"]
     summary = {
         "one_file_seconds": {name: results.summarize(v) for name, v in one_file.items()},
-        "students": students,
-        "batch_seconds": results.summarize(batch_seconds),
-        "batch_ms_per_submission": round(1000 * batch_median / students, 2),
-        "nbgrader_seconds": results.summarize(current_seconds),
-        "nbgrader_seconds_per_submission": round(autograde_seconds / students, 3),
-        "load_average": results.summarize([r["load_average"] for r in pairs["current"]
-                                           if "load_average" in r]),
-        "autograde_seconds_per_student": {k: results.summarize(v) for k, v in per_student.items()},
-        "baseline": {"ref": BASELINE_REF, "students": pairs["baseline_students"]},
-        "speedup_per_student": (
-            round(results.summarize(per_student["baseline"])["median"]
-                  / results.summarize(per_student["current"])["median"], 2)
-            if "baseline" in per_student else None),
-        "seconds_per_student_breakdown": {
-            part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]},
-        "quick_pass_seconds": results.summarize(quick_seconds),
-        "quick_pass_seconds_per_submission": round(
-            results.summarize(quick_seconds)["median"] / students, 3),
+        **class_summary(students, batch_seconds, pairs),
         "grades_equal": not mismatches,
         "mismatches": mismatches,
-        "runs_score_the_chains_steps": not run_wrong,
-        "runs_wrong": run_wrong,
+        "runs_score_the_chains_steps": not wrong,
+        "runs_wrong": wrong,
         "score_histogram": {str(k): sorted(batch_scores.values()).count(k)
                             for k in sorted(set(batch_scores.values()))},
         "targets": {"one_file_seconds": 0.3, "batch_seconds_for_200": 20,
@@ -343,3 +359,38 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     return results.write("grading", out_dir, {"students": students, "repeats": repeats,
                                               "autograde_repeats": len(current_seconds)},
                          measurements, summary)
+
+
+def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:
+    """The class's timings: the batch, the autograde with runs (per student, against the
+    baseline's, and broken down) and the quick pass."""
+    current_seconds = [r["seconds"] for r in pairs["current"]]
+    per_student = {"current": [s / students for s in current_seconds]}
+    if pairs["baseline"]:
+        per_student["baseline"] = [r["seconds"] / pairs["baseline_students"]
+                                   for r in pairs["baseline"]]
+    per_student_stats = {k: results.summarize(v) for k, v in per_student.items()}
+    breakdowns = [breakdown(r, students) for r in pairs["current"]]
+    quick_seconds = [r["seconds"] for r in pairs["quick"]]
+    return {
+        "students": students,
+        "batch_seconds": results.summarize(batch_seconds),
+        "batch_ms_per_submission": round(
+            1000 * results.summarize(batch_seconds)["median"] / students, 2),
+        "nbgrader_seconds": results.summarize(current_seconds),
+        "nbgrader_seconds_per_submission": round(
+            results.summarize(current_seconds)["median"] / students, 3),
+        "load_average": results.summarize([r["load_average"] for r in pairs["current"]
+                                           if "load_average" in r]),
+        "autograde_seconds_per_student": per_student_stats,
+        "baseline": {"ref": BASELINE_REF, "students": pairs["baseline_students"]},
+        "speedup_per_student": (
+            round(per_student_stats["baseline"]["median"]
+                  / per_student_stats["current"]["median"], 2)
+            if "baseline" in per_student else None),
+        "seconds_per_student_breakdown": {
+            part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]},
+        "quick_pass_seconds": results.summarize(quick_seconds),
+        "quick_pass_seconds_per_submission": round(
+            results.summarize(quick_seconds)["median"] / students, 3),
+    }

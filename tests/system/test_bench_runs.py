@@ -70,9 +70,10 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     scores = grades.measurements["scores"]
     assert len(scores) == len(grading.TINY_KINDS)
     by_kind = dict(zip(grading.TINY_KINDS, (scores[s]["batch"] for s in sorted(scores))))
-    assert (by_kind[LAST_STEP], by_kind[0]) == (LAST_STEP, 0)  # stopped after step N: N
-    assert by_kind[17] == by_kind[19] == 0  # a syntax error, no script
-    assert 0 < by_kind[13] < LAST_STEP  # one Horovod line deleted
+    # Stopped after step N: N.
+    assert (by_kind[grading.SOLUTION], by_kind[grading.STARTER]) == (LAST_STEP, 0)
+    assert by_kind[grading.SYNTAX_ERROR] == by_kind[grading.NO_SCRIPT] == 0
+    assert 0 < by_kind[grading.LINE_DELETED[0]] < LAST_STEP  # one Horovod line deleted
     verdicts = BenchResult.read(tmp_path / "verdicts.json").summary
     steps = TINY_FILES * LAST_STEP
     assert verdicts["scripts"] == TINY_FILES and verdicts["steps"] == steps

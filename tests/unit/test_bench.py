@@ -15,7 +15,7 @@ from bench.processes import FirstStepConsole
 from bench.training import Launch
 from workbook import facts
 from workbook.bench_results import BenchResult
-from workbook.facts import parse_result, usable_cores
+from workbook.facts import LAST_STEP, parse_result, usable_cores
 from workbook.runner.command import HOROVODRUN, PIN_LAUNCHER
 from grader import check_all
 
@@ -168,15 +168,26 @@ def test_result_line_is_read_from_the_output():
 def test_synthetic_class_is_fixed_and_has_every_kind(tmp_path):
     first, again = grading.synthetic_class(40), grading.synthetic_class(40)
     assert first == again
+    kinds = grading.synthetic_kinds(40)
+    assert set(kinds.values()) == set(range(grading.KINDS))
     scores = set()
     for student, script in first.items():
-        if script is None:
+        kind = kinds[student]
+        if kind == grading.NO_SCRIPT:
+            assert script is None
             continue
         path = tmp_path / f"{student}.py"
         path.write_text(script)
-        scores.add(sum(result.passed for result in check_all(path)))
-    assert None in first.values() and "" in first.values()
-    assert set(range(13)) <= scores  # every score from 0 to 12 occurs
+        score = sum(result.passed for result in check_all(path))
+        scores.add(score)
+        if grading.stopped_after(kind) is not None:
+            assert score == grading.stopped_after(kind), student  # the chain's truth
+        elif kind in grading.LINE_DELETED:
+            assert score < LAST_STEP, student
+        else:
+            assert kind in (grading.SYNTAX_ERROR, grading.EMPTY) and score == 0, student
+    assert "" in first.values()
+    assert set(range(LAST_STEP + 1)) <= scores  # every score from 0 to the last step occurs
 
 
 def test_readme_shows_the_committed_results():
@@ -188,21 +199,32 @@ def test_readme_shows_the_committed_results():
 
 def test_readme_section_is_written_from_result_files(tmp_path):
     assert "No benchmark results yet" in readme.section(tmp_path)
+    # A grading result as bench/grading.py writes it, on the tiny setting (no baseline).
+    autograde = {"seconds": 200.0, "load_average": 3.0, "jobs": 2, "kernel_wait": 20.0,
+                 "checks": 10.0, "notebooks": 200,
+                 "phases": {"nbgrader runs": 150.0, "judging": 30.0, "intake": 2.0}}
+    pairs = {"current": [autograde, {**autograde, "seconds": 190.0},
+                         {**autograde, "seconds": 230.0}],
+             "quick": [{"seconds": 40.0}], "baseline": [], "baseline_students": 0}
+    summary = {"one_file_seconds": {grading.ONE_FILE_SOLUTION: results.summarize([0.21])},
+               **grading.class_summary(200, [3.5], pairs), "grades_equal": True,
+               "mismatches": {}, "runs_score_the_chains_steps": True, "runs_wrong": {}}
     BenchResult(
         benchmark="grading",
         machine={"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
                  "horovod": "0.28.1", "date": "2026-11-22 06:00 UTC", "commit": "abc1234"},
-        settings={}, measurements={},
-        summary={"one_file_seconds": {"solution (12 pass)": {"median": 0.21}},
-                 "students": 200, "batch_seconds": {"median": 3.5},
-                 "batch_ms_per_submission": 17.5,
-                 "nbgrader_seconds": {"median": 200.0, "min": 190.0, "max": 230.0, "n": 3},
-                 "nbgrader_seconds_per_submission": 1.0, "grades_equal": True},
+        settings={}, summary=summary,
+        measurements={"scores": {"student000": {"batch": 3.0, "quick": 3.0, "nbgrader": 3.0}}},
     ).write(tmp_path)
     body = readme.section(tmp_path)
+    assert (f"| `python -m grader check`, one file, solution ({LAST_STEP} pass) | 0.21 s | "
+            "0.3 s |") in body
     assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
-    assert ("| `python -m instructor autograde` (nbgrader), 200 submissions | "
-            "200 s [190-230], n=3 (1.00 s each) | 300 s |") in body
+    assert ("| `python -m instructor autograde --no-run` (reading only, advisory), 200 "
+            "submissions | 40 s [40-40], n=1 (0.20 s each) | 300 s |") in body
+    assert ("| `python -m instructor autograde` (every script run in the sandbox, then "
+            "nbgrader), 200 submissions | 200 s [190-230], n=3 (1.00 s each) | 1200 s |") in body
+    assert "| running and reading the scripts (judging) | 0.150 [0.150-0.150], n=3 |" in body
+    assert "Per student, paired" not in body  # no baseline measured
+    assert "equal for every student: **True**." in body
     assert "commit abc1234" in body and "Scaling" not in body
-
-
