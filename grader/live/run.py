@@ -369,6 +369,9 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
             attempt.run = run.result()
             if attempt.run.timed_out:  # the wall clock's cap, before the run had its time
                 attempt.cut = _machine_cut(clock, timeout)
+            elif not attempt.run.ok and _killed_for_memory(clock, records, np, sandbox):
+                attempt.cut = (f"a worker was killed without an error of its own while this "
+                               f"machine's memory ran low ({clock.lowest_memory:.0%} left)")
             return
         attempt.run = run.stop()
     except BaseException:  # an interrupt (or anything): nothing of the run may go on
@@ -400,6 +403,22 @@ def _over_a_limit(clock: RunClock, timeout: float, np: int, still: float, worker
                 f"(the run's processes used {clock.cpu:.0f} s of CPU time{others})",
                 LIMIT_HINT)  # fmt: skip
     return None
+
+
+LOW_MEMORY = 0.05  # the machine's memory available fell below this share: it may kill
+
+
+def _killed_for_memory(clock: RunClock, records: Path, np: int, sandbox) -> bool:
+    """A worker died without an error of its own (a kill), not at the box's memory limit,
+    while the machine's memory ran low: the machine's out-of-memory killer, not the script."""
+    if clock.lowest_memory >= LOW_MEMORY:
+        return False
+    if sandbox is not None and "memory" in getattr(sandbox, "hit", lambda: [])():
+        return False  # the script's own limit: its own doing
+    evidence = Evidence.read(records, np)
+    current = {rank: record for run in sorted(evidence.runs)
+               for rank, record in evidence.ranks(run).items()}  # fmt: skip
+    return any(not record.finished and not record.error for record in current.values())
 
 
 def _machine_cut(clock: RunClock, timeout: float) -> str:

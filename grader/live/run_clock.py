@@ -41,6 +41,16 @@ def machine_busy_seconds() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def memory_available_share() -> float:
+    """The share of this machine's memory still available (/proc/meminfo; 1.0 if unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            values = {line.split(":")[0]: int(line.split()[1]) for line in meminfo if ":" in line}
+        return values["MemAvailable"] / values["MemTotal"]
+    except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError):
+        return 1.0
+
+
 def waited_seconds(pid: int) -> dict:
     """{thread id: seconds it waited, runnable, for a core}, of each thread of `pid`."""
     waited = {}
@@ -70,6 +80,7 @@ class RunClock:
     counted: float = 0.0
     wall: float = 0.0
     starved: float = 0.0  # wall seconds in which the machine's other processes held the run back
+    lowest_memory: float = 1.0  # the least share of the machine's memory available at a tick
     _last: float | None = None
     _machine: float = 0.0
     _cpu: dict = field(default_factory=dict)  # pid: (CPU seconds, a launcher?)
@@ -119,6 +130,7 @@ class RunClock:
                 self.starved += interval
         self.counted += counted
         self.wall += interval
+        self.lowest_memory = min(self.lowest_memory, memory_available_share())
         self._last, self._machine = now, machine
         return counted
 

@@ -241,3 +241,18 @@ def test_a_run_alone_waits_for_the_other_checks(monkeypatch, tmp_path):
     with run._turn(alone=True), open(tmp_path / "lock") as other:
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+
+
+def test_a_worker_killed_while_the_machine_ran_out_of_memory_is_the_machines_doing(tmp_path):
+    for rank in (0, 1):
+        record = probe.Record(str(tmp_path), "/x/fashion_mnist.py", 1, rank)
+        record.data["finished"] = rank == 0
+        record.save()
+    clock = RunClock(lowest_memory=0.01)
+    assert run._killed_for_memory(clock, tmp_path, 2, None)
+    assert not run._killed_for_memory(RunClock(lowest_memory=0.4), tmp_path, 2, None)
+    box = SimpleNamespace(hit=lambda: ["memory"])  # the box's own limit: the script's doing
+    assert not run._killed_for_memory(clock, tmp_path, 2, box)
+    record.data["error"] = {"type": "MemoryError", "message": "", "line": 3, "code": ""}
+    record.save()
+    assert not run._killed_for_memory(clock, tmp_path, 2, None)
