@@ -34,10 +34,8 @@ from pathlib import Path
 
 from authoring import variants
 from authoring.generated import build_or_check_main, stale_names, write_changed
-from workbook.facts import BONUSES, LAST_STEP, SOLUTION_FILE_NAME, STEP_TITLES, chain_file_name
+from workbook.facts import BONUSES, LAST_STEP, SOLUTION_FILE_NAME, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
-
-
 
 SOURCE = SOLUTIONS_DIR / "source" / "fashion_mnist.steps.py"
 OUTPUT_DIR = SOLUTIONS_DIR
@@ -98,67 +96,18 @@ def parse(source_text: str, filename: str = "<source>") -> list:
     """
     root: list = []
     stack: list = []  # open blocks, innermost last
-
-    def current() -> list:
-        if not stack:
-            return root
-        block = stack[-1]
-        return block.orelse if block.has_else else block.then
-
     for number, text in enumerate(source_text.splitlines(), start=1):
         match = _MARKER.match(text)
         if not match:
-            current().append(Line(text, number))
+            _lines_of(root, stack).append(Line(text, number))
             continue
         indent, directive = match.group("indent"), match.group("rest").strip()
-        if directive.startswith("step"):
-            step_match = _STEP.fullmatch(directive)
-            if not step_match:
-                raise StepSyntaxError(
-                    f"expected '#@ step N', got {text.strip()!r}", number, filename
-                )
-            step = int(step_match.group(1))
-            if not 1 <= step <= LAST_STEP:
-                raise StepSyntaxError(
-                    f"step number {step} is outside 1..{LAST_STEP}", number, filename
-                )
-            block = Block(step=step, line=number, indent=indent)
-            current().append(block)
-            stack.append(block)
-        elif directive.startswith("bonus"):
-            bonus_match = _BONUS.fullmatch(directive)
-            if not bonus_match:
-                raise StepSyntaxError(
-                    f"expected '#@ bonus NAME', got {text.strip()!r}", number, filename
-                )
-            name = bonus_match.group(1)
-            if name not in BONUSES:
-                known = ", ".join(sorted(BONUSES))
-                raise StepSyntaxError(
-                    f"unknown bonus {name!r} (known: {known}; add it to BONUSES)", number, filename
-                )
-            block = Block(step=0, line=number, indent=indent, bonus=name)
-            current().append(block)
+        if directive.startswith(("step", "bonus")):
+            block = _opened_block(directive, text, indent, number, filename)
+            _lines_of(root, stack).append(block)
             stack.append(block)
         elif directive in ("else", "end"):
-            if not stack:
-                raise StepSyntaxError(f"'#@ {directive}' without '#@ step'", number, filename)
-            block = stack[-1]
-            if indent != block.indent:
-                raise StepSyntaxError(
-                    f"'#@ {directive}' is indented differently from its '#@ {block.label}' "
-                    f"on line {block.line}",
-                    number,
-                    filename,
-                )
-            if directive == "else":
-                if block.has_else:
-                    raise StepSyntaxError(
-                        f"second '#@ else' in the block of line {block.line}", number, filename
-                    )
-                block.has_else = True
-            else:
-                stack.pop()
+            _else_or_end(stack, directive, indent, number, filename)
         else:
             raise StepSyntaxError(
                 f"unknown marker {text.strip()!r} "
@@ -172,6 +121,60 @@ def parse(source_text: str, filename: str = "<source>") -> list:
             f"'#@ {block.label}' is never closed with '#@ end'", block.line, filename
         )
     return root
+
+
+def _lines_of(root: list, stack: list) -> list:
+    """Where the next item goes: the innermost open block's current branch, else the top."""
+    if not stack:
+        return root
+    block = stack[-1]
+    return block.orelse if block.has_else else block.then
+
+
+def _opened_block(directive: str, text: str, indent: str, number: int, filename: str) -> Block:
+    """The block that a `#@ step N` or `#@ bonus NAME` marker (the line `text`) opens."""
+    if directive.startswith("step"):
+        step_match = _STEP.fullmatch(directive)
+        if not step_match:
+            raise StepSyntaxError(f"expected '#@ step N', got {text.strip()!r}", number, filename)
+        step = int(step_match.group(1))
+        if not 1 <= step <= LAST_STEP:
+            raise StepSyntaxError(
+                f"step number {step} is outside 1..{LAST_STEP}", number, filename
+            )
+        return Block(step=step, line=number, indent=indent)
+    bonus_match = _BONUS.fullmatch(directive)
+    if not bonus_match:
+        raise StepSyntaxError(f"expected '#@ bonus NAME', got {text.strip()!r}", number, filename)
+    name = bonus_match.group(1)
+    if name not in BONUSES:
+        known = ", ".join(sorted(BONUSES))
+        raise StepSyntaxError(
+            f"unknown bonus {name!r} (known: {known}; add it to BONUSES)", number, filename
+        )
+    return Block(step=0, line=number, indent=indent, bonus=name)
+
+
+def _else_or_end(stack: list, directive: str, indent: str, number: int, filename: str) -> None:
+    """`#@ else` turns the innermost open block to its else branch; `#@ end` closes it."""
+    if not stack:
+        raise StepSyntaxError(f"'#@ {directive}' without '#@ step'", number, filename)
+    block = stack[-1]
+    if indent != block.indent:
+        raise StepSyntaxError(
+            f"'#@ {directive}' is indented differently from its '#@ {block.label}' "
+            f"on line {block.line}",
+            number,
+            filename,
+        )
+    if directive == "end":
+        stack.pop()
+    elif block.has_else:
+        raise StepSyntaxError(
+            f"second '#@ else' in the block of line {block.line}", number, filename
+        )
+    else:
+        block.has_else = True
 
 
 def render_lines(

@@ -18,6 +18,7 @@ from authoring.chain import LAST_STEP
 from checked_files import SOLUTIONS, after, written
 from grader.batch import grade_all, write_csv
 from grader_cases.mistakes import CASES
+from workbook.facts import STEP_TITLES
 
 SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS / "fashion_mnist.py"
@@ -66,7 +67,7 @@ def test_json_output():
     assert [r["passed"] for r in results] == [True] * 7 + [False] * (LAST_STEP - 7)
     for result in results:
         assert {"step", "title", "passed", "message", "hint", "expected_diff"} <= set(result)
-        assert result["title"] == step_chain.STEP_TITLES[result["step"]]
+        assert result["title"] == STEP_TITLES[result["step"]]
     assert results[7]["expected_diff"].startswith("--- after step 7")
     single = json.loads(grader("check", after(7), "--step", "7", "--json").stdout)
     assert len(single) == 1 and single[0]["passed"]

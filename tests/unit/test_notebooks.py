@@ -19,8 +19,9 @@ import pytest
 
 from authoring import notebooks as builder
 from workbook.paths import NOTEBOOKS_DIR, REPO
-from authoring.chain import BONUSES, LAST_STEP, SOURCE, STEP_TITLES, output_name, render
-from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, Notebook, notebook_of_kind
+from authoring.chain import BONUSES, LAST_STEP, SOURCE, output_name, render
+from workbook.facts import (BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEP_TITLES, Notebook,
+                           notebook_of_kind)
 
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
 STEP_NOTEBOOKS = {entry.step: entry.file_name for entry in NOTEBOOKS if entry.kind == STEP}
