@@ -9,8 +9,14 @@
                                         the workers' pace
     beside_bench(runs, results_dir)     the learner's figures beside `make bench`'s, labelled
 
+    before_baseline(results_dir)        the welcome notebook's baseline, before it starts
+    check_run(launches, timeout)        the check's run, before it starts (for grader/live)
+
 A run's pace is read from its own folder (workbook.run_times.read_run: the epochs it has
 finished, its start-up) and the number of epochs from its log's Keras progress ("Epoch 2/5").
+Before a run has a pace of its own, the time `make bench` measured on its quiet machine is
+scaled by what other programs take of this machine's CPU at that moment
+(workbook.machine_load), and said as such.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workbook import bench_results, run_times, speed
+from workbook import bench_results, machine_load, run_times, speed
+from workbook.bench_results import BenchResult
 from workbook.facts import notebook_label
+from workbook.paths import REPO
 from workbook.run_times import TARGET, RunTimes
 from workbook.runner.command import RAW_LOG_NAME
 from workbook.runner.layout import plural
@@ -29,6 +37,72 @@ EPOCH_LINE = re.compile(r"Epoch (\d+)/(\d+)")
 
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 100 else f"{seconds / 60:.1f} min"
+
+
+BENCH_RESULTS = REPO / "bench" / "results"
+
+
+def _bench_seconds(results_dir: Path, benchmark: str, *keys: str) -> tuple | None:
+    """(median, min, max) of a wall time `make bench` measured, None when it has none."""
+    found = BenchResult.find(results_dir, benchmark)
+    summary = found.summary if found else {}
+    for key in keys:
+        summary = summary.get(key, {}) if isinstance(summary, dict) else {}
+    stats = summary.get("wall_seconds") if isinstance(summary, dict) else None
+    if not stats or stats.get("median") is None:
+        return None
+    return stats["median"], stats["min"], stats["max"]
+
+
+def _now(load: machine_load.Load, quiet_low: float, quiet_high: float) -> str:
+    """The quiet machine's range at this load: `about 5.1-5.6 min here` on a quiet machine,
+    `up to about 9.4 min here now (...)` on a busy one."""
+    if not load.busy:
+        return (f"this machine is quiet now ({load.describe()}): about "
+                f"{_range(quiet_low, quiet_high)} here if it is as fast")
+    return (f"now {load.describe()}: up to about "
+            f"{_range(quiet_low * load.slowdown, quiet_high * load.slowdown)} here, "
+            f"{load.slowdown:.1f}x, if they go on so")
+
+
+def _range(low: float, high: float) -> str:
+    if high < 100:
+        return f"{low:.0f}-{high:.0f} s" if round(low) != round(high) else f"{low:.0f} s"
+    return f"{low / 60:.1f}-{high / 60:.1f} min"
+
+
+def before_baseline(results_dir: Path = BENCH_RESULTS,
+                    load: machine_load.Load | None = None) -> str:
+    """The welcome notebook's baseline, before it starts: `make bench`'s on its quiet 2-core
+    machine, scaled by what other programs take of this one's CPU now."""
+    measured = _bench_seconds(results_dir, "accuracy", "baseline")
+    load = load or machine_load.load_now()
+    if measured is None:
+        return (f"No benchmark of the baseline in {results_dir}; {load.describe()}. The peek "
+                "cell estimates it from its own pace once its first epoch has ended.")
+    _, low, high = measured
+    return (f"On the README's benchmark machine (a quiet 2-core virtual machine) the baseline "
+            f"took {_range(low, high)} from launch to end; {_now(load, low, high)}. Once its "
+            "first epoch has ended, the peek cell below estimates the rest from its own pace on "
+            "this machine.")
+
+
+def check_run(launches: int, timeout: float, results_dir: Path = BENCH_RESULTS,
+              load: machine_load.Load | None = None) -> str:
+    """How long the check's run of `launches` launches takes, for the line that announces it:
+    `make bench`'s run profile (2 launches on its quiet machine) scaled to `launches` and to
+    this machine's load now; the limit of `timeout` s of the machine's time."""
+    measured = _bench_seconds(results_dir, "run_profile")
+    load = load or machine_load.load_now()
+    limit = f"never more than {timeout:g} s of the machine's time"
+    if measured is None:
+        return f"{load.describe()}; {limit}"
+    _, low, high = measured
+    low, high = low * launches / 2, high * launches / 2
+    quiet = f"{_range(low, high)} on the benchmark's quiet 2-core machine"
+    if not load.busy:
+        return f"{quiet}, and this one is quiet now; {limit}"
+    return (f"{quiet}; {_now(load, low, high)}; {limit}")
 
 
 def planned_epochs(run_dir: Path) -> int | None:
@@ -105,8 +179,30 @@ def _fit_end_cause(run: RunTimes) -> str:
     return f"{load}: they can explain it"
 
 
-def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
-    """What to expect of the distributed run, from the learner's own baseline."""
+def at_load_now(run: RunTimes, seconds: float, load: machine_load.Load) -> float:
+    """`seconds` of `run`, measured while other programs took what they took of its training
+    (its CPU samples), as they would be at `load`: back to a quiet machine, then slowed by now."""
+    cores = run.cores or load.cores
+    took = run.others_core_seconds or 0.0
+    then = machine_load.Load(share=min(1.0, took / (cores * run.training)) if run.training else 0,
+                             cores=cores, load_average=None)  # fmt: skip
+    return seconds / then.slowdown * load.slowdown
+
+
+def _load_now_note(run: RunTimes, seconds: float, load: machine_load.Load | None) -> str:
+    """` At this moment's load (...), about 9.1 min.` when the load now or then was not quiet."""
+    if load is None:
+        return ""
+    now = at_load_now(run, seconds, load)
+    if abs(now - seconds) < 0.1 * seconds:
+        return ""
+    return f" At this moment's load ({load.describe()}): about {_in_minutes(now)}."
+
+
+def expect_like_baseline(baseline: RunTimes | None, workers: int = 2,
+                         load: machine_load.Load | None = None) -> str:
+    """What to expect of the distributed run, from the learner's own baseline and, when it was
+    run under another load than now's (`load`: measured now when not given), scaled to now's."""
     if baseline is None or run_times.run_seconds(baseline) is None:
         return ("No finished baseline yet, so no estimate from your machine: the run takes "
                 f"minutes on a CPU ({notebook_label('welcome')}'s baseline shows how many).")
@@ -120,8 +216,10 @@ def expect_like_baseline(baseline: RunTimes | None, workers: int = 2) -> str:
         f"{_in_minutes(run_times.run_seconds(baseline))} from its launch to its end, "
         f"{_in_minutes(baseline.training)} of it training{end}. Your {workers} workers share "
         "the same cores, so expect about as long for the training: what they gain or lose is "
-        "the subject of section 4. After training, each worker evaluates the test set on its "
-        "own share of the cores."
+        "the subject of section 4."
+        + _load_now_note(baseline, run_times.run_seconds(baseline),
+                         load or machine_load.load_now())
+        + " After training, each worker evaluates the test set on its own share of the cores."
     )
 
 

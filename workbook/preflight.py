@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbook.facts import usable_cores
+from workbook.machine_load import Load, Meter
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 EXPECTED_PYTHON = (3, 11)
@@ -85,6 +86,18 @@ class Check:
 @dataclass
 class Report:
     checks: list[Check]
+    seconds: float | None = None  # how long the preflight took
+    load: Load | None = None  # what other programs took of the CPU meanwhile
+
+    def took(self) -> str:
+        """`It took 106 s; other programs were taking 85% of the CPU (...) meanwhile.`"""
+        if self.seconds is None:
+            return ""
+        text = f"It took {self.seconds:.0f} s"
+        if self.load is not None and self.load.busy:
+            text += (f"; {self.load.describe(past=True)} meanwhile, which slows every import and run "
+                     f"(up to {self.load.slowdown:.1f}x)")
+        return text + "."
 
     @property
     def can_run(self) -> bool:
@@ -94,7 +107,7 @@ class Report:
         lines = [check.line() for check in self.checks]
         verdict = ("Ready: the workbook can run here." if self.can_run else
                    "Not ready: fix the FAIL lines above, then run the preflight again.")
-        return "\n".join(lines + ["", verdict])
+        return "\n".join(lines + ["", verdict] + ([self.took()] if self.took() else []))
 
     def _repr_html_(self) -> str:
         colour = {OK: "#1a7f37", WARN: "#9a6700", FAIL: "#cf222e"}
@@ -103,8 +116,9 @@ class Report:
             f"<td>{html.escape(c.name)}</td><td>{html.escape(c.detail)}</td>"
             f"<td><code>{html.escape(c.fix)}</code></td></tr>" for c in self.checks)
         verdict = "Ready to go." if self.can_run else "Not ready: fix the red lines first."
+        took = f"<p>{html.escape(self.took())}</p>" if self.took() else ""
         return (f"<table><tr><th></th><th>check</th><th>result</th><th>fix</th></tr>{rows}"
-                f"</table><p><b>{verdict}</b></p>")
+                f"</table><p><b>{verdict}</b></p>{took}")
 
     def __str__(self) -> str:
         return self.text()
@@ -288,13 +302,14 @@ def first_line(text: str) -> str:
 
 
 def run_preflight() -> Report:
-    # Both take seconds (each imports TensorFlow): run them side by side.
+    meter = Meter()
+    # Both import TensorFlow: run them side by side.
     probe_process = start([sys.executable, "-c", PROBE])
     build_process = start_check_build()
     probe = read_probe(probe_process)
     checks = [check_python(), check_tensorflow(probe), check_horovod(probe), check_addons(probe),
               check_build(build_process), check_gpus(probe), check_cores(), *check_data()]
-    return Report(checks)
+    return Report(checks, meter.seconds, meter.load())
 
 
 def main() -> int:

@@ -30,6 +30,10 @@ BUSY_CORE_SHARE = 0.5
 # ...and is worth a mention when it was busy for this long, in all; the busiest few are named.
 MENTION_AFTER_S = 10.0
 MENTION_AT_MOST = 3
+# While the run goes on, it is said at once (one line) to be slowed when others took enough to
+# lengthen it by this much, over at least this many seconds of samples.
+LIVE_SLOWDOWN = 0.10
+LIVE_AFTER_S = 4.0
 
 
 @dataclass
@@ -119,6 +123,23 @@ class ContentionMonitor:
     def matters(self) -> bool:
         """Whether others took enough to lengthen the run by SAME_SPEED (see workbook.speed)."""
         return worst_case_slowdown(self.others_core_seconds, self.sampled_seconds) >= SAME_SPEED
+
+    def slowed_line(self) -> str | None:
+        """One line while the run goes on, once others have taken enough of the CPU to slow it
+        by LIVE_SLOWDOWN (None before): their share, and the busiest of them."""
+        seconds = self.sampled_seconds
+        if seconds < LIVE_AFTER_S:
+            return None
+        worst = worst_case_slowdown(self.others_core_seconds, seconds)
+        if worst < LIVE_SLOWDOWN:
+            return None
+        share = self.others_core_seconds / (self.cores * seconds)
+        busiest = max(self.busy.values(), key=lambda p: p.core_seconds, default=None)
+        return (f"Slowed by other programs: in the run's first {seconds:.0f} s they took "
+                f"{share:.0%} of the CPU ({plural(self.cores, 'core')}), which can make it up to "
+                f"{worst:.0%} longer; its times will say so"
+                + (f" (the busiest: {busiest.command}, pid {busiest.pid})" if busiest else "")
+                + ".")
 
     def findings(self) -> list[str]:
         """[] when others took too little of the CPU to matter; else how much they took, then

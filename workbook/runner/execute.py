@@ -178,6 +178,7 @@ def _supervise(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree, outp
                started: float, ending: Ending) -> None:
     """Shows the output until the pipes close; notes the timeout, a stop request or Ctrl-C."""
     last_snapshot = 0.0
+    slowed_said = False
     try:
         while output.open_pipes:
             output.take(timeout=0.25)
@@ -187,6 +188,10 @@ def _supervise(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree, outp
                 last_snapshot = now
             if monitor.due(now):
                 monitor.sample(now, {process.pid, *tree.known, *_companions(plan)})
+                slowed = None if slowed_said else monitor.slowed_line()
+                if slowed:  # at once, once: the summary at the end names them all
+                    console.line(slowed)
+                    slowed_said = True
             console.status(status_text(now - started, output.transcript))
             if plan.timeout and now - started > plan.timeout:
                 ending.timed_out = True

@@ -1,0 +1,67 @@
+"""How busy the machine is, said at once and used by every estimate (workbook.machine_load,
+the runner's live line, workbook.estimates before a run has a pace of its own)."""
+
+import pytest
+
+from workbook import estimates, machine_load
+from workbook.machine_load import Load
+from workbook.runner.contention import BusyProcess, ContentionMonitor
+
+QUIET = Load(share=0.02, cores=2, load_average=0.3)
+BUSY = Load(share=0.95, cores=2, load_average=13.2)  # the issue's machine: load 13-24
+
+
+def test_a_busy_machine_slows_a_run_by_what_the_others_want():
+    assert QUIET.slowdown == pytest.approx(1.02) and not QUIET.busy
+    # They took nearly all of it and want more: the load average says how much.
+    assert BUSY.slowdown == pytest.approx((2 + 13.2) / 2) and BUSY.busy
+    assert Load(0.3, 2, 9.0).slowdown == pytest.approx(1.3)  # took 30%: wanted no more
+    assert BUSY.describe() == "other programs are taking 95% of the CPU (2 cores, load 13.2)"
+    assert BUSY.describe(past=True).startswith("other programs took 95%")
+
+
+def test_the_load_is_measured_here_and_now():
+    load = machine_load.load_now(0.2)
+    assert 0.0 <= load.share <= 1.0 and load.cores >= 1 and load.slowdown >= 1.0
+
+
+def test_the_estimates_before_a_run_scale_the_quiet_machines_time_by_the_load_now():
+    quiet = estimates.check_run(2, 120, load=QUIET)
+    assert quiet.startswith("13-14 s on the benchmark's quiet 2-core machine, and this one is "
+                            "quiet now; never more than 120 s of the machine's time")
+    busy = estimates.check_run(2, 120, load=BUSY)
+    assert "now other programs are taking 95% of the CPU (2 cores, load 13.2): up to about " \
+        "1.6-1.7 min here, 7.6x, if they go on so" in busy
+    assert "10-40 s" not in busy
+    baseline = estimates.before_baseline(load=BUSY)
+    assert "the baseline took 5.1-5.6 min from launch to end" in baseline
+    assert "up to about 38.9-42.8 min here, 7.6x" in baseline
+    assert "about 5.1-5.6 min here if it is as fast" in estimates.before_baseline(load=QUIET)
+
+
+def test_a_run_slowed_by_other_programs_says_so_at_once_in_one_line():
+    monitor = ContentionMonitor(cores=2)
+    monitor.sampled_seconds, monitor.others_core_seconds = 2.0, 2.0
+    assert monitor.slowed_line() is None  # too soon to tell
+    monitor.sampled_seconds, monitor.others_core_seconds = 6.0, 0.3
+    assert monitor.slowed_line() is None  # 5%: not worth a line
+    monitor.others_core_seconds = 7.2
+    monitor.busy[42] = BusyProcess(42, "python busy.py", busy_seconds=6.0, core_seconds=5.9)
+    line = monitor.slowed_line()
+    assert line == ("Slowed by other programs: in the run's first 6 s they took 60% of the CPU "
+                    "(2 cores), which can make it up to 100% longer; its times will say so (the "
+                    "busiest: python busy.py, pid 42).")
+    assert "\n" not in line and "`" not in line
+
+
+def test_the_baselines_time_is_scaled_from_its_own_load_to_this_moments():
+    from run_folders import times
+
+    baseline = times("baseline", epochs=(100.0, 100.0), share=None)  # 230 s, no samples
+    assert "At this moment's load" not in estimates.expect_like_baseline(baseline, load=QUIET)
+    busy_now = estimates.expect_like_baseline(baseline, load=BUSY)
+    assert ("At this moment's load (other programs are taking 95% of the CPU (2 cores, load "
+            "13.2)): about 29.1 min.") in busy_now  # 230 s x 7.6
+    # Measured under load (its samples: 200 core-seconds in 200 s on 2 cores, 50%), now quiet.
+    loaded = times("baseline", epochs=(100.0, 100.0), share=None, others=200.0)
+    assert "about 2.6 min." in estimates.expect_like_baseline(loaded, load=QUIET)
