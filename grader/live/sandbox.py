@@ -5,14 +5,15 @@
 
 Sandbox.wrap(argv, env) turns the run's command (horovodrun and everything it starts) into
 
-    sh -c 'join the run's cgroups; exec "$@"' prlimit ... -- bwrap ... -- setpriv ... --
-        python box_keeper.py LIMIT argv
+    sh -c 'join the run's cgroups; exec "$@"' prlimit ... -- bwrap ... --
+        python box_keeper.py LIMIT setpriv ... -- argv
 
 - bubblewrap (Debian's `bubblewrap`) builds the box: new PID, network (loopback only, which
   bwrap brings up: the workers still talk over Gloo), IPC and UTS namespaces, a new session, and
-  it dies with its parent. Its first process is grader/live/box_keeper.py: it bounds the
-  output (Limits.output_bytes, the rest counted, never held) and kills any process the script
-  detaches (a daemon) at once; when horovodrun ends, it ends, and the PID namespace with it.
+  it dies with its parent. Its first process is grader/live/box_keeper.py (root's, as root:
+  the script can't kill it): it bounds the output (Limits.output_bytes, the rest counted,
+  never held) and kills any process the script detaches (a daemon) at once; when horovodrun
+  ends, it ends, and the PID namespace with it.
 - Files: only what a run needs is there, read-only (an allow-list, `shown_paths()`): /usr,
   /etc, /sys, /opt, this Python and its environment, the runner's package (workbook/: horovodrun
   starts through python -m workbook.runner.launcher), the probe and the keeper (two files of
@@ -211,7 +212,8 @@ class Sandbox:
             enter, drop = [], []
         box = [bwrap, *self._namespaces(), *self._files(), *self._environment(env)]
         keeper = [sys.executable, "-I", "-S", str(KEEPER), str(limits.output_bytes)]
-        return [*enter, "prlimit", *rlimits, "--", *box, "--", *drop, *keeper, *argv]
+        # The keeper before the drop: as root, the script can neither kill nor trace it.
+        return [*enter, "prlimit", *rlimits, "--", *box, "--", *keeper, *drop, *argv]
 
     def _namespaces(self) -> list[str]:
         user = [] if self.as_root else ["--unshare-user", "--disable-userns"]
