@@ -220,19 +220,19 @@ def _attempt(step: int, path: Path, runs: int, np: int, timeout: float, work_dir
     # it is kept in kept/ by a bounded reader (grader/live/kept.py), the rest goes with the box.
     box, kept = folder / "box", folder / "kept"
     records, log_dir = box / "records", box / "logs"
-    records.mkdir(parents=True)
-    kept.mkdir()
-    # The script alone, in a folder of its own: nothing else of the learner's folder (a numpy.py
-    # beside it, say) is on the run's sys.path, or in its sandbox.
-    (folder / "script").mkdir()
-    script = Path(shutil.copyfile(path.resolve(), folder / "script" / path.name))
-    data = write_keyed_data(folder / "data", KEYED_TRAIN_IMAGES, KEYED_TEST_IMAGES)
-    env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all"}
-    if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
-        sandbox = sandbox.with_folders(writable=[box], readable=[data])
     clock = RunClock()
     attempt = Attempt(folder, None, 0, 0.0, clock)
     try:
+        records.mkdir(parents=True)
+        kept.mkdir()
+        # The script alone, in a folder of its own: nothing else of the learner's folder (a
+        # numpy.py beside it, say) is on the run's sys.path, or in its sandbox.
+        (folder / "script").mkdir()
+        script = Path(shutil.copyfile(path.resolve(), folder / "script" / path.name))
+        data = write_keyed_data(folder / "data", KEYED_TRAIN_IMAGES, KEYED_TEST_IMAGES)
+        env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all"}
+        if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
+            sandbox = sandbox.with_folders(writable=[box], readable=[data])
         with _turn(alone):
             for number in range(1, runs + 1):
                 launch = _launch(number, data, env)
@@ -249,11 +249,10 @@ def _attempt(step: int, path: Path, runs: int, np: int, timeout: float, work_dir
                 if attempt.stuck or attempt.stopped or attempt.cut or not attempt.run.ok:
                     break
         _keep(box, kept, log_dir.name, sandbox)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+    except BaseException:  # preparing, running or reading: released, and nothing kept
+        _release(folder, sandbox, everything=True)
         raise
-    finally:
-        _release(folder, sandbox)
+    _release(folder, sandbox)
     return attempt
 
 
@@ -270,16 +269,22 @@ def _keep(box: Path, kept: Path, log_dir_name: str, sandbox) -> None:
             sandbox.note("output")
 
 
-def _release(folder: Path, sandbox) -> None:
+def _release(folder: Path, sandbox, everything: bool = False) -> None:
     """Releases the run's box whatever happened: its cgroups, its tmpfs and what the script
-    wrote there (nothing of it is copied back); what is left of box/ and the keyed data go
-    (kept/ and the script's copy stay while the run's folder is kept)."""
+    wrote there (nothing of it is copied back); then box/ and the keyed data go, and with
+    `everything` (or when the release fails) the whole folder; else kept/ and the script's copy
+    stay while the run's folder is kept."""
     try:
         if sandbox is not None:
             sandbox.close()
+    except BaseException:
+        everything = True
+        raise
     finally:
-        for made in ("box", "data"):
+        for made in ("box", "data") if not everything else ():
             shutil.rmtree(folder / made, ignore_errors=True)
+        if everything:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _launch(number: int, data: Path, env: dict) -> Launch:
