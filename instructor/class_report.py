@@ -57,6 +57,8 @@ class StudentRow:
     reruns: list = field(default_factory=list)
     not_own: list = field(default_factory=list)
     copy_of: str = ""
+    limits: list = field(default_factory=list)  # the limits its run reached ("time", "memory"...)
+    twin_of: str = ""  # the student whose identical script's run it shares
 
     def verdict(self, step: int) -> str | None:
         """The step's verdict: STEP_PASSED, STEP_FAILED, or None when nbgrader gave no grade."""
@@ -147,7 +149,8 @@ def read_class(course: Course) -> tuple:
                 last = status.get(student, {})
                 if last.get("status") == "failed":
                     row.status = AUTOGRADE_FAILED
-                    row.reason = f"{last['reason']} (log: {last['log']})"
+                    log = f" (log: {last['log']})" if last.get("log") else ""
+                    row.reason = f"{last['reason']}{log}"
                     row.bad_notebooks = last.get("bad_notebooks", [])
                     if row.bad_notebooks:
                         row.recovery = submission.recovery_commands(
@@ -177,6 +180,7 @@ def read_class(course: Course) -> tuple:
                 run = judged.get("run") or {}
                 row.reruns, row.not_own = run.get("reruns") or [], run.get("foreign") or []
                 row.copy_of = run.get("copy_of") or ""
+                row.limits, row.twin_of = judged.get("limits") or [], judged.get("twin_of") or ""
             if student in submitted:
                 folder = course.folder("submitted", student)
                 row.script_problem = submission.script_problem(folder)
@@ -258,6 +262,20 @@ class ClassReport:
             (
                 "Runs the machine cut (too busy) and that were run again alone:",
                 [f"{row.student}: {entry}" for row in self.rows for entry in row.reruns],
+            ),
+            (
+                "Runs that reached a limit of the sandbox (what stopped there earned nothing):",
+                [f"{row.student}: {', '.join(row.limits)}" for row in self.rows if row.limits],
+            ),
+            (
+                "Identical scripts judged by one run (twins):",
+                [f"{row.student}: shares {row.twin_of}'s run" for row in self.rows
+                 if row.twin_of],
+            ),
+            (
+                "Runs that could not be judged (not graded; the reference ran on this machine):",
+                [f"{row.student}: {row.reason}" for row in self.rows
+                 if row.reason.startswith(judging.NOT_JUDGED)],
             ),
             (
                 "Graded by reading the script only (--no-run): advisory grades:",

@@ -35,6 +35,7 @@ from instructor.course import Course, CourseError
 from workbook.facts import LEARNER_SCRIPT_NAME, usable_cores
 
 JUDGED_DIR = Path("logs") / "autograde" / "judged"
+NOT_JUDGED = "its run could not be judged"  # how a student's reason begins (the class report)
 
 
 @dataclass
@@ -267,7 +268,7 @@ def _not_judged(course: Course, student: str, why: str, sandbox, canary: Canary)
                           f"solution's run failed too ({machine}); {student}'s: {why} "
                           "(--no-run grades by reading only, advisory)")  # fmt: skip
     judged_path(course, student).unlink(missing_ok=True)  # no older judgement stands for it
-    problem = f"its run could not be judged: {why}"
+    problem = f"{NOT_JUDGED}: {why}"
     return (Judged(student, False, 0.0, False, [], problem=problem),
             f"{student}: NOT JUDGED, {problem}; the reference ran here, so it is this "
             f"submission's run: see it, then `{regrade_command(course, student)}`")

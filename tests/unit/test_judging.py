@@ -124,3 +124,17 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
     assert f"python -m instructor autograde {course.root} --student bob --force" in bob
     assert judging.load(course, "bob") is None  # judged again next time
     assert judging.load(course, "ann")["limits"] == ["output"]
+
+
+def test_the_class_report_names_limits_twins_and_runs_not_judged():
+    from instructor.class_report import AUTOGRADE_FAILED, GRADED, ClassReport, StudentRow
+
+    rows = [StudentRow("ann", GRADED, {1: True}, limits=["memory", "output"]),
+            StudentRow("bea", GRADED, {1: True}, twin_of="ann"),
+            StudentRow("cid", AUTOGRADE_FAILED, reason=f"{judging.NOT_JUDGED}: RecursionError: "
+                       "maximum recursion depth exceeded; then: python -m instructor ...")]
+    text = ClassReport("horovod_steps", [1], rows).summary()
+    assert "  ann: memory, output" in text.split("reached a limit")[1]
+    assert "  bea: shares ann's run" in text.split("(twins)")[1]
+    assert "  cid: its run could not be judged: RecursionError" in text.split(
+        "could not be judged (not graded")[1]
