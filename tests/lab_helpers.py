@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from workbook.paths import REPO
 
 URL = re.compile(r"JupyterLab:\s+(http://\S+)")
@@ -43,7 +45,21 @@ def read_until_url(process, deadline):
     raise AssertionError("make lab printed no JupyterLab URL:\n" + "".join(seen[-40:]))
 
 
-def stop_lab(process):
-    """Stops `make lab` like Ctrl-C does: JupyterLab, its kernels and TensorBoard with it."""
+def stop_lab(process, seconds=60):
+    """Stops `make lab` like Ctrl-C does: JupyterLab, its kernels and TensorBoard with it, and
+    waits until they are gone (make exits at once; JupyterLab shuts its kernels down first, and
+    TensorBoard, in a session of its own, after it). What is left after `seconds` is killed."""
+    try:
+        started = [process, *psutil.Process(process.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        started = []
     os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=60)
+    process.wait(timeout=seconds)
+    rest = [p for p in started if isinstance(p, psutil.Process)]
+    _, alive = psutil.wait_procs(rest, timeout=seconds)
+    for left in alive:
+        try:
+            left.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=10)

@@ -170,6 +170,7 @@ def start_lab(ip: str, port: int) -> subprocess.Popen:
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
         f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
+        "--ServerApp.contents_manager_class=workbook.lab_contents.WorkbookContentsManager",
         "--ContentsManager.post_save_hook=workbook.lab.refresh_git_index",
         *LAB_ARGS,
     ]

@@ -3,7 +3,8 @@
 JupyterLab gives every open notebook a kernel of its own, and a Markdown link opens the next
 notebook in a new tab; a learner who followed the links through the twelve steps had 18 kernels
 using 5.9 GiB. The Next cell instead saves and closes its notebook, shuts down its kernel and
-opens the next notebook in its place:
+opens the next notebook in its place (first removing the empty cell that Shift+Enter in the
+last cell adds, so that the saved notebook is git's, outputs aside):
 
     from workbook.navigation import open_next
     open_next("NN_pin_gpu.ipynb", "Step 2: Pin one GPU per process")
@@ -44,13 +45,25 @@ _SCRIPT = """\
   const folder = panel.context.path.split("/").slice(0, -1).join("/");
   const target = (folder ? folder + "/" : "") + %(notebook)s;
   const note = document.querySelector(%(note_selector)s);
+  // Shift+Enter in the last cell added an empty one below it: not the learner's, and saved it
+  // would make the notebook differ from git's.
+  const notebook = panel.content;
+  const own = notebook.widgets.findIndex((cell) => cell.node.contains(element));
+  for (let i = notebook.model.cells.length - 1; own >= 0 && i > own; i--) {
+    const cell = notebook.model.cells.get(i);
+    if (cell.type === "code" && cell.sharedModel.getSource() === "") {
+      notebook.model.sharedModel.deleteCell(i);
+    }
+  }
+  // Saved before anything else happens to it, and only when changed: a second save right
+  // after another (autosave's) is what raises JupyterLab's "File Changed" dialog.
+  if (panel.context.model.dirty) await panel.context.save();
   try {
     await app.commands.execute("docmanager:open", { path: target });
   } catch (error) {
     if (note) note.textContent = "Could not open " + target + ": " + error;
     return;
   }
-  await panel.context.save();
   await panel.sessionContext.shutdown();
   panel.dispose();
 })();

@@ -11,6 +11,7 @@ browser-step01-passed.png, the end), whether the test passes or not.
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -188,6 +189,53 @@ def walk_folder():
     return folder
 
 
+def sources(notebook: dict) -> list[str]:
+    return ["".join(cell["source"]) for cell in notebook["cells"]]
+
+
+def test_a_notebook_opens_saved_and_its_next_cell_leaves_it_as_git_has_it(
+        lab_env, chromium, walk_folder):
+    """Issue 39: the welcome notebook showed as unsaved as soon as it opened (JupyterLab set the
+    kernel's language_info), and Shift+Enter in a step's Next cell, its last, added an empty
+    cell that was saved with it (git status: modified, 6 of 7 notebooks)."""
+    started = time.monotonic()
+    lab = make_lab(lab_env, free_port(), free_port())
+    page = None
+    try:
+        url, _ = read_until_url(lab, time.monotonic() + START_TIMEOUT_S)
+        parts = urlsplit(url)
+        token = parse_qs(parts.query)["token"][0]
+        page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
+        where = walk_folder.relative_to(REPO).as_posix()
+        panel = page.locator(".jp-NotebookPanel:visible")
+        current_tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+        page.goto(f"{parts.scheme}://{parts.netloc}/lab/tree/{where}/{WALK[0].name}"
+                  f"?token={token}")
+        expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+            "data-status", "idle")
+        time.sleep(2)  # what the kernel reports has been set in the notebook by now
+        expect(current_tab).not_to_have_class(re.compile("jp-mod-dirty"))
+        panel.locator(f'a[href*="/{WALK[1].name}"]').last.click()
+        expect(current_tab).to_have_text(WALK[1].name)
+        expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
+            "data-status", "idle")
+        expect(current_tab).not_to_have_class(re.compile("jp-mod-dirty"))
+        cells = panel.locator(".jp-Cell")
+        run_cell(cells.nth(cell_index("setup", WALK[1])))
+        run_cell(cells.nth(cell_index("next", WALK[1])))  # the last cell, as the welcome teaches
+        expect(current_tab).to_have_text(WALK[2].name)
+        saved = json.loads((walk_folder / WALK[1].name).read_text(encoding="utf-8"))
+        assert sources(saved) == sources(json.loads(WALK[1].read_text()))
+        expect(page.locator(".jp-Dialog")).to_have_count(0)  # no "File Changed"
+    finally:
+        if page is not None:
+            page.screenshot(path=ARTIFACTS / "browser-next-saved.png", full_page=True)
+        stop_lab(lab)
+    print(f"open and Next: {time.monotonic() - started:.0f} s")
+
+
 def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, walk_folder):
     """A learner goes from the welcome notebook to the run_distributed one by the welcome's Next
     link, then the Next cell of every step (after its set-up and check cells): each step's
@@ -234,10 +282,11 @@ def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, wal
             run_cell(cells.nth(cell_index("next", notebook)))
             expect(current_tab).to_have_text(following.name)
             expect(tabs.filter(has_text=notebook.name)).to_have_count(0)
-            # Saved on the way out, with the check's result.
+            # Saved on the way out, with the check's result, and the cells git has.
             saved = json.loads((walk_folder / notebook.name).read_text(encoding="utf-8"))
             check = saved["cells"][cell_index("check", notebook)]
             assert "&#10004; passed" in json.dumps(check["outputs"]), notebook.name
+            assert sources(saved) == sources(json.loads(notebook.read_text())), notebook.name
         kernel_ready()
         sessions = {Path(session["path"]).name: session["kernel"]["id"]
                     for session in api("sessions")}
