@@ -5,7 +5,10 @@ Modules, one job each:
                  release, collect, zip_collect, feedback, export
 - config.py      the nbgrader_config.py that `init` writes, and why each setting
 - plugins.py     what nbgrader_config.py plugs into nbgrader: SanitizeCellMetadata,
-                 ExecuteChecksOnly (the check cells only), CollectWithoutFollowingLinks
+                 ExecuteChecksOnly (the check cells only)
+- exchange.py    nbgrader's exchange as the course uses it: collect (each student's own
+                 submissions only), release_feedback (per student); the hub's attendees'
+                 submit, list and fetch (their notebooks/ is the assignment)
 - kernels.py     the grading kernel: isolated from the submission, one per student
 - cell_metadata.py  the nbgrader metadata a notebook may carry: the instructor's
 - intake.py      sets aside what must not be graded (links out, FIFOs, devices, huge files)
@@ -17,7 +20,8 @@ Modules, one job each:
                  and the commands that recover a submission
 - class_report.py  where the class got stuck: per student and step, as CSV, text and
 - heatmap.py     ...a heatmap PNG
-- ownership.py   run as root on someone else's course: what root made goes to the owner
+- ownership.py   who made a submission (the owner check) and what collect set aside; run
+                 as root on someone else's course: what root made goes to the owner
 - __main__.py    the command line
 
 It uses grader (the step checker) and workbook (shared facts, paths); neither imports it.

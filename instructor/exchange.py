@@ -64,6 +64,8 @@ class CollectOwnSubmissions(ExchangeCollect):
         self.inbound_path = os.path.join(self.course_path, "inbound")
         if not os.path.isdir(self.inbound_path):
             self.fail(f"Course not found: {self.inbound_path}")
+        if not os.access(self.inbound_path, os.R_OK | os.X_OK):
+            self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
         student_id = self.coursedir.student_id or "*"
         pattern = os.path.join(self.inbound_path, f"{student_id}+{self.coursedir.assignment_id}+*")
         self.set_aside = []

@@ -11,6 +11,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import stat
 import sys
 
@@ -157,6 +158,42 @@ def test_collect_takes_each_students_own_submission_and_names_the_rest(generated
     script = generated.folder("submitted", "bin") / "fashion_mnist.py"
     assert script.read_text() == "# bin's\n"
     assert [item.student for item in not_collected(generated.root)] == ["bin", "eve"]
+
+
+def test_an_attendees_submit_sends_their_workbook_privately_and_says_what(generated, tmp_path):
+    """On the hub (issue 38): submit takes the released files from the attendee's notebooks/
+    (where they edited and checked), never a second fetched copy; the submission is private
+    (0770/0660); the receipt names the script's last change and the steps the reading sees."""
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from instructor.exchange import RECEIPT, WorkbookSubmit
+
+    release(generated)
+    work = tmp_path / "copy" / "notebooks"
+    shutil.copytree(generated.folder("release"), work)
+    shutil.copyfile(solution_after(3), work / "fashion_mnist.py")
+    (work / "00_welcome.ipynb").write_text("{}")  # not the assignment's: not sent
+    config = Config()
+    config.CourseDirectory.course_id = generated.course_id
+    config.CourseDirectory.assignment_id = ASSIGNMENT
+    config.Exchange.root = str(generated.exchange_root)
+    config.Exchange.assignment_dir = str(tmp_path / "copy")
+    config.Exchange.cache = str(tmp_path / "cache")
+    config.WorkbookFolder.folder = "notebooks"
+    WorkbookSubmit(coursedir=CourseDirectory(config=config),
+                   authenticator=Authenticator(config=config), config=config).start()
+    [sent] = (generated.exchange_root / generated.course_id / "inbound").iterdir()
+    released = sorted(p.name for p in generated.folder("release").iterdir())
+    assert sorted(p.name for p in sent.iterdir()) == sorted(
+        released + ["timestamp.txt", "submission_secret.txt"])
+    assert (sent / "fashion_mnist.py").read_text() == solution_after(3).read_text()
+    assert {stat.S_IMODE(p.stat().st_mode) for p in sent.iterdir()} == {0o660}
+    assert stat.S_IMODE(sent.stat().st_mode) == 0o770
+    receipt = (work / RECEIPT).read_text()
+    assert f"{work / 'fashion_mnist.py'} last changed " in receipt, receipt
+    assert "the reading sees 3 of 12 steps done, the first not done: step 4" in receipt, receipt
 
 
 def test_report_from_the_gradebook(tmp_path):
