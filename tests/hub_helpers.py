@@ -49,8 +49,9 @@ def needs(condition: bool, reason: str):
         pytest.skip(reason)
 
 
-def free_ports(count: int = 3) -> int:
-    """A port p with p, p+1, ..., p+count-1 free (the proxy, the hub's API, the proxy's API)."""
+def free_ports(count: int = 4) -> int:
+    """A port p with p, p+1, ..., p+count-1 free (the proxy, the hub's API, the proxy's API,
+    the class view)."""
     for _ in range(100):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -109,6 +110,7 @@ def hub():
             assert port_free(port), f"port {port} still taken after hub down"
             assert isolation.hidepid_of(isolation.proc_options()) == proc_before
             assert not isolation.PROFILE.exists()
+            assert not Path(f"{state}-progress").exists(), "the class view's records are left"
             if shutil.which("iptables"):
                 chain = subprocess.run(["iptables", "-w", "10", "-S", isolation.CHAIN],
                                        capture_output=True, timeout=60)
@@ -116,6 +118,7 @@ def hub():
         finally:
             shutil.rmtree(folder)
             shutil.rmtree(f"{state}-jupyter", ignore_errors=True)
+            shutil.rmtree(f"{state}-progress", ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -166,6 +169,35 @@ def give(user: str, text: str, target: Path) -> None:
     target.write_text(text)
     entry = pwd.getpwnam(user)
     os.chown(target, entry.pw_uid, entry.pw_gid)
+
+
+def formgrader(page, action: str) -> dict:
+    """A formgrader button's request (Collect, Generate / Release Feedback), as its page sends
+    it: nbgrader's reply, {"success", "log", "error"}."""
+    reply = page.evaluate(
+        "url => new Promise((done, failed) => $.post(base_url + url).done(done)"
+        ".fail(xhr => failed(new Error(xhr.status + ' ' + xhr.responseText))))",
+        f"/formgrader/api/assignment/{ASSIGNMENT}/{action}")
+    return json.loads(reply) if isinstance(reply, str) else reply
+
+
+def student_nbgrader(s, user: str, *args: str, timeout: float = 120):
+    """nbgrader's command line as the attendee's account, with the hub's student settings, in
+    their copy of the workbook (where their server runs it)."""
+    from hub import classroom
+
+    folder = workbook_copy_dir(user)
+    return as_user(user, "env", f"HOME={home(user)}",
+                   f"JUPYTER_CONFIG_PATH={classroom.config_dir(s, 'student')}",
+                   f"PYTHONPATH={folder}", "sh", "-c",
+                   f"cd {folder} && {Path(s.venv) / 'bin' / 'nbgrader'} " + " ".join(args),
+                   timeout=timeout)
+
+
+def workbook_copy_dir(user: str) -> Path:
+    from hub import workbook_copy
+
+    return workbook_copy.copy_dir(home(user))
 
 
 def assignment_list(page):

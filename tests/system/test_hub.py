@@ -24,10 +24,12 @@ from playwright.sync_api import expect
 
 from grader import check_all
 from grader.reference import reference_path
-from hub import cores, workbook_copy
+from hub import cores, isolation, workbook_copy
+from hub.classroom import COURSE_ID
+from instructor.exchange import RECEIPT
 from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, SCRIPTS, STEP_ONE,
-                         WAIT_MS, as_user, assignment_list, cell_index, give, home,
-                         log_in, open_notebook, run_cell)
+                         WAIT_MS, as_user, assignment_list, cell_index, formgrader, give,
+                         home, log_in, open_notebook, run_cell)
 from workbook.facts import LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
@@ -36,54 +38,61 @@ STEP_ONE_FEEDBACK = Path(STEP_ONE).with_suffix(".html").name
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
 
 
-def formgrader(page, action: str) -> dict:
-    """A formgrader button's request (Generate / Release Feedback), as its page sends it."""
-    reply = page.evaluate(
-        "url => new Promise((done, failed) => $.post(base_url + url).done(done)"
-        ".fail(xhr => failed(new Error(xhr.status + ' ' + xhr.responseText))))",
-        f"/formgrader/api/assignment/{ASSIGNMENT}/{action}")
-    return json.loads(reply) if isinstance(reply, str) else reply
-
-
 def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
-    """Three attendees and the instructor log in; each attendee has their own copy, fetches
-    the assignment from the Assignments list, passes step 1's check there and submits; the
-    instructor's formgrader shows the course; `make grade` grades exactly what was submitted."""
+    """Three attendees and the instructor log in; each attendee has their own copy, edits
+    notebooks/fashion_mnist.py as the welcome notebook says, passes step 1's check there and
+    submits from the Assignments list, which shows that folder as the assignment (issue 38: one
+    place to work, nothing to fetch, one tab per notebook); the instructor's formgrader shows the
+    course; `make grade` grades exactly what each attendee edited."""
     s, banner = hub
     assert s.admin_password in banner and s.url in banner and str(s.passwords_path) in banner
     assert "passwords cross the room's network in clear" in banner
     assert not any(s.passwords[user] in banner for user in ATTENDEES)  # on the sheet only
     pages = {}
     for user in ATTENDEES:
+        started = time.monotonic()
         page = pages[user] = log_in(browser, s, user)
         copy = workbook_copy.copy_dir(home(user))
-        assert (copy / "notebooks" / LEARNER_SCRIPT_NAME).read_text() == \
+        folder = copy / "notebooks"
+        assert (folder / LEARNER_SCRIPT_NAME).read_text() == \
             (REPO / "solutions" / LEARNER_SCRIPT_NAME).read_text()
-        assert pwd.getpwuid((copy / "notebooks" / STEP_ONE).stat().st_uid).pw_name == user
+        assert pwd.getpwuid((folder / STEP_ONE).stat().st_uid).pw_name == user
         assert oct(home(user).stat().st_mode & 0o777) == "0o700"
 
         listing = assignment_list(page)
-        released = listing.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
-        released.get_by_role("button", name="Fetch").click()
-        fetched = listing.locator("#fetched_assignments_list")
-        expect(fetched).to_contain_text(ASSIGNMENT)
-        folder = copy / ASSIGNMENT
-        assert (folder / STEP_ONE).is_file() and (folder / LEARNER_SCRIPT_NAME).is_file()
+        expect(listing.locator("#fetched_assignments_list")).to_contain_text(ASSIGNMENT)
+        expect(listing.get_by_role("button", name="Fetch")).to_have_count(0)
+        listed = page.request.get(f"{s.url}user/{user}/assignments?course_id={COURSE_ID}").json()
+        [assignment] = [a for a in listed["value"] if a["status"] == "fetched"]
+        assert assignment["path"] == "notebooks"
+        assert f"notebooks/{STEP_ONE}" in [nb["path"] for nb in assignment["notebooks"]]
         give(user, reference_path(SCRIPTS[user]).read_text(), folder / LEARNER_SCRIPT_NAME)
 
-        panel = open_notebook(page, s, user, f"{ASSIGNMENT}/{STEP_ONE}")
+        panel = open_notebook(page, s, user, f"notebooks/{STEP_ONE}")
         cells = panel.locator(".jp-Cell")
         for tag in ("setup", "check"):
             run_cell(cells.nth(cell_index(folder / STEP_ONE, tag)))
         expect(cells.nth(cell_index(folder / STEP_ONE, "check"))).to_contain_text(
             "\u2714 passed")
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-step01.png", full_page=True)
+        # The Assignments list's step one is the same file: the same tab, not a second one.
+        page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+                      f"notebooks/{STEP_ONE}")
+        expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=STEP_ONE)
+               ).to_have_count(1)
 
         listing = assignment_list(page)
         listing.locator("#fetched_assignments_list").get_by_role(
             "button", name="Submit").first.click()
         expect(listing.locator("#submitted_assignments_list")).to_contain_text(ASSIGNMENT)
+        receipt = (folder / RECEIPT).read_text()
+        done = sum(r.passed for r in check_all(reference_path(SCRIPTS[user])))
+        assert f"the reading sees {done} of 12 steps done" in receipt, receipt
+        assert f"{folder / LEARNER_SCRIPT_NAME} last changed" in receipt, receipt
+        assert not (copy / ASSIGNMENT).exists()  # no second copy
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-submitted.png", full_page=True)
+        print(f"{user}: logged in, edited, checked step 1 and submitted in "
+              f"{time.monotonic() - started:.0f} s")
 
     teacher = log_in(browser, s, INSTRUCTOR)
     expect(teacher.locator("body")).to_contain_text("Manage Assignments")
@@ -255,7 +264,7 @@ def test_tensorboard_is_reached_through_the_attendees_own_server(hub, browser):
     cells = panel.locator(".jp-CodeCell")
     run_cell(cells.nth(0))
     run_cell(cells.nth(1))
-    port = 6006 + 1 + [s.instructor, *s.attendees].index(alice)
+    port = isolation.tensorboard_port(s, alice)
     link = f"/user/{alice}/proxy/{port}/"
     expect(cells.nth(1)).to_contain_text(f"TensorBoard at {link}")
     page.goto(s.url.rstrip("/") + link)

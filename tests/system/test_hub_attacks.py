@@ -8,7 +8,9 @@ Root only; slow (about 2 minutes on 2 cores).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -18,10 +20,12 @@ from playwright.sync_api import expect
 
 from grader.reference import reference_path
 from hub import isolation, limits, workbook_copy
-from hub_helpers import (ARTIFACTS, ATTENDEES, INSTRUCTOR, MEMORY_MIB, STEP_ONE, as_user,
-                         cell_index, give, home, log_in, notebook,
-                         open_notebook, password_of, run_cell, submit_log_in)
+from hub.classroom import COURSE_ID
+from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, MEMORY_MIB, STEP_ONE,
+                         as_user, cell_index, formgrader, give, home, log_in, notebook,
+                         open_notebook, password_of, run_cell, student_nbgrader, submit_log_in)
 from workbook.facts import LEARNER_SCRIPT_NAME
+from workbook.paths import REPO
 
 pytestmark = [pytest.mark.timeout(900)]
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
@@ -225,3 +229,53 @@ def test_an_attendees_terminal_has_the_workbooks_commands(hub, browser):
     assert "mpirun=/" in output, output[-2000:]
     assert "imports ok" in output, output[-2000:]
     page.context.close()
+
+
+def test_a_submission_is_its_authors_alone(hub, browser):
+    """Issue 38. bob submits: alice can neither read, change, rename nor delete it, knowing its
+    name (before: a 0777 folder of 0644 files). alice makes a submission in carol's name with
+    the solution (before: carol got 12/12 from alice's file and nothing said so): root's collect
+    (make grade's first command), the formgrader's Collect and the class report name it, and
+    carol's submitted folder never holds it; bob's is collected by the instructor's own account."""
+    s, _ = hub
+    alice, bob, carol = ATTENDEES
+    course = Path(s.course or home(INSTRUCTOR) / "course")
+    inbound = Path(s.exchange) / COURSE_ID / "inbound"
+    log_in(browser, s, bob).context.close()  # his copy of the workbook, made at first login
+    sent = student_nbgrader(s, bob, "submit", ASSIGNMENT)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    assert "Sending: " in sent.stderr and "the reading sees" in sent.stderr, sent.stderr
+    [theirs] = sorted(inbound.glob(f"{bob}+{ASSIGNMENT}+*"), key=lambda p: p.stat().st_mtime)[-1:]
+    for command in (["cat", f"{theirs}/{LEARNER_SCRIPT_NAME}"],
+                    ["cat", f"{theirs}/submission_secret.txt"], ["ls", str(theirs)],
+                    ["touch", f"{theirs}/x"], ["rm", "-rf", str(theirs)],
+                    ["mv", str(theirs), f"{theirs}-mine"], ["ls", str(inbound)]):
+        reply = as_user(alice, *command)
+        assert reply.returncode != 0, (command, reply)
+    assert theirs.is_dir() and not (theirs / "x").exists()
+
+    forged = inbound / f"{carol}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+forged"
+    solution = reference_path(12)
+    made = as_user(alice, "sh", "-c", f'mkdir "{forged}" && cp "{solution}" '
+                                      f'"{forged}/{LEARNER_SCRIPT_NAME}"')
+    assert made.returncode == 0, made  # every attendee may write into the inbound
+    line = (f"{forged.name}: in {carol}'s name, but the folder is {alice}'s; set aside, never "
+            f"graded as {carol}")
+    try:
+        teacher = log_in(browser, s, INSTRUCTOR)  # the instructor's own account reads bob's
+        reply = formgrader(teacher, "collect")
+        assert reply["success"] and f"NOT COLLECTED: {line}" in reply["log"], reply
+        assert f"submission: {bob} {ASSIGNMENT}" in reply["log"], reply["log"]
+        teacher.context.close()
+        collected = subprocess.run([sys.executable, "-m", "instructor", "collect", str(course)],
+                                   cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert collected.returncode == 0, collected.stdout + collected.stderr
+        assert line in collected.stdout, collected.stdout
+        script = course / "submitted" / carol / ASSIGNMENT / LEARNER_SCRIPT_NAME
+        assert not script.exists() or script.read_text() != solution.read_text()
+        report = subprocess.run([sys.executable, "-m", "instructor", "report", str(course)],
+                                cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert "Set aside at collect" in report.stdout and line in report.stdout, report.stdout
+    finally:
+        shutil.rmtree(forged)
