@@ -142,6 +142,8 @@ def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
     assert "1 GPU hidden" in result.layout
     output = (tmp_path / "logs" / result.run_name / "horovodrun.log").read_text()
     assert "rank 0 found 0 GPUs" in output and "rank 1 found 0 GPUs" in output
+    # The launcher is run with -m and imported by nothing before: no runpy warning.
+    assert "found in sys.modules" not in output
     # The same workers with the one GPU shown to both: what the runner's layout prevents.
     shown = runner.horovodrun(str(script), np=2, logs_root=tmp_path / "logs", timeout=120,
                               env={**env, "CUDA_VISIBLE_DEVICES": "0"}, log_dir=False)
