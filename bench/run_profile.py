@@ -55,7 +55,7 @@ def profile_once(script: Path, sandbox=None) -> dict:
         result = run_step(LAST_STEP, script, quiet=True, work_dir=work, sandbox=sandbox,
                           keep=True)  # fmt: skip
         wall = time.monotonic() - started
-        records = Path(result.run.log_path).parents[1] / "records"
+        records = Path(result.run.log_path).parent / "records"  # kept/ (grader/live/kept.py)
         launches = {}
         for path in sorted(records.glob("run*-rank0.json")):
             record = json.loads(path.read_text(encoding="utf-8"))
