@@ -1,6 +1,6 @@
 """nbgrader's exchange as the workbook's course uses it (nbgrader 0.9.6's default exchange: a
-folder shared by every account; ngshare would authenticate, but its exchange plugin was last
-released in 2022 for nbgrader 0.7, so the checks are here instead).
+folder shared by every account; ngshare would authenticate, but its exchange plug-in's last
+release, 2022, predates nbgrader 0.9, so the checks are here instead: instructor/README.md).
 
 The instructor's side, plugged in by the course's nbgrader_config.py (instructor/config.py), so
 the formgrader's buttons do the same as `python -m instructor`:
