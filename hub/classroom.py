@@ -1,7 +1,8 @@
 """nbgrader the hub way (nbgrader 0.9's documented JupyterHub set-up, one course):
 
-- the exchange, a folder every account can write to (nbgrader keeps each submission private
-  inside it: inbound is write-only for students);
+- the exchange, a folder every account can write to (inbound is write-only for students; each
+  submission is private to its author and the instructor, and collect takes only those made by
+  the student they name: instructor/exchange.py);
 - Jupyter settings per role, on each server's JUPYTER_CONFIG_PATH: the course id and the
   exchange for everyone; for attendees, the Assignments list without the formgrader, the course
   list and the create-assignment toolbar; for the instructor, the formgrader on the course;
