@@ -1,7 +1,9 @@
 """An attendee's own copy of the workbook, made on their first login and never overwritten.
 
     ~/horovod-workbook/
-        notebooks/            the notebooks and the attendee's fashion_mnist.py (the starter)
+        notebooks/            the notebooks and the attendee's fashion_mnist.py (the starter);
+                              also the nbgrader assignment they submit (instructor/exchange.py:
+                              nothing to fetch, one copy of each notebook)
         workbook/, grader/    the code the notebooks import: their set-up cell puts this folder
                               first on sys.path, so the runner's logs go to notebooks/logs here
         data/fashion_mnist    -> the shared, prepared data (read-only)
