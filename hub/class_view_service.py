@@ -45,7 +45,9 @@ tr.stuck td:first-child {{ border-left: 4px solid #cf222e; }}
 <script>
 async function update() {{
   try {{
-    const reply = await fetch("table", {{credentials: "same-origin"}});
+    // The hub's services want their XSRF token on a script's requests.
+    const reply = await fetch("table", {{credentials: "same-origin",
+                                         headers: {{"X-XSRFToken": "{xsrf}"}}}});
     if (reply.ok) {{
       document.getElementById("standings").innerHTML = await reply.text();
       document.getElementById("updated").textContent = new Date().toLocaleTimeString();
@@ -89,8 +91,10 @@ class PageHandler(ClassViewHandler):
     @web.authenticated
     def get(self):
         self.allowed()
+        xsrf = self.xsrf_token
         self.write(PAGE.format(poll=POLL_S, poll_ms=POLL_S * 1000, table=self.table(),
-                               updated=time.strftime("%H:%M:%S")))
+                               updated=time.strftime("%H:%M:%S"),
+                               xsrf=xsrf.decode() if isinstance(xsrf, bytes) else xsrf))
 
 
 class TableHandler(ClassViewHandler):
