@@ -160,7 +160,9 @@ def run_step(
             attempt = _attempt(step, Path(path), runs, np, timeout, work_dir, sandbox, say,
                                alone=True)  # fmt: skip
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
-        return not_run(step, path, f"the run could not start: {error}", workers=np)
+        result = not_run(step, path, f"the run could not start: {error}", workers=np)
+        result.run.reruns = reruns
+        return result
     if attempt.cut:  # alone too: no verdict may rest on it
         shutil.rmtree(attempt.folder, ignore_errors=True)
         result = not_run(step, path, f"this machine was too busy to run the script, twice: "
@@ -188,6 +190,10 @@ def run_step(
     result.run.reruns = reruns
     result.run.foreign = foreign
     result.run.copy_of = copy_of_reference(Path(path))
+    if reruns:
+        result.message += f"; {reruns[0]}"  # why the machine's cut made it run again alone
+    if result.run.copy_of:
+        result.message += f"; the script is {result.run.copy_of}, up to formatting"
     result.run.counted_seconds = round(attempt.clock.counted, 1)
     if result.passed and not keep:
         shutil.rmtree(attempt.folder, ignore_errors=True)

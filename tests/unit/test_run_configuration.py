@@ -256,3 +256,23 @@ def test_a_worker_killed_while_the_machine_ran_out_of_memory_is_the_machines_doi
     record.data["error"] = {"type": "MemoryError", "message": "", "line": 3, "code": ""}
     record.save()
     assert not run._killed_for_memory(clock, tmp_path, 2, None)
+
+
+def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
+    """Cut once, then a run alone that ends (here: a launch that could not start): the
+    second go decides, and the first go's cut is said."""
+    tries = []
+
+    def attempt(step, path, runs, np, timeout, work_dir, sandbox, say, alone=False):
+        tries.append(alone)
+        if not alone:
+            folder = tmp_path / "first"
+            folder.mkdir()
+            return run.Attempt(folder, None, 1, 700.0, RunClock(), cut="the machine was busy")
+        raise RuntimeError("no horovodrun")
+
+    monkeypatch.setattr(run, "_attempt", attempt)
+    result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
+    assert tries == [False, True]
+    assert "could not start: no horovodrun" in result.message
+    assert result.run.reruns == ["run again alone: the machine was busy"]
