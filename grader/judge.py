@@ -16,8 +16,9 @@ Per step:
    machine can't show part of a step (READING_ONLY), a failed reading of that part overrules a
    passed run, and the message says so.
 3. The script kept the run from showing the step (it crashed, hung, exited or stopped before,
-   or never did what the step is about: the finding is `withheld`): not credited. FAILED,
-   decided by the run; the message says what stopped the run, where, and what it did show.
+   or never did what the step is about: the finding is `withheld`; any finding that can't
+   tell of a run that crashed, hung or was stopped): not credited. FAILED, decided by the run;
+   the message says what stopped the run, where, and what it did show.
 4. Otherwise (no run, or a run that can't see what the script did) the reading decides when
    it is sure (PASSED or FAILED).
 5. When neither can tell, the step is CANT_TELL, decided by NEITHER: it counts as done (the
@@ -36,6 +37,7 @@ import re
 from dataclasses import replace
 
 from grader import reference
+from grader.live.outcome import CRASHED, HUNG, UNFINISHED
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
 # What a run on this machine can't show, per step; the reading decides that part.
@@ -44,7 +46,8 @@ READING_ONLY = {
     "and the local rank are equal)",
 }
 SAME_LINE = 0.6  # how alike (difflib's ratio) a crash's line and a step's line must be
-ENDED_EARLY = ("crashed", "hung")  # grader.live.outcome's kinds a crash can be blamed for
+ENDED_EARLY = (CRASHED, HUNG)  # how a run ended that a step's code can be blamed for
+STOPPED = (CRASHED, HUNG, UNFINISHED)  # a run the script stopped: what it did not show, it can't
 
 
 def decide(static: Results, run: Result | None) -> Results:
@@ -73,7 +76,7 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
                        expected_diff=static.expected_diff if found.status == FAILED else "",
                        line=static.line if found.status == FAILED else None,
                        decided_by=RUN)  # fmt: skip
-    if found is not None and found.withheld:
+    if found is not None and (found.withheld or run.run.outcome in STOPPED):
         return replace(static, status=FAILED, decided_by=RUN, message=not_credited(found, run),
                        hint=static.hint or "Run the script on 2 workers and read what stopped it.",
                        expected_diff=static.expected_diff or reference.expected_diff(static.step),

@@ -13,7 +13,9 @@ imported or run):
   functions: `function_of`, `returned`, `followed` (a function's own variables and parameters
   are followed inside it, as module-level names are), `argument_for` (what a call gives one
   of the function's parameters); `object_attribute` (`trainer.steps`, `self.verbose`: set in a
-  method or the class, which are not followed, so unknown); through loops over written-out lists:
+  method or the class, which are not followed, so unknown); a call's arguments: `argument`
+  (also inside a `**dict` it can read), `unpacks_unknown` (a `**dict` or `*list` it can't);
+  through loops over written-out lists:
   `loop_iterations`, `substituted`, `late_bound`;
 - which calls run, through the script's own functions: `call_sites` (the calls outside any
   function that run a line inside one), `calls_reached`, `guards_through`;
@@ -35,7 +37,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from grader.source import parse
-from grader.syntax import MAX_DEPTH, canonical, end_position, method_name, position
+from grader.syntax import MAX_DEPTH, argument, canonical, end_position, method_name, position
 
 _MISSING = object()
 MAX_REACHING = 8  # how many assignments in other branches may give a name its value
@@ -659,6 +661,58 @@ class Script:
                 )
             self._uncalled[names] = sorted(found, key=position)
         return list(self._uncalled[names])
+
+    def argument(self, call: ast.Call, name: str, index: int | None = None):
+        """The argument `name` of `call` (syntax.argument), also where it comes in a `**dict`
+        the grader can read: `fit_args = dict(verbose=verbose)` (or a dict literal), then
+        `model.fit(x, **fit_args)`. None when it is not there."""
+        given = argument(call, name, index)
+        if given is not None:
+            return given
+        for unpacked in (keyword.value for keyword in call.keywords if keyword.arg is None):
+            entries = self._dict_entries(unpacked)
+            if entries is not None and name in entries:
+                return entries[name]
+        return None
+
+    def unpacks_unknown(self, call: ast.Call) -> bool:
+        """Whether `call` gets a `**dict` (or `*list`) whose entries the grader can't read: an
+        argument it does not find may well be in there."""
+        return any(isinstance(arg, ast.Starred) for arg in call.args) or any(
+            keyword.arg is None and self._dict_entries(keyword.value) is None
+            for keyword in call.keywords)  # fmt: skip
+
+    def _dict_entries(self, expr) -> dict | None:
+        """{key: value node} of a dict the grader can read (`dict(a=1)`, `{"a": 1}`, through
+        one name assigned once), or None."""
+        values = self.values_of(expr)
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if isinstance(value, ast.Dict) and all(
+                isinstance(key, ast.Constant) and isinstance(key.value, str) for key in value.keys):  # fmt: skip
+            entries = {key.value: item for key, item in zip(value.keys, value.values)}
+        elif (isinstance(value, ast.Call) and self.qualified_name(value.func) == "dict"
+              and not value.args and all(keyword.arg for keyword in value.keywords)):  # fmt: skip
+            entries = {keyword.arg: keyword.value for keyword in value.keywords}
+        else:
+            return None
+        if isinstance(expr, ast.Name) and self._changed_after(expr):
+            return None  # fit_args["verbose"] = ... or fit_args.update(...): not followed
+        return entries
+
+    def _changed_after(self, name: ast.Name) -> bool:
+        """Whether the dict a name holds is changed in place somewhere (`d[k] = v`,
+        `d.update(...)`, `d.setdefault(...)`)."""
+        for node in ast.walk(self.tree):
+            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name) and node.value.id == name.id):  # fmt: skip
+                return True
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("update", "setdefault", "pop")
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id):  # fmt: skip
+                return True
+        return False
 
     def argument_for(self, name, call):
         """The argument `call` (a call of the script's function) gives the parameter `name`

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from grader.syntax import MAX_DEPTH, argument, position
+from grader.syntax import MAX_DEPTH, position
 
 MUTATORS = ("append", "insert", "extend")  # list methods that add callbacks
 
@@ -68,9 +68,9 @@ class Training:
         fit = self.fit_call()
         if fit is None:
             return None
-        given = argument(fit, "callbacks", 5)
+        given = self.script.argument(fit, "callbacks", 5)
         if given is None:
-            return []
+            return None if self.script.unpacks_unknown(fit) else []
         entries = self._list_entries(given, [], 0)
         if entries is None:
             return None

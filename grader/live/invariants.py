@@ -79,27 +79,31 @@ class Setting:
 
 
 def parsed(evidence: Evidence, name: str, setting: Setting, rank: int = 0, run: int = 1):
-    """The value of option `name` as the script parsed it, else what the check asked."""
+    """The value of option `name` as the script parsed it in launch `run`, else what the
+    check asked (the first launch's options; the second runs on the script's defaults)."""
     record = evidence.ranks(run).get(rank)
     values = ((record.data.get("args") or {}).get("values") or {}) if record else {}
     value = values.get(name)
-    return setting.asked.get(name) if value is None else value
+    return (setting.asked.get(name) if run == 1 else None) if value is None else value
 
 
-def recipe(evidence: Evidence, setting: Setting, scaled_lr: float | None = None) -> Recipe | None:
-    """The rates the lesson's recipe gives for the options this run parsed (None without a
-    --base-lr); `scaled_lr`, when given, in place of base_lr x N. A script without
+def recipe(evidence: Evidence, setting: Setting, scaled_lr: float | None = None,
+           run: int = 1) -> Recipe | None:  # fmt: skip
+    """The rates the lesson's recipe gives for the options launch `run` parsed (None without
+    a --base-lr); `scaled_lr`, when given, in place of base_lr x N. A script without
     --warmup-epochs (before step 11) is held to the warmup the check asked for."""
-    drops = parsed(evidence, "lr_drops", setting)
-    base_lr = parsed(evidence, "base_lr", setting)
+    drops = parsed(evidence, "lr_drops", setting, run=run)
+    base_lr = parsed(evidence, "base_lr", setting, run=run)
     if scaled_lr is not None:
         base_lr = scaled_lr / setting.np
     if not isinstance(base_lr, (int, float)):
         return None
+    if drops is None:
+        drops = []
     return Recipe(
         base_lr=float(base_lr),
         workers=setting.np,
-        warmup_epochs=float(parsed(evidence, "warmup_epochs", setting) or 0),
+        warmup_epochs=float(parsed(evidence, "warmup_epochs", setting, run=run) or 0),
         lr_drops=tuple(int(d) for d in (drops if isinstance(drops, list) else [drops])),
     )
 
@@ -480,8 +484,17 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
                 "read the metrics.",
             )
     shown = ", ".join(f"{name} {logs[0][name]:.4f}" for name in names)
+    summed = _summed_metric(evidence, logs, names)
+    if summed:
+        return finding(7, FAILED, summed, "Average the metrics, not sum them: "
+                       "hvd.callbacks.MetricAverageCallback() does (or hvd.allreduce's default "
+                       "op, hvd.Average).")  # fmt: skip
+    averaged = _averaged(evidence, logs, names)
+    value = "the average" if averaged else "the value every rank ended the epoch with"
     for rank, record in sorted(evidence.ranks(1).items()):
         for seen in record.data.get("seen_logs") or []:
+            if not seen.get("reads", True):
+                continue  # the script's own callbacks: what they saw on entry is no record
             differ = [name for name in names if name in seen["logs"]
                       and not _same_metric(seen["logs"][name], logs[rank][name])]  # fmt: skip
             if differ:
@@ -490,13 +503,47 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
                     7,
                     FAILED,
                     f"every rank ended epoch 1 with the same metrics, but on rank {rank} "
-                    f"{seen['callback']} saw {name} {seen['logs'][name]:.4f}, its own, not the "
-                    f"average {logs[rank][name]:.4f}: it ran before the metrics were averaged",
+                    f"{seen['callback']} recorded {name} {seen['logs'][name]:.4f}, its own, not "
+                    f"{value} {logs[rank][name]:.4f}: it ran before the metrics were averaged",
                     "Put hvd.callbacks.MetricAverageCallback() before the callbacks that read "
                     "the metrics, right after the broadcast callback.",
                 )
-    return finding(7, PASSED, f"every rank ended epoch 1 with the same metrics ({shown}), and "
-                   "the script's callbacks saw them averaged")  # fmt: skip
+    how = " (the average of the ranks' own)" if averaged else ""
+    return finding(7, PASSED, f"every rank ended epoch 1 with the same metrics ({shown}){how}, "
+                   "and the callbacks that record them saw them so")  # fmt: skip
+
+
+def _own_metrics(evidence: Evidence, names: list) -> dict | None:
+    """{rank: {metric: its own value}} at epoch 1's end, before any callback averaged them;
+    None when a rank's records lack them."""
+    own = {rank: record.data.get("own_logs") or {} for rank, record in evidence.ranks(1).items()}
+    if len(own) < evidence.np or any(not all(name in values for name in names)
+                                     for values in own.values()):  # fmt: skip
+        return None
+    return own
+
+
+def _averaged(evidence: Evidence, logs: dict, names: list) -> bool:
+    """Whether every metric the ranks ended epoch 1 with is the mean of the ranks' own."""
+    own = _own_metrics(evidence, names)
+    return own is not None and all(
+        _same_metric(logs[0][name], sum(values[name] for values in own.values()) / len(own))
+        for name in names)  # fmt: skip
+
+
+def _summed_metric(evidence: Evidence, logs: dict, names: list) -> str:
+    """What shows that the ranks summed a metric instead of averaging it, in words, or ""."""
+    own = _own_metrics(evidence, names)
+    if own is None:
+        return ""
+    for name in names:
+        values = [own[rank][name] for rank in sorted(own)]
+        total = sum(values)
+        if _same_metric(logs[0][name], total) and not _same_metric(total, total / len(values)):
+            each = ", ".join(f"rank {rank} {own[rank][name]:.4f}" for rank in sorted(own))
+            return (f"every rank ended epoch 1 with {name} {logs[0][name]:.4f}, the sum of the "
+                    f"ranks' own ({each}), not their average {total / len(values):.4f}")
+    return ""
 
 
 def _same_metric(a: float, b: float) -> bool:
@@ -629,23 +676,22 @@ def _rates(evidence: Evidence, rank: int, finished: bool = False) -> list:
     return found
 
 
-def _steps_per_epoch(evidence: Evidence) -> int | None:
-    """How many training steps an epoch of rank 0 has: what model.fit was told, else what its
-    first epoch, finished, had."""
-    record = evidence.ranks(1).get(0)
+def _steps_per_epoch(evidence: Evidence, run: int = 1) -> int | None:
+    """How many training steps an epoch of rank 0 has in launch `run`: what model.fit was
+    told, else what its first epoch, finished, had."""
+    record = evidence.ranks(run).get(0)
     if record is None:
         return None
     told = (record.fit or {}).get("steps_per_epoch")
     if isinstance(told, int) and told > 0:
         return told
-    if 0 in record.epoch_logs():
-        return (record.data.get("steps") or {}).get("0")
-    return None
+    done = sorted(record.epoch_logs())
+    return (record.data.get("steps") or {}).get(str(done[0])) if done else None
 
 
-def _own_scaled_rate(evidence: Evidence) -> float | None:
+def _own_scaled_rate(evidence: Evidence, run: int = 1) -> float | None:
     """The rate the script told Horovod's warmup callback (initial_lr), on rank 0, if any."""
-    record = evidence.ranks(1).get(0)
+    record = evidence.ranks(run).get(0)
     told = (record.data.get("lr_callbacks") or {}) if record else {}
     return told.get("LearningRateWarmupCallback")
 
@@ -661,6 +707,8 @@ def _schedule(epochs: list) -> str:
 
 def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
     epochs = _rates(evidence, 0, finished=True)
+    if not epochs:
+        return not_shown(10, "can't tell: rank 0 finished no epoch")
     wanted = recipe(evidence, setting)
     if wanted is None:
         return finding(10, CANT_TELL, "can't tell: the script has no --base-lr to scale")
@@ -700,29 +748,33 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                            f"epoch {epoch + 1}: {_rate_list(rates)}, and rank 0 "
                            f"{_rate_list(ours[run, epoch])}",
                            "Give every rank the same callbacks for the learning rate.")  # fmt: skip
-    # The schedule's shape against the script's own scaled rate (step 10 judges that rate).
-    wanted = recipe(evidence, setting, _own_scaled_rate(evidence))
+    # The schedule's shape against the script's own scaled rate (step 10 judges that rate),
+    # each launch against the options it parsed.
+    scaled = {run: _own_scaled_rate(evidence, run) or _own_scaled_rate(evidence)
+              for run in sorted(evidence.runs)}  # fmt: skip
+    recipes = {run: recipe(evidence, setting, scaled[run], run) for run in scaled}
+    wanted = recipes.get(1)
     if wanted is None:
         return finding(11, CANT_TELL, "can't tell: the script has no --base-lr to follow")
-    steps = _steps_per_epoch(evidence)
-    drops = [str(d + 1) for d in wanted.lr_drops]
-    told = (f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
-            f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
-            + (f", then ×0.1 from epoch {' and '.join(drops)}" if drops else "") + ")")  # fmt: skip
+    told = _recipe_words(wanted)
     hint = ("hvd.callbacks.LearningRateWarmupCallback(initial_lr=scaled_lr, warmup_epochs="
             "args.warmup_epochs), then hvd.callbacks.LearningRateScheduleCallback(initial_lr="
             "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
             "itself, not step_decay(...) or a number.")  # fmt: skip
     for run, epoch, rates in epochs[0]:
+        steps, launch = _steps_per_epoch(evidence, run), recipes.get(run)
+        if launch is None:
+            continue  # a launch whose options this check can't read
         if steps is None and epoch not in evidence.ranks(run)[0].epoch_logs():
             continue  # an unfinished epoch of unknown length: its warmup can't be placed
-        expected = wanted.rates(epoch, steps or len(rates))
+        expected = launch.rates(epoch, steps or len(rates))
         for batch, (got, want) in enumerate(zip(rates, expected)):
             if not same(got, want, SAME_RATE):
                 where = f"epoch {epoch + 1}" + (" (after resuming)" if run == 2 else "")
-                why = _schedule_mistake(epoch, rates, expected, wanted)
+                why = _schedule_mistake(epoch, rates, expected, launch)
+                words = told if launch == wanted else _recipe_words(launch) + " (its defaults)"
                 return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
-                               f"{got:.4g} where {told} gives {want:.4g}{why} (rank 0: "
+                               f"{got:.4g} where {words} gives {want:.4g}{why} (rank 0: "
                                f"{schedule})", hint)  # fmt: skip
     seen = {(run, epoch) for run, epoch, _ in _rates(evidence, 0, finished=True)}
     wanted_epochs = [(1, epoch) for epoch in range(setting.first_epochs)]
@@ -736,6 +788,13 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
     after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
     return finding(11, PASSED, f"every step's learning rate followed {told}{after}; on every "
                    f"rank alike{_momentum_note(evidence, setting)} ({schedule})")  # fmt: skip
+
+
+def _recipe_words(wanted: Recipe) -> str:
+    drops = [str(d + 1) for d in wanted.lr_drops]
+    return (f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
+            f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
+            + (f", then ×0.1 from epoch {' and '.join(drops)}" if drops else "") + ")")  # fmt: skip
 
 
 def _count(number: float, word: str) -> str:

@@ -178,6 +178,10 @@ def judge(
         )
     if run.interrupted:
         return Outcome(UNFINISHED, f"the run was stopped: {_where_all(evidence, np)}")
+    if not run.ok and not evidence.runs:  # no worker started the probe: this machine's fault
+        lines = run.error.strip().splitlines()
+        return Outcome(NOT_RUN, f"the workers never started: {lines[-1] if lines else run.status()}",
+                       error=run.error)  # fmt: skip
     if not run.ok:
         return _crash(run, evidence)
     missing = [

@@ -85,6 +85,7 @@ class Record:
             "steps": {},  # {epoch: training steps done}
             "momentum": {},  # {epoch: [the optimizer's momentum at each step]}, SGD only
             "seen_logs": [],  # the logs each of the script's callbacks got at epoch 1's end
+            "own_logs": {},  # the metrics of its own batches at epoch 1's end, before averaging
             "horovod": None,  # at model.fit: {"initialized", "size", "rank", "local_rank"}
             "gpus": None,  # at model.fit: {"listed", "visible"}: the simulated GPUs
             "gradients": False,  # whether the first allreduce of the gradients was kept
@@ -140,8 +141,18 @@ def failing_object(script: str, error: BaseException):
     working on when `error` went by (a frame's `self`; a callback also as a local, as
     CallbackList's `callback`), innermost first: {"kind", "class", "line", "code"} (the line
     that built it, when known), or None."""
+    import re
+
     import tensorflow as tf
 
+    # An op of the training graph failed: the error surfaces wherever the graph's results were
+    # next read (often a callback), so the op's own name says whose it is.
+    node = re.search(r"\{\{node ([^}]+)\}\}", str(error))
+    if node is not None:
+        if "Allreduce" in node.group(1) and "Distributed" in node.group(1):
+            return {"kind": "optimizer wrapper", "class": "DistributedOptimizer", "line": None,
+                    "code": ""}  # fmt: skip
+        return None
     frames, here = [], error.__traceback__
     while here is not None:
         frames.append(here.tb_frame)
@@ -289,7 +300,10 @@ class CountedOutput:
 
 def from_script(script: str) -> bool:
     """Whether the script's own line is what writes (print, or logging called from it)."""
-    frame = sys._getframe(2)
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # written from C with no Python caller (the interpreter's traceback)
+        return False
     while frame is not None and os.sep + "logging" + os.sep in frame.f_code.co_filename:
         frame = frame.f_back
     return frame is not None and os.path.abspath(frame.f_code.co_filename) == script
@@ -393,14 +407,22 @@ class SimulatedGpus:
 def watch_epoch_logs(callback, record, epoch: int) -> None:
     """The callback notes the logs it gets at the end of `epoch` (copied then: a callback after
     it may still change them, as MetricAverageCallback does)."""
+    import tensorflow as tf
+
     original = callback.on_epoch_end
     name = type(callback).__name__
+    keras = tf.keras.callbacks
+    # Keras's callbacks that record or act on the metrics (what they saw is what they wrote);
+    # the script's own (an averaging callback, a LambdaCallback, a throughput meter) are not.
+    reads = isinstance(callback, (keras.ModelCheckpoint, keras.TensorBoard, keras.CSVLogger,
+                                  keras.EarlyStopping, keras.ReduceLROnPlateau,
+                                  keras.RemoteMonitor, keras.ProgbarLogger))  # fmt: skip
 
     def on_epoch_end(at, logs=None):
         if at == epoch and logs:
             numbers = {key: float(value) for key, value in logs.items()
                        if isinstance(value, (int, float)) or hasattr(value, "__float__")}  # fmt: skip
-            record.data["seen_logs"].append({"callback": name, "logs": numbers})
+            record.data["seen_logs"].append({"callback": name, "logs": numbers, "reads": reads})
         return original(at, logs)
 
     callback.on_epoch_end = on_epoch_end
@@ -463,6 +485,12 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
 
         def on_train_begin(self, logs=None):
             self.before = trainable_vector(self.model)
+
+        def on_epoch_end(self, epoch, logs=None):
+            """The metrics of this rank's own batches, before any callback averaged them."""
+            if not self.record.data["own_logs"] and logs:
+                self.record.data["own_logs"] = {key: float(value) for key, value in logs.items()
+                                                if hasattr(value, "__float__")}  # fmt: skip
 
         def on_train_batch_end(self, batch, logs=None):
             if self.before is not None:

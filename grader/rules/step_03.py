@@ -6,7 +6,7 @@ from grader import training
 from grader.rules.fit import NO_FIT
 from grader.rules.workers import rank0_guard_failure, rank0_value_failure
 from grader.syntax import argument
-from grader.verdicts import Failure, first_verdict
+from grader.verdicts import Failure, Note, first_verdict
 
 STEP = 3
 HINT = (
@@ -20,7 +20,10 @@ def check(script):
     fit = training.of(script).fit_call()
     if fit is None:
         return Failure(NO_FIT)
-    verbose = argument(fit, "verbose", 4)
+    verbose = script.argument(fit, "verbose", 4)
+    if verbose is None and script.unpacks_unknown(fit):
+        return Note(f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
+                    "(**...): it can't tell whether verbose=... is among them", fit.lineno)
     if verbose is None:
         return Failure(
             f"line {fit.lineno}: model.fit(...) has no verbose=..., so Keras shows a progress "

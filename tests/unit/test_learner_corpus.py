@@ -29,6 +29,9 @@ def test_script_parses_and_truth_has_its_shape(name):
     assert sorted(truth["steps"], key=int) == [str(step) for step in STEPS]
     assert all(isinstance(value, bool) for value in truth["steps"].values())
     assert set(truth["why"]) <= set(truth["steps"]) and truth["how"]
+    assert set(truth) <= {"base", "kind", "steps", "why", "how", "unshown"}
+    for step in truth.get("unshown", []):  # code done, but no run shows it: not credited
+        assert truth["steps"][str(step)] is False and "no run of this script" in truth["why"][str(step)]
     if truth["kind"] == "correct":
         assert all(truth["steps"].values())
     else:

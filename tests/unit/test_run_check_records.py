@@ -13,8 +13,9 @@ import pytest
 from grader.live import run_step
 from grader.live.evidence import Evidence
 from grader.live.invariants import finding, not_shown
-from grader.live.outcome import (CRASHED, FINISHED, HUNG, UNFINISHED, Outcome, from_the_script_on,
-                                  judge, mismatched_training, stuck_collective)
+from grader.live.outcome import (CRASHED, FINISHED, HUNG, NOT_RUN, UNFINISHED, Outcome,
+                                  from_the_script_on, judge, mismatched_training,
+                                  stuck_collective)
 from grader.live.probe import Record, private_log_dir
 from grader.live.report import run_result
 from grader.report import CANT_TELL, FAILED, PASSED, Result
@@ -176,6 +177,15 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     assert unshown.status == FAILED and not unshown.passed
     assert unshown.message == ("the script ran on every worker; 1 of 2 hold, 1 not shown (no "
                                "credit) (9 s)")  # fmt: skip
+
+
+def test_workers_that_never_started_the_probe_are_the_machines_fault(tmp_path):
+    """No rank wrote a record (the launcher could not start a worker): the script never ran,
+    so nothing of it may be judged: not run (grader.judge_file raises RunUnavailable)."""
+    outcome = judge(Ended(exit_code=1, error="python: No module named 'workbook'"),
+                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
+    assert outcome.kind == NOT_RUN
+    assert outcome.message == "the workers never started: python: No module named 'workbook'"
 
 
 def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):

@@ -5,6 +5,7 @@ to fail with its own words, and to say "can't tell". No run here: milliseconds.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -252,9 +253,47 @@ def test_a_callback_that_saw_its_ranks_own_metrics_fails(tmp_path):
     good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}}], []))
     found = judged(tmp_path, 7)[7]
     assert found.status == FAILED, found.message
-    assert "on rank 0 ModelCheckpoint saw loss 2.2900, its own, not the average 2.3100" in found.message
+    assert ("on rank 0 ModelCheckpoint recorded loss 2.2900, its own, not the value every rank "
+            "ended the epoch with 2.3100") in found.message
     good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.31}}], []))
     assert judged(tmp_path, 7)[7].status == PASSED
+
+
+OWN = ({"loss": 2.29, "accuracy": 0.1}, {"loss": 2.33, "accuracy": 0.15})  # each rank's batches
+
+
+@pytest.mark.parametrize("seen", [
+    # the learner's own averaging callback, a LambdaCallback averaging in place, a Throughput
+    # meter before the averaging: each saw its rank's own loss on entry, and records nothing
+    [{"callback": "AverageLogs", "logs": {"loss": 2.29}, "reads": False}],
+    [{"callback": "LambdaCallback", "logs": {"loss": 2.29}, "reads": False}],
+    [{"callback": "Throughput", "logs": {"loss": 2.29}, "reads": False},
+     {"callback": "ModelCheckpoint", "logs": {"loss": 2.31}, "reads": True}],
+])  # fmt: skip
+def test_metrics_averaged_by_any_callback_before_the_readers_hold(tmp_path, seen):
+    good_ranks(tmp_path, own_logs=OWN, seen_logs=(seen, []),
+               epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2)  # fmt: skip
+    found = judged(tmp_path, 7)[7]
+    assert found.status == PASSED, found.message
+    assert "(the average of the ranks' own)" in found.message
+
+
+def test_summed_metrics_fail_as_a_sum_not_as_an_average(tmp_path):
+    good_ranks(tmp_path, own_logs=OWN, epoch_logs=({"0": {"loss": 4.62, "accuracy": 0.25}},) * 2,
+               seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}, "reads": True}],
+                          []))  # fmt: skip
+    found = judged(tmp_path, 7)[7]
+    assert found.status == FAILED
+    assert found.message == ("every rank ended epoch 1 with loss 4.6200, the sum of the ranks' "
+                             "own (rank 0 2.2900, rank 1 2.3300), not their average 2.3100")  # fmt: skip
+
+
+def test_a_reader_that_saw_its_own_metric_is_named_against_the_average(tmp_path):
+    good_ranks(tmp_path, own_logs=OWN, epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2,
+               seen_logs=([{"callback": "CSVLogger", "logs": {"loss": 2.29}, "reads": True}], []))  # fmt: skip
+    found = judged(tmp_path, 7)[7]
+    assert found.status == FAILED
+    assert "CSVLogger recorded loss 2.2900, its own, not the average 2.3100" in found.message
 
 
 def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
@@ -281,9 +320,11 @@ def test_what_the_check_can_not_see_is_not_withheld(tmp_path):
 def test_no_checkpoint_at_all_shows_neither_the_writer_nor_the_resume(tmp_path):
     """TensorBoard's logs on rank 0 alone are no evidence that checkpoints stay there; with no
     checkpoint there is nothing to resume from: neither step is shown, neither is credited."""
-    good_ranks(tmp_path, saved=([], []), pid=(100, 101))
+    good_ranks(tmp_path, saved=([], []))
+    rank1 = tmp_path / "records" / "run1-rank1.json"  # rank 1: another process than rank 0
+    rank1.write_text(rank1.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {os.getpid() + 1}'))
     (Path(setting(tmp_path).log_dir) / "train").mkdir(parents=True)
-    (Path(setting(tmp_path).log_dir) / "train" / "events.out.tfevents.1.vm.100.0.v2").write_bytes(b"")
+    (Path(setting(tmp_path).log_dir) / "train" / f"events.out.tfevents.1.vm.{os.getpid()}.0.v2").write_bytes(b"")
     found = judged(tmp_path, 9)
     assert found[9].status == CANT_TELL and found[9].withheld
     assert found[9].message == ("can't tell: rank 0 wrote TensorBoard logs but no checkpoint, so "
@@ -376,6 +417,29 @@ def test_the_schedule_follows_the_scripts_own_scaled_rate(tmp_path):
     found = judged(tmp_path, 11)
     assert found[10].status == FAILED
     assert found[11].status == PASSED, found[11].message
+
+
+def test_each_launch_is_held_to_the_options_it_parsed(tmp_path):
+    """The second launch runs on the script's defaults (grader/live/run.py): one that starts
+    from scratch there (rank 0 had no checkpoint) warms up over the default's epochs, not the
+    first launch's; a rate off its own recipe still fails."""
+    defaults = {"values": {**ARGS["values"], "warmup_epochs": 2.0, "lr_drops": [5], "epochs": 3,
+                           "batch_size": 64}, "ignored": []}  # fmt: skip
+    ramp = [0.0125 * (1 + (step / 2) / 2) for step in (1, 2)]  # 2 steps an epoch, over 2 epochs
+    ramp2 = [0.0125 * (1 + (1 + step / 2) / 2) for step in (1, 2)]
+    good_ranks(tmp_path)
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=defaults, lr={"0": ramp, "1": ramp2,
+                   "2": [0.025] * 2}, steps={"0": 2, "1": 2, "2": 2},
+                   fit={**FIT, "initial_epoch": 0, "epochs": 3, "steps_per_epoch": 2},
+                   epoch_logs={"0": {}, "1": {}, "2": {}}, finished=True)  # fmt: skip
+    assert judged(tmp_path, 11)[11].status == PASSED, judged(tmp_path, 11)[11].message
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=defaults, lr={"0": [0.025] * 2},
+                   steps={"0": 2}, fit={**FIT, "initial_epoch": 0, "epochs": 3,
+                   "steps_per_epoch": 2}, epoch_logs={"0": {}}, finished=True)  # fmt: skip
+    found = judged(tmp_path, 11)[11]
+    assert found.status == FAILED and "(its defaults)" in found.message, found.message
 
 
 @pytest.mark.parametrize("first, second, resumed, words", [
