@@ -276,3 +276,16 @@ def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
     assert tries == [False, True]
     assert "could not start: no horovodrun" in result.message
     assert result.run.reruns == ["run again alone: the machine was busy"]
+
+
+def test_the_class_report_names_re_runs_code_not_their_own_and_copies():
+    from instructor.class_report import GRADED, ClassReport, StudentRow
+
+    rows = [StudentRow("ana", GRADED, {1: True}, reruns=["run again alone: the machine was busy"]),
+            StudentRow("ben", GRADED, {1: False},
+                       not_own=["ran /repo/solutions/fashion_mnist_solution.py"]),
+            StudentRow("cy", GRADED, {1: True}, copy_of="solutions/fashion_mnist_solution.py")]
+    text = ClassReport("horovod_steps", [1], rows).summary()
+    assert "ana: run again alone: the machine was busy" in text
+    assert "ben: ran /repo/solutions/fashion_mnist_solution.py" in text
+    assert "cy: solutions/fashion_mnist_solution.py" in text
