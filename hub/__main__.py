@@ -213,10 +213,15 @@ def down(args) -> int:
     isolation.unguard_ports(s)
     if isolation.unguard_tensorboard():
         print("TensorBoard's firewall rules removed")
-    for folder in closed_again(s.made_passable):
-        print(f"chmod o-x {folder} (as before `make hub`)")
-    s.made_passable = []
-    s.save()
+    others = server.other_hubs()
+    if others and s.made_passable:
+        print(f"left passable (o+x), another workshop hub runs (pid {others[0]}): "
+              + ", ".join(s.made_passable))
+    else:
+        for folder in closed_again(s.made_passable):
+            print(f"chmod o-x {folder} (as before `make hub`)")
+        s.made_passable = []
+        s.save()
     if isolation.restore_processes(s.proc_options):
         print(f"/proc: hidepid={s.proc_options} again")
         s.proc_options = None

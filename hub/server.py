@@ -130,3 +130,14 @@ def end_sessions(settings: HubSettings, user: str) -> str:
     except OSError as error:
         raise RuntimeError(f"the hub's API did not answer ({error}): {user}'s open sessions go "
                            f"on until `python -m hub down`") from None
+
+
+def other_hubs() -> list[int]:
+    """The pids of workshop hubs still running on this machine (another state folder): they
+    need the folders `make hub` opened as much as this one did."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        words = process.info["cmdline"] or []
+        if any(word.endswith("jupyterhub") for word in words[:2]) and str(CONFIG) in words:
+            found.append(process.pid)
+    return found
