@@ -29,7 +29,8 @@ def is_free(port: int, host: str = "127.0.0.1") -> bool:
         try:
             probe.bind((host, port))
         except OSError as error:
-            if error.errno in (errno.EADDRINUSE, errno.EACCES):
+            # EPERM: refused to this user (a workshop hub keeps each attendee's ports theirs).
+            if error.errno in (errno.EADDRINUSE, errno.EACCES, errno.EPERM):
                 return False
             raise
     return True
