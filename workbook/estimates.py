@@ -90,16 +90,17 @@ def before_baseline(results_dir: Path = BENCH_RESULTS,
 def check_run(launches: int, timeout: float, results_dir: Path = BENCH_RESULTS,
               load: machine_load.Load | None = None) -> str:
     """How long the check's run of `launches` launches takes, for the line that announces it:
-    `make bench`'s run profile (2 launches on its quiet machine) scaled to `launches` and to
-    this machine's load now; the limit of `timeout` s of the machine's time."""
+    `make bench`'s run profile (2 launches on its quiet machine; one launch takes less, but
+    more than half: its start-up is the same) scaled to this machine's load now; the limit of
+    `timeout` s of the machine's time."""
     measured = _bench_seconds(results_dir, "run_profile")
     load = load or machine_load.load_now()
     limit = f"never more than {timeout:g} s of the machine's time"
     if measured is None:
         return f"{load.describe()}; {limit}"
     _, low, high = measured
-    low, high = low * launches / 2, high * launches / 2
-    quiet = f"{_range(low, high)} on the benchmark's quiet 2-core machine"
+    quiet = (f"{_range(low, high)} on the benchmark's quiet 2-core machine"
+             + ("" if launches == 2 else " for 2 launches, less for one"))
     if not load.busy:
         return f"{quiet}, and this one is quiet now; {limit}"
     return (f"{quiet}; {_now(load, low, high)}; {limit}")
