@@ -61,7 +61,7 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
 
         listing = assignment_list(page)
         expect(listing.locator("#fetched_assignments_list")).to_contain_text(ASSIGNMENT)
-        expect(listing.get_by_role("button", name="Fetch")).to_have_count(0)
+        expect(listing.get_by_role("button", name="Fetch", exact=True)).to_have_count(0)
         listed = page.request.get(f"{s.url}user/{user}/assignments?course_id={COURSE_ID}").json()
         [assignment] = [a for a in listed["value"] if a["status"] == "fetched"]
         assert assignment["path"] == "notebooks"
