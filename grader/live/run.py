@@ -31,8 +31,9 @@ instead of waiting for the time limit. The limits are on what the script does, n
 the machine is (grader/live/run_clock.py): TIMEOUT_S counts only the time the machine let the
 run's processes run, the run's processes may use `np` x that in CPU time, and a run in which
 no rank gets further for STALL_S of that time is stopped. A run the machine cut (its wall
-clock ran WALL_CAP times over before the run had its time) is run again, alone (no other run
-check of this machine beside it), before any verdict rests on it, and the result says so. An
+clock ran WALL_CAP times over, and a minute, before the run had its time; or a worker was
+killed while the machine's memory ran out) is run again, alone (no other run check of this
+machine beside it), before any verdict rests on it, and the result says so. An
 error or an interrupt stops every process of the run (the runner sees to it).
 """
 
@@ -55,7 +56,7 @@ from grader.live.expected import preset_value
 from grader.live.invariants import FIRST_STEP, INVARIANTS, NOVOGRAD_STEP, Setting, findings
 from grader.live.keyed_data import write_keyed_data
 from grader.live.kept import keep_log, keep_run
-from grader.live.outcome import NOT_RUN, UNFINISHED, doomed, judge
+from grader.live.outcome import UNFINISHED, doomed, judge
 from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, RUN_NUMBER_VARIABLE,
                                SIMULATED_GPUS_VARIABLE)  # fmt: skip
 from grader.live.report import not_run, run_result
@@ -72,7 +73,9 @@ WORKERS = 2
 # (grader/live/run_clock.py). A quiet 2-core machine needs about 15 s for the two (python -m
 # bench run_profile). A hang is stopped as soon as it shows.
 TIMEOUT_S = 120
-WALL_CAP = 6  # the wall clock may run this many times the limit before the machine cut the run
+# The wall clock may run this many times the limit, and a minute (horovodrun and TensorFlow
+# start), before the machine cut the run.
+WALL_CAP, WALL_SLACK_S = 6, 60
 STALL_S = 30  # no rank got any further for this long (counted): the run is stopped
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
@@ -346,7 +349,7 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
     command = [*launch.hosts, str(PROBE), str(script), *launch.args, "--log-dir", str(log_dir)]
     name = log_dir.parent.name + ("" if launch.number == 1 else f"-run{launch.number}")
     clock = attempt.clock
-    wall_left = max(1.0, timeout * WALL_CAP - clock.wall)
+    wall_left = max(1.0, timeout * WALL_CAP + WALL_SLACK_S - clock.wall)
     options = RunOptions(np=np, timeout=wall_left, run_name=name, env=launch.env,
                          cwd=script.parent, logs_root=log_dir.parent, sandbox=sandbox)  # fmt: skip
     run = start_in_background(command, options=options)
@@ -403,16 +406,18 @@ def _over_a_limit(clock: RunClock, timeout: float, np: int, still: float, worker
         others = (f"; {beside:.0f} s of it went to processes beside the workers "
                   f"({clock.busiest_other(workers)})")  # fmt: skip
     if clock.counted >= timeout:
-        return (f"the run did not finish within its {timeout:g} s ({clock.wall:.0f} s on the "
-                f"clock, {clock.share_given():.0%} of them given by the machine; its processes "
-                f"used {clock.cpu:.0f} s of CPU time{others})", LIMIT_HINT)  # fmt: skip
+        why = (f"the run did not finish within {timeout:g} s of the machine's time "
+               f"({clock.wall:.0f} s on the clock, {clock.share_given():.0%} of them given to the "
+               f"run; its processes used {clock.cpu:.0f} s of CPU time{others})")
+        return why, LIMIT_HINT
     if clock.cpu >= np * timeout:
-        return (f"the run's processes used {clock.cpu:.0f} s of CPU time, more than "
-                f"{np * timeout:g} s for {np} workers{others}", LIMIT_HINT)  # fmt: skip
+        why = (f"the run's processes used {clock.cpu:.0f} s of CPU time, more than "
+               f"{np * timeout:g} s for {np} workers{others}")
+        return why, LIMIT_HINT
     if still >= STALL_S:
-        return (f"no rank got any further for {STALL_S} s while the machine let it run "
-                f"(the run's processes used {clock.cpu:.0f} s of CPU time{others})",
-                LIMIT_HINT)  # fmt: skip
+        why = (f"no rank got any further for {STALL_S} s while the machine let it run "
+               f"(the run's processes used {clock.cpu:.0f} s of CPU time{others})")
+        return why, LIMIT_HINT
     return None
 
 
@@ -424,7 +429,7 @@ def _killed_for_memory(clock: RunClock, records: Path, np: int, sandbox) -> bool
     while the machine's memory ran low: the machine's out-of-memory killer, not the script."""
     if clock.lowest_memory >= LOW_MEMORY:
         return False
-    if sandbox is not None and "memory" in getattr(sandbox, "hit", lambda: [])():
+    if sandbox is not None and "memory" in getattr(sandbox, "hit", list)():
         return False  # the script's own limit: its own doing
     evidence = Evidence.read(records, np)
     current = {rank: record for run in sorted(evidence.runs)
@@ -517,8 +522,8 @@ def _shape(text: str) -> str | None:
         return None
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):  # fmt: skip
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
             body.pop(0)
     return ast.dump(tree)
 

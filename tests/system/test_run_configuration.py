@@ -30,7 +30,8 @@ NEIGHBOUR_S = 300  # each ends by itself after this long, whatever happens to th
 @pytest.fixture
 def busy_machine():
     """NEIGHBOURS processes that keep a core busy each, stopped at the end."""
-    loop = f"import time\nend = time.monotonic() + {NEIGHBOUR_S}\nwhile time.monotonic() < end: pass"
+    loop = (f"import time\nend = time.monotonic() + {NEIGHBOUR_S}\n"
+            "while time.monotonic() < end: pass")
     neighbours = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(NEIGHBOURS)]
     try:
         yield neighbours

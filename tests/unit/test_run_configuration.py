@@ -14,6 +14,7 @@ import pytest
 
 from grader.live import probe, run, run_clock
 from grader.live.expected import Recipe, preset_value
+from grader.live.outcome import NOT_RUN
 from grader.live.run_clock import MIN_SHARE, RunClock
 from grader.reference import reference_path
 from workbook.facts import LAST_STEP
@@ -125,7 +126,7 @@ def test_the_limits_name_what_the_script_did():
     clock._cpu = {1: (20.0, False), 2: (90.0, False), 3: (1.0, True)}  # pid 3: horovodrun
     clock._names = {1: "python probe.py", 2: "python probe.py", 3: "horovodrun"}
     why, _ = run._over_a_limit(clock, 40, 2, still=0, workers={1})
-    assert "did not finish within its 40 s" in why
+    assert "did not finish within 40 s of the machine's time" in why
     assert "90 s of it went to processes beside the workers" in why
     assert "(python probe.py)" in why  # a process the script forked runs the probe too
     clock.counted = 10
@@ -225,7 +226,7 @@ def test_a_run_the_machine_cut_twice_is_no_verdict(monkeypatch, tmp_path):
     monkeypatch.setattr(run, "_attempt", cut_attempt)
     result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
     assert tries == [False, True]
-    assert result.run.outcome == run.NOT_RUN and not result.file_problem
+    assert result.run.outcome == NOT_RUN and not result.file_problem
     assert "this machine was too busy to run the script, twice: cut 2" in result.message
     assert result.run.reruns == ["run again alone: cut 1", "cut again: cut 2"]
 
