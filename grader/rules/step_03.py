@@ -13,6 +13,9 @@ HINT = (
     "Let only rank 0 print: make the verbose setting 1 when hvd.rank() == 0 and 0 on the "
     "other workers, and use it for model.fit and to guard the script's own prints."
 )
+# Python's logging functions: output on stderr, on every worker that calls them.
+LOGGING = tuple(f"logging.{level}" for level in ("debug", "info", "warning", "error", "critical",
+                                                 "exception", "log"))  # fmt: skip
 PRINTING_METHODS = ("evaluate", "predict")  # Keras shows a progress bar unless verbose=0
 
 
@@ -53,6 +56,12 @@ def _printing_failure(script, call):
     method = name.rsplit(".", 1)[-1]
     if name == "print":
         return rank0_guard_failure(script, script.guards(call), call.lineno, "this print(...)")
+    if name in LOGGING:  # prints on stderr when logging's level lets it through: the run shows
+        failure = rank0_guard_failure(script, script.guards(call), call.lineno,
+                                      f"this {script.source(call.func)}(...)")  # fmt: skip
+        if isinstance(failure, Failure):
+            return Note(f"{failure.message}, if logging's level lets it through", call.lineno)
+        return failure
     if method not in PRINTING_METHODS + ("Throughput",):
         return None
     given = argument(call, "verbose", 1 if method == "Throughput" else None)

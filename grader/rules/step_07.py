@@ -1,5 +1,7 @@
 """Step 7: MetricAverageCallback averages the metrics before any callback reads them."""
 
+import ast
+
 from grader.horovod_collectives import (
     AVERAGING_ACTS,
     BROADCAST_ACTS,
@@ -10,9 +12,10 @@ from grader.horovod_collectives import (
     is_broadcast,
 )
 from grader.horovod_schedule import SCHEDULE, WARMUP
-from grader.rules.fit import callbacks_named
+from grader.rules.fit import callbacks, callbacks_named
 from grader.rules.workers import collective_failure, every_rank_failure
-from grader.verdicts import Advice, Failure, first_verdict
+from grader.syntax import HVD
+from grader.verdicts import Advice, Failure, Note, first_verdict
 
 STEP = 7
 HINT = (
@@ -33,6 +36,7 @@ KERAS_METRIC_READERS = {
 }
 
 LOOKED_FOR = "hvd.callbacks.MetricAverageCallback() on every worker"
+LAMBDA_CALLBACK = "tensorflow.keras.callbacks.LambdaCallback"
 
 
 COLLECTIVE_HANG = f"it {WAITS}: call it on every worker, and print its result on rank 0"
@@ -40,6 +44,27 @@ COLLECTIVE_HANG = f"it {WAITS}: call it on every worker, and print its result on
 
 def check(script):
     return first_verdict(lambda: _callback_failure(script), lambda: _collectives_failure(script))
+
+
+def _own_averaging(script):
+    """A Note when a callback of the script's own (its class, a LambdaCallback) may average the
+    metrics with hvd.allreduce in MetricAverageCallback's place: the run decides."""
+    entries, _ = callbacks(script, LOOKED_FOR)
+    averages = script.calls_to(f"{HVD}.allreduce", "horovod.tensorflow.allreduce")
+    if not entries or not averages:
+        return None
+    classes = {ancestor.name for call in averages for ancestor in script.ancestors(call)
+               if isinstance(ancestor, ast.ClassDef)}  # fmt: skip
+    own = [entry for entry in entries if entry.name == LAMBDA_CALLBACK
+           or (entry.name and "." not in entry.name and entry.kind in classes)]  # fmt: skip
+    if not own:
+        return None
+    return Note(
+        f"line {own[0].line}: no hvd.callbacks.MetricAverageCallback, but `{own[0].kind}` may "
+        f"average the metrics itself (hvd.allreduce on line {averages[0].lineno}); it looked "
+        f"for {LOOKED_FOR}",
+        own[0].line,
+    )
 
 
 def _collectives_failure(script):
@@ -58,7 +83,7 @@ def _collectives_failure(script):
 def _callback_failure(script):
     entries, ours, failure = callbacks_named(script, METRIC_AVERAGE_CALLBACK, LOOKED_FOR)
     if failure:
-        return failure
+        return _own_averaging(script) or failure
     entry = ours[0]
     failure = every_rank_failure(script, entry, "MetricAverageCallback")
     if failure:
