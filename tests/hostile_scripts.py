@@ -53,3 +53,47 @@ RUNS_THE_SOLUTION = with_line(
     script_after(4), "import horovod.tensorflow.keras as hvd",
     f"if os.environ.get('WORKBOOK_PROBE_DIR'):\n    import runpy\n    runpy.run_path("
     f"{str(SOLUTIONS_DIR / SOLUTION_FILE_NAME)!r}, run_name='__main__')\n    sys.exit(0)")
+
+# Scripts that attack what the grader takes from their run (issue 36), the finished script with
+# lines added after its training (so it earns what the finished script earns) ...
+# ... that leave behind what a copy-back chokes on or keeps: 700 nested folders, a setuid copy,
+# links and a pipe among the records, a name with control characters, a thousand files and a
+# 50 MB file (within the box's limits: tests/system/test_sandbox.py fills them);
+LEAVES_BEHIND = script_after(LAST_STEP) + '''
+import shutil, stat
+_records = os.environ.get("WORKBOOK_PROBE_DIR", args.log_dir)
+_attacks = [
+    lambda: os.makedirs(os.path.join(args.log_dir, *["d"] * 700), exist_ok=True),
+    lambda: shutil.copyfile("/usr/bin/true", os.path.join(args.log_dir, "suid")),
+    lambda: os.chmod(os.path.join(args.log_dir, "suid"), 0o6777),
+    lambda: os.symlink("/etc/shadow", os.path.join(_records, f"run9-rank{hvd.rank()}.json")),
+    lambda: os.link(os.path.join(args.log_dir, "suid"), os.path.join(_records, "run9-rank7.json")),
+    lambda: os.mkfifo(os.path.join(_records, f"run8-rank{hvd.rank()}.json")),
+    lambda: open(os.path.join(args.log_dir, "name\\nwith\\x1b[31mcontrol"), "w").close(),
+    lambda: [open(os.path.join(args.log_dir, f"f{n}"), "w").close() for n in range(1000)],
+    lambda: open(os.path.join(args.log_dir, "big.bin"), "wb").write(b"x" * (50 << 20)),
+]
+for _attack in _attacks:
+    try:
+        _attack()
+    except (OSError, MemoryError):
+        pass
+'''
+# ... and that reach for what is not theirs: the checkout's roster and an older course's
+# gradebook (their paths after the script's own options), the grader's environment in an
+# error, 20 MB of output and a double-forked daemon that holds the output open.
+def reaching_out(*paths) -> str:
+    return script_after(LAST_STEP) + f'''
+for _path in {[str(p) for p in paths]!r}:
+    try:
+        print("READ", _path, open(_path).read(), flush=True)
+    except OSError as _error:
+        print("NOT READ", _path, _error, flush=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(3600)
+    os._exit(0)
+sys.stdout.write(("z" * 1023 + "\\n") * (20 << 10))
+raise RuntimeError(f"the grader's environment: {{dict(os.environ)}}")
+'''

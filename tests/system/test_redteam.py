@@ -20,15 +20,18 @@ import csv
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from hostile_scripts import DEEP, HUGE_POWER, LONG_LOOP, script_after
+from hostile_scripts import DEEP, HUGE_POWER, LEAVES_BEHIND, LONG_LOOP, reaching_out, script_after
 
+from grader.live.run import WALL_CAP
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course
 from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
@@ -37,6 +40,14 @@ from workbook.paths import REPO, SOLUTIONS_DIR
 STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
 # An honest run here takes 17-28 s (two at once, 2 cores): 60 s leaves room for a slow machine.
 RUN_TIMEOUT_S = 60
+# What no run may read or show (issue 36): files of the checkout beside the workbook's own (a
+# roster, an older course's gradebook) and the instructor's environment.
+MARKER = uuid.uuid4().hex[:8]
+ROSTER = REPO / f"roster-{MARKER}.csv"
+OLDER_GRADEBOOK = REPO / f"older-course-{MARKER}" / "gradebook.db"
+NOT_THEIRS = {ROSTER: f"ann,ann-{MARKER}@example.org", OLDER_GRADEBOOK: f"ann: 12/12 {MARKER}"}
+SECRETS = {"DATABASE_URL": f"postgres://grader:pw-{MARKER}@db.example/course",
+           "AWS_ACCESS_KEY_ID": f"AKIA{MARKER.upper()}"}  # fmt: skip
 
 
 # --- attackers: the class, through `make grade` ---------------------------------------------------
@@ -128,6 +139,8 @@ ATTACKS = {  # name: (script, what else the submission holds)
     "deep_nesting": (DEEP, None),
     "link_to_solution": (script_after(0), link_to_solution),
     "special_files": (script_after(6), special_files),
+    "leaves_behind": (LEAVES_BEHIND, None),  # what the grader takes from a run
+    "reaching_out": (reaching_out(ROSTER, OLDER_GRADEBOOK), None),
 }
 FIRST, LAST = ["fake_grader", "added_cells", "startup_files"], ["fake_grader", "added_cells"]
 BAD_ID = "ad_evil,honest_bob"  # a student id nbgrader would read as a list of two
@@ -142,9 +155,9 @@ def attackers() -> dict:
     return found
 
 
-def make(*args, timeout=1500) -> subprocess.CompletedProcess:
+def make(*args, timeout=1500, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(["make", *map(str, args)], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)  # fmt: skip
 
 
 def new_course(base: Path, students) -> Course:
@@ -220,8 +233,21 @@ def attacked_class(tmp_path_factory):
     course_before = snapshot(course.root, {"autograded", "feedback", "reports", "logs",
                                            "set_aside", "submitted", "gradebook.db"})
     submitted_before = snapshot(course.root / "submitted", set())
-    done = make("grade", f"COURSE={course.root}", f"GRADE_ARGS=--run-timeout {RUN_TIMEOUT_S}")
+    temporary = base / "tmp"  # the runs' folders (tempfile's), this class's alone
+    temporary.mkdir()
+    try:
+        for path, text in NOT_THEIRS.items():
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+        # As on an instructor's machine: a database password and a cloud key in the environment.
+        done = make("grade", f"COURSE={course.root}", f"GRADE_ARGS=--run-timeout {RUN_TIMEOUT_S}",
+                    env={**os.environ, **SECRETS, "TMPDIR": str(temporary)})  # fmt: skip
+    finally:
+        for path in NOT_THEIRS:
+            path.unlink(missing_ok=True)
+        OLDER_GRADEBOOK.parent.rmdir()
     return {
+        "temporary": temporary,
         "course": course, "done": done, "markers": markers, "scripts": scripts,
         "students": students,
         "repo_before": repo_before, "course_before": course_before,
@@ -237,10 +263,11 @@ def class_test(test):
 def test_make_grade_grades_everyone(attacked_class):
     done = attacked_class["done"]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # The time limit reached the runs: the endless script stopped at it, not at the default.
+    # The time limit reached the runs: the endless script stopped at it, not at the default
+    # (counted in the machine's time: on the wall clock at most WALL_CAP times it).
     endless = judged(attacked_class, "long_loop")
-    assert endless["run_timeout"] == RUN_TIMEOUT_S
-    assert RUN_TIMEOUT_S <= endless["seconds"] < RUN_TIMEOUT_S + 30
+    assert endless["run_timeout"] == RUN_TIMEOUT_S and endless["limits"] == ["time"]
+    assert RUN_TIMEOUT_S <= endless["seconds"] < RUN_TIMEOUT_S * WALL_CAP + 30
 
 
 @class_test
@@ -303,12 +330,16 @@ def test_the_report_names_every_attempt(attacked_class):
     course = attacked_class["course"]
     text = (course.root / "reports" / "class_report.txt").read_text()
     for student, attack in attacked_class["students"].items():
-        if attack in ("huge_power", "long_loop", "deep_nesting"):
+        if attack in ("huge_power", "long_loop", "deep_nesting", "leaves_behind"):
             continue  # scripts, not tampering: their steps fail with the reason
         if attack is not None:
             assert f"  {student}: " in text, (student, text)
+    # Honest students are named nowhere a submission's tampering or problems are.
+    tampering = [text.split(title)[1].split("\n\n")[0] for title in (
+        "Script problems", "Tampered check cells", "Tampering:", "Extra files", "Code not the")
+        if title in text]  # fmt: skip
     for honest in HONEST:
-        assert f"  {honest}: " not in text, text
+        assert not [part for part in tampering if f"  {honest}: " in part], text
     assert "ac_inbound_link: horovod_steps/fashion_mnist.py: a link to" in text
     assert f"  {BAD_ID}: .: the student id '{BAD_ID}' has characters" in text
     assert "(grade_id 'bonus_points') ignored" in text
@@ -318,14 +349,55 @@ def test_the_report_names_every_attempt(attacked_class):
 
 
 @class_test
-def test_a_step_nothing_could_decide_says_so_in_the_feedback_and_the_report(attacked_class):
-    """A step_decay that never returns: the reading can't tell (it works out no schedule), the
-    run stops at its time limit before the rate drops; the feedback says neither decided and
-    gives both, and the class report lists the step for the instructor."""
+def test_a_step_the_run_never_showed_says_why_in_the_feedback_and_the_report(attacked_class):
+    """A step_decay that never returns: the run stops at its limit before the rate drops; the
+    feedback says the run did not show step 11 and what stopped it (no credit), and the class
+    report lists the run among those that reached a limit."""
     course = attacked_class["course"]
     student = next(s for s, a in attacked_class["students"].items() if a == "huge_power")
     page = next(course.folder("feedback", student).glob("11_*.html")).read_text()
-    assert "neither check could decide" in page, page[-3000:]
+    assert "the run did not show this step" in page, page[-3000:]
     assert "CellTimeoutError" not in page and "KeyboardInterrupt" not in page
     report = (course.root / "reports" / "class_report.txt").read_text()
-    assert f"{student}: step 11: neither check could decide" in report
+    assert f"  {student}: time" in report.split("reached a limit of the sandbox")[1]
+
+
+@class_test
+def test_nothing_a_run_reached_for_or_left_behind_escaped_its_box(attacked_class):
+    """Issue 36's attacks on what the grader takes from a run: no secret of the grader's
+    environment and nothing of the checkout's other files in any feedback, judgement or log;
+    no setuid or world-writable file, no mount and no process of a run left on the host."""
+    course = attacked_class["course"]
+    shown = [*course.folder("feedback", "x").parent.rglob("*"),
+             *(course.root / "logs").rglob("*"), *(course.root / "reports").rglob("*")]
+    leaks = [*SECRETS.values(), *NOT_THEIRS.values()]
+    for path in shown:
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            assert not [leak for leak in leaks if leak in text], path
+    reaching = judged(attacked_class, "reaching_out")
+    assert reaching["ran"] and "output" in reaching["limits"], reaching  # cut at the box's limit
+    import psutil
+
+    temporary = attacked_class["temporary"]  # where the class's runs were (TMPDIR)
+    for path in temporary.rglob("*"):
+        mode = path.lstat().st_mode
+        assert not mode & (stat.S_ISUID | stat.S_ISGID), path
+        assert not (mode & stat.S_IWOTH and not stat.S_ISLNK(mode)), path
+    for kept in temporary.iterdir():  # a failed run's folder, kept: bounded
+        assert sum(p.lstat().st_size for p in kept.rglob("*")) < 4 << 20, kept
+    assert str(temporary) not in Path("/proc/mounts").read_text()
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if str(temporary) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+
+
+@class_test
+def test_the_report_names_runs_at_a_limit_and_twins(attacked_class):
+    course = attacked_class["course"]
+    text = (course.root / "reports" / "class_report.txt").read_text()
+    reaching = next(s for s, a in attacked_class["students"].items() if a == "reaching_out")
+    assert f"  {reaching}: " in text.split("reached a limit of the sandbox")[1].split("\n\n")[0]
+    endless = next(s for s, a in attacked_class["students"].items() if a == "long_loop")
+    assert f"  {endless}: time" in text, text
+    # aa0_fake_grader and zz0_fake_grader hand in the same script: one run judges both.
+    assert "zz0_fake_grader: shares aa0_fake_grader's run" in text, text
