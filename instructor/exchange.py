@@ -208,9 +208,9 @@ class WorkbookSubmit(WorkbookFolder, ExchangeSubmit):
         self.log.info("Source: %s", self.src_path)
         self.log.info("Destination: %s", dest)
         self.check_filename_diff()
-        sent = what_is_sent(Path(self.src_path))
-        self.log.info("Sending: %s", sent)
         names = self.released_files(*self._ids()) if self.folder else None
+        sent = what_is_sent(Path(self.src_path), names)
+        self.log.info("Sending: %s", sent)
         copy_private(self.src_path, dest, names, self._ignore(),
                      {"timestamp.txt": self.timestamp, "submission_secret.txt": secret})
         cache = os.path.join(self.cache_path, self.assignment_filename.rsplit("+", 1)[0]
@@ -277,11 +277,12 @@ def _write_private(path: Path, data: bytes) -> None:
         out.write(data)
 
 
-def what_is_sent(folder: Path) -> str:
-    """'fashion_mnist.py last changed 10:42:13 UTC (3 min ago); the reading sees steps 1-3
-    done (3 of 12); 12 notebooks' for the submission folder."""
+def what_is_sent(folder: Path, names: list | None = None) -> str:
+    """'.../fashion_mnist.py last changed 2026-11-28 10:42:13 UTC (3 min ago); the reading sees
+    3 of 12 steps done, the first not done: step 4 (why); 12 notebooks' for the submission's
+    source folder (only the files `names`, when given)."""
     script = folder / SCRIPT
-    notebooks = len(list(folder.glob("*.ipynb")))
+    notebooks = len([p for p in folder.glob("*.ipynb") if names is None or p.name in names])
     if not script.is_file():
         return f"no {SCRIPT} in {folder}; {notebooks} notebooks"
     changed = datetime.datetime.fromtimestamp(script.stat().st_mtime, datetime.timezone.utc)
@@ -302,9 +303,10 @@ def steps_done(script: Path, timeout: float = 60) -> str:
     except (OSError, subprocess.SubprocessError, ValueError):
         return "the step checker could not read it"
     done = [r["step"] for r in results if r.get("passed")]
-    first = next((r["step"] for r in results if not r.get("passed")), None)
+    first = next((r for r in results if not r.get("passed")), None)
+    why = first and (first.get("message") or "").splitlines()[0][:120]
     return (f"the reading sees {len(done)} of {len(results)} steps done"
-            + (f", the first not done: step {first}" if first else ""))
+            + (f", the first not done: step {first['step']} ({why})" if first else ""))
 
 
 class WorkbookList(WorkbookFolder, ExchangeList):
