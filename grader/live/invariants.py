@@ -332,8 +332,10 @@ def same_weights(evidence: Evidence, setting: Setting) -> Result:
     different = [rank for rank, values in weights.items()
                  if values.shape != first.shape or _relative(first, values) > 0]  # fmt: skip
     if not different:
-        return finding(5, PASSED, "after the first training step every rank has the same "
-                       "weights")  # fmt: skip
+        return _same_weights_resumed(evidence) or finding(
+            5, PASSED, "after the first training step every rank has the same weights"
+            + (", in the resumed launch too" if len(_ranks_with(
+                evidence, 2, lambda r: r.weights_after_first_step)) == evidence.np else ""))  # fmt: skip
     return finding(
         5,
         FAILED,
@@ -342,6 +344,31 @@ def same_weights(evidence: Evidence, setting: Setting) -> Result:
         "its own random weights",
         "Add hvd.callbacks.BroadcastGlobalVariablesCallback(0) to the callbacks of model.fit, on "
         "every rank: it copies rank 0's weights to all after the first step.",
+    )
+
+
+def _same_weights_resumed(evidence: Evidence) -> Result | None:
+    """FAILED when the ranks' weights differ after the resumed launch's first step (rank 0's
+    loaded optimizer state never sent: a hand broadcast of the weights before model.fit keeps
+    the first launch equal, not the resume); None otherwise or when it did not get that far."""
+    weights = _ranks_with(evidence, 2, lambda r: r.weights_after_first_step)
+    if len(weights) < evidence.np:
+        return None
+    first = weights[0]
+    different = [rank for rank, values in weights.items()
+                 if values.shape != first.shape or _relative(first, values) > 0]  # fmt: skip
+    if not different:
+        return None
+    return finding(
+        5,
+        FAILED,
+        f"after the first training step of the resumed launch the weights of rank "
+        f"{different[0]} differ from rank 0's (by up to "
+        f"{_relative(first, weights[different[0]]):.0%}): rank 0 went on from its checkpoint, "
+        "the others from what they had",
+        "Add hvd.callbacks.BroadcastGlobalVariablesCallback(0) to the callbacks of model.fit, on "
+        "every rank: after the first step it copies rank 0's weights and optimizer state to all, "
+        "in every launch.",
     )
 
 

@@ -172,6 +172,26 @@ def test_different_weights_after_the_first_step_fail(tmp_path):
     assert found.status == FAILED and "the weights of rank 1 differ from rank 0's" in found.message
 
 
+def test_weights_that_differ_after_the_resumed_launchs_first_step_fail(tmp_path):
+    """A hand broadcast of model.variables before fit: equal in the first launch, but on resume
+    rank 0's loaded optimizer state is never sent and the ranks drift apart."""
+    good_ranks(tmp_path)
+    for rank in (0, 1):
+        record = write_rank(tmp_path / "records", rank, run=2, args=ARGS, finished=True,
+                            fit={**FIT, "initial_epoch": 2, "epochs": 3})  # fmt: skip
+        record.save_vector("after-first-step", weights(7 if rank == 0 else 8))
+    found = judged(tmp_path, 5)[5]
+    assert found.status == FAILED
+    assert found.message.startswith("after the first training step of the resumed launch the "
+                                    "weights of rank 1 differ from rank 0's")  # fmt: skip
+    (tmp_path / "records" / "run2-rank1-after-first-step.npy").unlink()
+    write_rank(tmp_path / "records", 1, run=2, args=ARGS, finished=True,
+               fit={**FIT, "initial_epoch": 2, "epochs": 3}).save_vector(
+                   "after-first-step", weights(7))  # fmt: skip
+    found = judged(tmp_path, 5)[5]
+    assert found.status == PASSED and found.message.endswith("in the resumed launch too")
+
+
 def test_each_rank_on_images_of_its_own_holds(tmp_path):
     good_ranks(tmp_path)
     found = judged(tmp_path, 6)[6]
