@@ -74,8 +74,9 @@ def test_the_memory_and_process_limits_are_named_in_the_attendees_notebook(hub, 
     cells = panel.locator(".jp-CodeCell")
     run_cell(cells.nth(0))
     expect(cells.nth(0)).to_contain_text("fork loop stopped after", timeout=60_000)
+    # After the cell: ending ~1,000 children takes a while on a busy machine.
     expect(cells.nth(0)).to_contain_text(
-        f"you reached your limit of {limits.DEFAULT_PIDS} processes and threads", timeout=60_000)
+        f"you reached your limit of {limits.DEFAULT_PIDS} processes and threads", timeout=240_000)
     expect(cells.nth(0)).to_contain_text("Process limit: during this cell,")
 
     started = time.monotonic()
@@ -86,8 +87,9 @@ def test_the_memory_and_process_limits_are_named_in_the_attendees_notebook(hub, 
     # The restarted kernel, in a fresh page (a busy machine can leave the old one disconnected).
     cells = open_notebook(page, s, alice, "notebooks/limits.ipynb").locator(".jp-CodeCell")
     run_cell(cells.nth(2))
-    expect(cells.nth(2)).to_contain_text("after the runaway", timeout=60_000)
-    said = cells.nth(2).inner_text()
+    output = cells.nth(2).locator(".jp-OutputArea")
+    expect(output).to_contain_text("after the runaway", timeout=120_000)
+    said = output.inner_text()
     assert "Memory limit: before this kernel started, 1 of your processes was killed for going " \
            f"over your memory limit of {MEMORY_MIB / 1024:.1f} GiB (your peak: " in said, said
     assert "If JupyterLab said the kernel died, this was it" in said
