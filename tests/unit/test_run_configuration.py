@@ -1,6 +1,6 @@
 """The run check's configuration and limits (grader/live/run.py, run_clock.py) and what the
 probe counts as code not the script's own (grader/live/probe.py), without starting a process.
-The real runs are in tests/system/test_run_configuration.py.
+The real runs are in tests/system/test_run_configuration_runs.py.
 """
 
 from __future__ import annotations
