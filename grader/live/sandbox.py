@@ -192,6 +192,7 @@ class Sandbox:
         rlimits = [f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
                    f"--nofile={limits.open_files}", "--core=0"]  # fmt: skip
         if self.as_root:
+            release_orphans()
             uid, gid = ensure_user(self.user)
             for folder in self.outer_writable:
                 if folder not in self._held["mounts"]:  # a second launch: the same tmpfs
@@ -404,6 +405,82 @@ def ensure_user(name: str) -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
+# --- what a grader that died left -------------------------------------------------------------
+# A grader killed with SIGKILL (or a machine's OOM killer) releases nothing: its tmpfs mounts and
+# cgroups stay. Each is named after the process that made it (HELD_BY, then its pid and start
+# time), so a later grader releases those whose maker is gone, and never another live grader's.
+
+HELD_BY = "workbook-sandbox-of-"
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat, field 22)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def holder_tag(pid: int | None = None) -> str:
+    """'PID-STARTTICKS' of this process (or `pid`): one process's, even after its pid is reused."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}-{_start_ticks(pid)}"
+
+
+def holder_alive(tag: str) -> bool:
+    """Whether the process a holder tag names still runs."""
+    pid, _, ticks = tag.partition("-")
+    return pid.isdigit() and _start_ticks(int(pid)) == ticks
+
+
+def _orphan_tag(name: str) -> str | None:
+    """The holder tag in a mount's source or a cgroup's name, when its holder is gone."""
+    if not name.startswith(HELD_BY):
+        return None
+    pid, ticks = (name[len(HELD_BY):].split("-") + ["", ""])[:2]
+    tag = f"{pid}-{ticks}"
+    return None if holder_alive(tag) else tag
+
+
+def orphaned_mounts(mountinfo: str) -> list[Path]:
+    """The sandbox tmpfs mounts in /proc/self/mountinfo's text whose grader is gone."""
+    found = []
+    for line in mountinfo.splitlines():
+        fields = line.split(" - ", 1)
+        if len(fields) != 2:
+            continue
+        where = fields[0].split()[4].encode().decode("unicode_escape")  # octal-escaped spaces
+        kind, source = (fields[1].split() + ["", ""])[:2]
+        if kind == "tmpfs" and _orphan_tag(source):
+            found.append(Path(where))
+    return found
+
+
+def orphaned_cgroups() -> list[Path]:
+    """The cgroup.procs files of the sandbox cgroups whose grader is gone."""
+    found = []
+    for controller in CONTROLLERS:
+        try:
+            parent = own_cgroup(controller)
+            groups = [g for g in parent.iterdir() if g.is_dir() and _orphan_tag(g.name)]
+        except (OSError, SandboxUnavailable):
+            continue
+        found += [group / "cgroup.procs" for group in groups]
+    return found
+
+
+def release_orphans() -> None:
+    """Kills what is left in dead graders' cgroups and removes them; unmounts their tmpfs."""
+    remove_cgroups(orphaned_cgroups())
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return
+    for folder in orphaned_mounts(mountinfo):
+        unmount(folder)
+
+
 # --- the writable folders ----------------------------------------------------------------------
 
 
@@ -418,7 +495,7 @@ def mount_tmpfs(folder: Path, size: int, inodes: int, uid: int, gid: int) -> Pat
             shutil.move(str(entry), kept / entry.name)
         options = (f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid},"
                    "nosuid,nodev,nosymfollow")  # fmt: skip
-        _run(["mount", "-t", "tmpfs", "-o", options, "workbook-sandbox", str(folder)])
+        _run(["mount", "-t", "tmpfs", "-o", options, f"{HELD_BY}{holder_tag()}", str(folder)])
         for entry in kept.iterdir():
             shutil.move(str(entry), folder / entry.name)
         for path in [folder, *folder.rglob("*")]:
@@ -479,7 +556,7 @@ def own_cgroup(controller: str) -> Path:
 
 def make_cgroups(limits: Limits) -> list[Path]:
     """A memory and a pids cgroup for one run; returns their cgroup.procs files."""
-    name = f"workbook-sandbox-{uuid.uuid4().hex[:12]}"
+    name = f"{HELD_BY}{holder_tag()}-{uuid.uuid4().hex[:12]}"
     groups = {c: own_cgroup(c) / name for c in CONTROLLERS}
     made = []
     try:

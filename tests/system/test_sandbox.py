@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from grader.live import sandbox as sandbox_module
 from grader.live.sandbox import Limits, Sandbox
 from workbook.paths import REPO
 
@@ -604,3 +605,30 @@ def test_a_named_pipe_among_the_records_does_not_hang_the_grader(box, tmp_path):
         os.close(os.open(records / "run9-rank0.json", os.O_WRONLY | os.O_NONBLOCK))
         read.join(5)
     assert not hung, "the grader waited on the pipe"
+
+
+@needs_root
+def test_what_a_grader_killed_with_sigkill_held_is_released_by_the_next(tmp_path):
+    """A grader killed mid-run (SIGKILL: no atexit, no finally) leaves its box's tmpfs and
+    cgroups; the next box released them, and never a live grader's."""
+    folder = tmp_path / "box"
+    child = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from grader.live import sandbox
+        sandbox.mount_tmpfs(Path({str(folder)!r}), 1 << 20, 64, 0, 0)
+        print(" ".join(str(p) for p in sandbox.make_cgroups(sandbox.Limits())), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == -9, done.stderr
+    cgroups = [Path(p) for p in done.stdout.split()]
+    assert os.path.ismount(folder) and all(p.exists() for p in cgroups)
+    with Sandbox() as live:  # this grader's own box is not an orphan
+        live._held["mounts"].append(
+            sandbox_module.mount_tmpfs(tmp_path / "live", 1 << 20, 64, 0, 0))
+        sandbox_module.release_orphans()
+        assert not os.path.ismount(folder) and not any(p.exists() for p in cgroups)
+        assert os.path.ismount(tmp_path / "live")
+    assert not os.path.ismount(tmp_path / "live")

@@ -5,6 +5,8 @@ The attacks on the real sandbox: tests/system/test_sandbox.py.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +190,45 @@ def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
     assert boxed.display_command == plain.display_command
     argv, env, cwd, writable = recorder.seen
     assert env == boxed.env and cwd == boxed.cwd and writable == [boxed.run_dir]
+
+
+# --- what a grader killed with SIGKILL left ---------------------------------------------------
+
+DEAD_TAG = "999999999-1"  # no such pid (above pid_max)
+
+
+def _mountinfo_line(where: str, source: str, kind: str = "tmpfs") -> str:
+    return f"612 30 0:95 / {where} rw,nosuid,nodev - {kind} {source} rw,size=262144k"
+
+
+def test_only_the_mounts_of_a_grader_that_is_gone_are_orphans():
+    alive = sandbox_module.holder_tag()
+    mountinfo = "\n".join([
+        _mountinfo_line("/tmp/run-a/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
+        _mountinfo_line("/tmp/run\\040b/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
+        _mountinfo_line("/tmp/run-c/box", f"{sandbox_module.HELD_BY}{alive}"),  # this grader's
+        _mountinfo_line("/tmp/run-d/box", "tmpfs"),  # not the sandbox's
+        _mountinfo_line("/tmp/run-e/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}", kind="ext4"),
+    ])
+    assert sandbox_module.orphaned_mounts(mountinfo) == [Path("/tmp/run-a/box"),
+                                                         Path("/tmp/run b/box")]
+
+
+def test_a_holder_is_one_process_even_when_its_pid_is_reused():
+    pid = os.getpid()
+    assert sandbox_module.holder_alive(sandbox_module.holder_tag())
+    assert not sandbox_module.holder_alive(f"{pid}-0")  # same pid, another start time
+    assert not sandbox_module.holder_alive(DEAD_TAG)
+    assert not sandbox_module.holder_alive("not-a-tag")
+
+
+def test_the_run_cgroups_are_named_after_their_grader(monkeypatch, tmp_path):
+    for controller in sandbox_module.CONTROLLERS:
+        (tmp_path / controller).mkdir()
+    monkeypatch.setattr(sandbox_module, "own_cgroup", lambda controller: tmp_path / controller)
+    made = sandbox_module.make_cgroups(Limits())
+    assert all(p.parent.name.startswith(sandbox_module.HELD_BY + sandbox_module.holder_tag())
+               for p in made)
+    dead = tmp_path / "memory" / f"{sandbox_module.HELD_BY}{DEAD_TAG}-0123456789ab"
+    dead.mkdir()
+    assert sandbox_module.orphaned_cgroups() == [dead / "cgroup.procs"]
