@@ -38,7 +38,7 @@ from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
 from grader.source import FileProblem, parse, read_source
-from workbook import class_progress
+from workbook import class_progress, prose
 
 DEFAULT_PATH = "fashion_mnist.py"
 STEPS = tuple(sorted(RULES))
@@ -78,8 +78,9 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
     result = _check(path, [step])[0]
     if run_if_unsure and result.status == CANT_TELL and not result.file_problem:
         why = result.message.removeprefix(CANT_TELL_SAYS).removesuffix(")")
-        print(f"The reading can't tell for sure ({why}): running your script to decide "
-              "(interrupt the kernel to stop it).", flush=True)  # fmt: skip
+        # Wrapped between words, its code as code (a notebook's plain output breaks anywhere).
+        prose.show(f"The reading can't tell for sure ({why}): running your script to decide "
+                   "(interrupt the kernel to stop it).")
         result = judge.decide(Results([result]), run_step(step, path))[0]
     class_progress.note(step, result.status)  # on a workshop hub: the instructor's class view
     return result

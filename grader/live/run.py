@@ -64,6 +64,7 @@ from grader.live.run_clock import RunClock
 from grader.reference import reference_path
 from grader.report import FAILED, PASSED
 from grader.report import Result
+from workbook import estimates
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import SOLUTIONS_DIR
 
@@ -145,10 +146,11 @@ def run_step(
     # Before step 8 the ranks can't agree on a resume (and need not): one run shows the rest.
     runs = 2 if step >= RESUME_STEP else 1
     if not quiet:
+        # How long, from this machine's measured speed and its load now (workbook.estimates).
         print(
             f"Running {Path(path).name} on {np} workers{', twice' if runs == 2 else ''} (a few "
-            f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; 10-40 s, "
-            f"never more than {timeout:g} s of the machine's time)...",
+            f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; "
+            f"{estimates.check_run(runs, timeout)})...",
             flush=True,
         )
     say = None if quiet else lambda line: print(f"  {line}", flush=True)
