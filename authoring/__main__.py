@@ -17,8 +17,10 @@ GENERATORS = {"chain": chain.main, "notebooks": notebooks.main}
 
 
 def record(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m authoring record",
-                                     description="Rewrite a variant's patch from an edited copy.")
+    parser = argparse.ArgumentParser(
+        prog="python -m authoring record",
+        description="Rewrite a variant's patch from an edited copy.",
+    )
     parser.add_argument("variant", choices=sorted(variants.VARIANTS))
     parser.add_argument("edited", type=Path, help="the variant as it should be")
     args = parser.parse_args(argv)
@@ -34,8 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         return record(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m authoring", description=__doc__)
     parser.add_argument("command", choices=["build", "check"])
-    parser.add_argument("what", nargs="?", choices=["all", *GENERATORS], default="all",
-                        help="what to build or check (default: all)")
+    parser.add_argument(
+        "what",
+        nargs="?",
+        choices=["all", *GENERATORS],
+        default="all",
+        help="what to build or check (default: all)",
+    )
     args = parser.parse_args(argv)
     status = 0
     for name in GENERATORS if args.what == "all" else [args.what]:

@@ -139,9 +139,7 @@ def _opened_block(directive: str, text: str, indent: str, number: int, filename:
             raise StepSyntaxError(f"expected '#@ step N', got {text.strip()!r}", number, filename)
         step = int(step_match.group(1))
         if not 1 <= step <= LAST_STEP:
-            raise StepSyntaxError(
-                f"step number {step} is outside 1..{LAST_STEP}", number, filename
-            )
+            raise StepSyntaxError(f"step number {step} is outside 1..{LAST_STEP}", number, filename)
         return Block(step=step, line=number, indent=indent)
     bonus_match = _BONUS.fullmatch(directive)
     if not bonus_match:
@@ -264,9 +262,14 @@ def build(source_path: Path | None = None, output_dir: Path | None = None) -> li
 
 def main(argv=None) -> int:
     return build_or_check_main(
-        argv, prog="python -m authoring.chain", what="step scripts",
+        argv,
+        prog="python -m authoring.chain",
+        what="step scripts",
         description=f"Render the step scripts in solutions/ from {SOURCE.relative_to(REPO)}",
-        build=build, stale=stale_files, source_error=(StepSyntaxError, variants.PatchError))
+        build=build,
+        stale=stale_files,
+        source_error=(StepSyntaxError, variants.PatchError),
+    )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,16 @@ def write_changed(expected: dict[str, str], output_dir: Path) -> list[str]:
     return written
 
 
-def build_or_check_main(argv, *, prog: str, description: str, what: str,
-                        build: Callable[[], list], stale: Callable[[], list],
-                        source_error: type[Exception] | tuple[type[Exception], ...]) -> int:
+def build_or_check_main(
+    argv,
+    *,
+    prog: str,
+    description: str,
+    what: str,
+    build: Callable[[], list],
+    stale: Callable[[], list],
+    source_error: type[Exception] | tuple[type[Exception], ...],
+) -> int:
     """`PROG build` writes the generated files; `PROG check` exits 1 naming the stale ones."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("command", choices=["build", "check"])

@@ -142,8 +142,10 @@ class NotebookSourceError(ValueError):
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _TODO = re.compile(r"#\s*TODO: Step (\d+)\b")
-NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                "fourteen fifteen sixteen seventeen eighteen nineteen twenty").split()
+NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
 
 
 # --- what is derived from the chain -------------------------------------------------------
@@ -351,9 +353,7 @@ def fill(text: str, values: dict, where: str) -> str:
         if name not in values:
             known = ", ".join(sorted(values))
             why = (
-                "it needs a step notebook"
-                if name in STEP_PLACEHOLDERS
-                else f"known here: {known}"
+                "it needs a step notebook" if name in STEP_PLACEHOLDERS else f"known here: {known}"
             )
             raise NotebookSourceError(f"{where}: unknown placeholder {{{{ {name} }}}} ({why})")
         return values[name]()
@@ -364,8 +364,10 @@ def fill(text: str, values: dict, where: str) -> str:
 def _ends_with_next(markdown: str, where: str) -> bool:
     """Whether a step notebook's Markdown cell has {{ next }}, which must end it."""
     found = [m for m in _PLACEHOLDER.finditer(markdown) if m.group(1) == "next"]
-    if found and markdown[found[-1].end():].strip():
-        raise NotebookSourceError(f"{where}: {{{{ next }}}} must end its cell (the Next cell follows)")
+    if found and markdown[found[-1].end() :].strip():
+        raise NotebookSourceError(
+            f"{where}: {{{{ next }}}} must end its cell (the Next cell follows)"
+        )
     return bool(found)
 
 
@@ -401,7 +403,9 @@ def build_notebook(
         if cell.cell_type == "markdown":
             cells.append(nbformat.v4.new_markdown_cell(fill(cell.source, values, where)))
             if step is not None and _ends_with_next(cell.source, where):
-                following = nbformat.v4.new_code_cell(next_cell_source(notebooks, entry, source_dir))
+                following = nbformat.v4.new_code_cell(
+                    next_cell_source(notebooks, entry, source_dir)
+                )
                 following.metadata["tags"] = [NEXT_TAG]
                 cells.append(following)
         elif cell.cell_type == "code" and CHECK_TAG in tags:
@@ -444,7 +448,10 @@ def build_notebook(
     notebook.metadata = {
         "kernelspec": dict(KERNELSPEC),
         "language_info": dict(LANGUAGE_INFO),
-        "workbook": {"generated_from": f"src/{entry.source_name}", "build": "python -m authoring.notebooks build"},
+        "workbook": {
+            "generated_from": f"src/{entry.source_name}",
+            "build": "python -m authoring.notebooks build",
+        },
     }
     nbformat.validate(notebook)
     return notebook
@@ -476,7 +483,9 @@ def expected_notebooks(
             f"{', '.join(unlisted)} in {source_dir or SOURCE_DIR}: in no entry of the manifest "
             "(add each to workbook.facts.NOTEBOOKS)"
         )
-    missing = [name for name in sorted(listed) if not (Path(source_dir or SOURCE_DIR) / name).is_file()]
+    missing = [
+        name for name in sorted(listed) if not (Path(source_dir or SOURCE_DIR) / name).is_file()
+    ]
     if missing:
         raise NotebookSourceError(f"no source {', '.join(missing)} in {source_dir or SOURCE_DIR}")
     chain_text = chain_text if chain_text is not None else SOURCE.read_text(encoding="utf-8")
@@ -515,9 +524,14 @@ def build(source_dir: Path | None = None, output_dir: Path | None = None) -> lis
 
 def main(argv=None) -> int:
     return build_or_check_main(
-        argv, prog="python -m authoring.notebooks", what="notebooks",
+        argv,
+        prog="python -m authoring.notebooks",
+        what="notebooks",
         description="Generate notebooks/*.ipynb from notebooks/src/*.md",
-        build=build, stale=stale_notebooks, source_error=NotebookSourceError)
+        build=build,
+        stale=stale_notebooks,
+        source_error=NotebookSourceError,
+    )
 
 
 if __name__ == "__main__":

@@ -108,8 +108,11 @@ def multiple_of_classes(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m authoring.sample", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m authoring.sample",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--src", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--dest", type=Path, default=SAMPLE_DIR)
     parser.add_argument("--train", type=multiple_of_classes, default=3000, help="training images")

@@ -72,8 +72,9 @@ def parse_patch(text: str, filename: str = "<patch>") -> list[Hunk]:
     return hunks
 
 
-def apply_patch(base: str, patch: str, filename: str = "<patch>", base_name: str = "the base"
-                ) -> str:
+def apply_patch(
+    base: str, patch: str, filename: str = "<patch>", base_name: str = "the base"
+) -> str:
     """`base` with the hunks of `patch` applied in order; PatchError names the first that does
     not match exactly one place after the previous hunk."""
     lines = base.splitlines()

@@ -12,16 +12,31 @@ from pathlib import Path
 # Reading TensorBoard logs imports TensorFlow here: keep its C++ start-up lines out of the report.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench import (accuracy, grading, machine, overhead, plots, readme,  # noqa: E402
-                   run_profile, scaling, verdicts)
+from bench import (  # noqa: E402
+    accuracy,
+    grading,
+    machine,
+    overhead,
+    plots,
+    readme,
+    run_profile,
+    scaling,
+    verdicts,
+)
 from bench.processes import runs_stopped_on_signals  # noqa: E402
 from workbook.bench_results import RESULTS_DIR  # noqa: E402
 
 BENCHMARKS = {
-    "scaling": lambda out, args: scaling.run(out, args.tiny, args.repeats or (1 if args.tiny else 5)),
-    "accuracy": lambda out, args: accuracy.run(out, args.tiny, args.repeats or (1 if args.tiny else 3)),
+    "scaling": lambda out, args: scaling.run(
+        out, args.tiny, args.repeats or (1 if args.tiny else 5)
+    ),
+    "accuracy": lambda out, args: accuracy.run(
+        out, args.tiny, args.repeats or (1 if args.tiny else 3)
+    ),
     # Tiny overhead runs twice: the second repetition must start afresh, not resume the first.
-    "overhead": lambda out, args: overhead.run(out, args.tiny, args.repeats or (2 if args.tiny else 3)),
+    "overhead": lambda out, args: overhead.run(
+        out, args.tiny, args.repeats or (2 if args.tiny else 3)
+    ),
     "grading": lambda out, args: grading.run(out, args.tiny, args.students),
     # The learner-style corpus, read and run: how often each verdict is right.
     "verdicts": lambda out, args: verdicts.run(out, args.tiny),
@@ -50,18 +65,32 @@ def run_all(which: list, args) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("which", nargs="*", default=["all"],
-                        choices=["all", "readme", *BENCHMARKS],
-                        help="which benchmarks (default: all); readme: rewrite README.md's "
-                        "benchmark section from bench/results")
-    parser.add_argument("--tiny", action="store_true",
-                        help="seconds-long settings that only check that everything runs")
-    parser.add_argument("--out", type=Path,
-                        help="where the JSON and PNG files go (default: bench/results, "
-                        "with --tiny bench/results/tiny)")
+    parser.add_argument(
+        "which",
+        nargs="*",
+        default=["all"],
+        choices=["all", "readme", *BENCHMARKS],
+        help="which benchmarks (default: all); readme: rewrite README.md's "
+        "benchmark section from bench/results",
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="seconds-long settings that only check that everything runs",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the JSON and PNG files go (default: bench/results, "
+        "with --tiny bench/results/tiny)",
+    )
     parser.add_argument("--repeats", type=int, help="repetitions of the timed runs")
-    parser.add_argument("--students", type=int, default=200,
-                        help="size of the synthetic class for the grading benchmark")
+    parser.add_argument(
+        "--students",
+        type=int,
+        default=200,
+        help="size of the synthetic class for the grading benchmark",
+    )
     args = parser.parse_args(argv)
     if args.out is None:  # tiny results never replace the real ones
         args.out = RESULTS_DIR / "tiny" if args.tiny else RESULTS_DIR

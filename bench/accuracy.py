@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench import machine, results, settings
 from bench.processes import busy_note
-from bench.training import STARTER, SOLUTION, Launch, run_script, run_separate
+from bench.training import SOLUTION, STARTER, Launch, run_script, run_separate
 from workbook import speed
 from workbook.bench_results import ACCURACY_CONFIGS, accuracy_time_key
 from workbook.facts import usable_cores
@@ -31,21 +31,28 @@ TARGETS = (0.89, 0.90)
 
 def launches(cores: int, gpus: int) -> dict:
     if gpus:
-        return {"reference": Launch(1, None, True, gpus=True),
-                "distributed": Launch(gpus, None, True, gpus=True),
-                "baseline": Launch(1, None, horovodrun=False, gpus=True)}
+        return {
+            "reference": Launch(1, None, True, gpus=True),
+            "distributed": Launch(gpus, None, True, gpus=True),
+            "baseline": Launch(1, None, horovodrun=False, gpus=True),
+        }
     share = max(1, cores // 2)
-    return {"reference": Launch(1, share, pinned=True),
-            "distributed": Launch(2, share, pinned=True),
-            "baseline": Launch(1, None, horovodrun=False)}
+    return {
+        "reference": Launch(1, share, pinned=True),
+        "distributed": Launch(2, share, pinned=True),
+        "baseline": Launch(1, None, horovodrun=False),
+    }
 
 
 def curve(run) -> list:
     """[{epoch, seconds, accuracy}]: test accuracy after each epoch, seconds since the launch."""
     points = epoch_scalars(run.log_dir, "validation", "epoch_accuracy")
     return [
-        {"epoch": epoch + 1, "seconds": round(wall - run.timed.started_at, 1),
-         "accuracy": round(value, 4)}
+        {
+            "epoch": epoch + 1,
+            "seconds": round(wall - run.timed.started_at, 1),
+            "accuracy": round(value, 4),
+        }
         for wall, epoch, value in points
     ]
 
@@ -61,15 +68,19 @@ def schedule(repeats: int, side_by_side: bool) -> list:
     a pair of reference runs comes every other repetition."""
     order = []
     for repetition in range(repeats):
-        names = [n for n in ACCURACY_CONFIGS
-                 if n != "reference" or not side_by_side or repetition % 2 == 0]
+        names = [
+            n
+            for n in ACCURACY_CONFIGS
+            if n != "reference" or not side_by_side or repetition % 2 == 0
+        ]
         turn = repetition % len(names)
         order += [(repetition, name) for name in names[turn:] + names[:turn]]
     return order
 
 
-def measure(name: str, launch: Launch, args: list, folder: Path, tiny: bool,
-            side_by_side: bool) -> list:
+def measure(
+    name: str, launch: Launch, args: list, folder: Path, tiny: bool, side_by_side: bool
+) -> list:
     """Runs one configuration once (the reference side by side: twice); a record per run."""
     script = STARTER if name == "baseline" else SOLUTION
     timeout = settings.run_timeout(tiny)
@@ -83,13 +94,18 @@ def measure(name: str, launch: Launch, args: list, folder: Path, tiny: bool,
 
 def run_record(name: str, launch: Launch, script: Path, run, side_by_side: bool) -> dict:
     points = curve(run)  # reads the run's TensorBoard log
-    return {"config": name, "launch": launch.label, "script": script.name, "curve": points,
-            "wall_seconds": round(run.timed.wall_seconds, 1),
-            "final_test_accuracy": run.result["test_accuracy"],
-            "side_by_side": side_by_side,
-            "neighbours": run.timed.neighbours,
-            "others_mean_cores": run.timed.others_mean_share,
-            **{accuracy_time_key(t): time_to(points, t) for t in TARGETS}}
+    return {
+        "config": name,
+        "launch": launch.label,
+        "script": script.name,
+        "curve": points,
+        "wall_seconds": round(run.timed.wall_seconds, 1),
+        "final_test_accuracy": run.result["test_accuracy"],
+        "side_by_side": side_by_side,
+        "neighbours": run.timed.neighbours,
+        "others_mean_cores": run.timed.others_mean_share,
+        **{accuracy_time_key(t): time_to(points, t) for t in TARGETS},
+    }
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path:
@@ -104,15 +120,30 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 3, echo=print) -> Path
             record["repetition"] = repetition
             measurements.append(record)
             reached = ", ".join(
-                f"{round(t * 100)}% at {s:.0f} s" if (s := record[accuracy_time_key(t)]) is not None
-                else f"{round(t * 100)}% not reached" for t in TARGETS)
-            echo(f"  accuracy {repetition + 1}/{repeats}: {name} ({configs[name].label}): "
-                 f"{reached}; final {record['final_test_accuracy']:.4f}"
-                 + busy_note(record["neighbours"]))
+                f"{round(t * 100)}% at {s:.0f} s"
+                if (s := record[accuracy_time_key(t)]) is not None
+                else f"{round(t * 100)}% not reached"
+                for t in TARGETS
+            )
+            echo(
+                f"  accuracy {repetition + 1}/{repeats}: {name} ({configs[name].label}): "
+                f"{reached}; final {record['final_test_accuracy']:.4f}"
+                + busy_note(record["neighbours"])
+            )
     summary = summarize(configs, measurements)
-    return results.write("accuracy", out_dir, {
-        "script_args": args, "cores": cores, "gpus": gpus, "repeats": repeats,
-        "reference_side_by_side": side_by_side}, measurements, summary)
+    return results.write(
+        "accuracy",
+        out_dir,
+        {
+            "script_args": args,
+            "cores": cores,
+            "gpus": gpus,
+            "repeats": repeats,
+            "reference_side_by_side": side_by_side,
+        },
+        measurements,
+        summary,
+    )
 
 
 def summarize(configs: dict, measurements: list) -> dict:
@@ -121,11 +152,13 @@ def summarize(configs: dict, measurements: list) -> dict:
     summary = {"targets": list(TARGETS)}
     for name, launch in configs.items():
         runs = [m for m in measurements if m["config"] == name]
-        entry = {"config": launch.label, "runs": len(runs),
-                 "final_test_accuracy": results.summarize(
-                     [m["final_test_accuracy"] for m in runs]),
-                 "wall_seconds": results.summarize([m["wall_seconds"] for m in runs]),
-                 "runs_with_busy_neighbours": sum(bool(m["neighbours"]) for m in runs)}
+        entry = {
+            "config": launch.label,
+            "runs": len(runs),
+            "final_test_accuracy": results.summarize([m["final_test_accuracy"] for m in runs]),
+            "wall_seconds": results.summarize([m["wall_seconds"] for m in runs]),
+            "runs_with_busy_neighbours": sum(bool(m["neighbours"]) for m in runs),
+        }
         for target in TARGETS:
             key = accuracy_time_key(target)
             times = [m[key] for m in runs if m[key] is not None]
@@ -137,7 +170,8 @@ def summarize(configs: dict, measurements: list) -> dict:
         for other in ("reference", "baseline"):
             mine, theirs = medians["distributed"], medians[other]
             summary[f"speedup_to_{round(target * 100)}_over_{other}"] = (
-                round(theirs / mine, 3) if mine and theirs else None)
+                round(theirs / mine, 3) if mine and theirs else None
+            )
     return summary
 
 

@@ -81,9 +81,13 @@ def _deletable_horovod_lines() -> tuple[int, ...]:
     """The solution's Horovod lines (not comments) whose deletion leaves code that parses: a
     mistake, not a syntax error. Found once: each parse checks the whole script."""
     lines = reference(LAST_STEP).splitlines(keepends=True)
-    return tuple(i for i, line in enumerate(lines)
-                 if "hvd." in line and not line.lstrip().startswith("#")
-                 and _parses(lines[:i] + lines[i + 1:]))
+    return tuple(
+        i
+        for i, line in enumerate(lines)
+        if "hvd." in line
+        and not line.lstrip().startswith("#")
+        and _parses(lines[:i] + lines[i + 1 :])
+    )
 
 
 def _parses(lines: list) -> bool:
@@ -104,10 +108,14 @@ def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
     ends with a comment of its own: students who hand in the same bytes share one run
     (instructor/judging.py), which a real class of 200 rarely does, so none here does."""
     rng = random.Random(seed)
-    scripts = {student: synthetic_script(kind, rng)
-               for student, kind in synthetic_kinds(students, kinds).items()}  # fmt: skip
-    return {student: script + f"\n# {student}\n" if script else script
-            for student, script in scripts.items()}  # fmt: skip
+    scripts = {
+        student: synthetic_script(kind, rng)
+        for student, kind in synthetic_kinds(students, kinds).items()
+    }
+    return {
+        student: script + f"\n# {student}\n" if script else script
+        for student, script in scripts.items()
+    }
 
 
 BASELINE_REF = "0ee3453"  # the path before isolated kernels and parallel runs (1,393 s for 200)
@@ -134,13 +142,22 @@ COMMAND_TIMEOUT_S = 3600
 def timed(argv: list, ok_codes=(0,), cwd=None, env=None) -> tuple:
     started = time.perf_counter()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False,
-                              timeout=COMMAND_TIMEOUT_S, env=env)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            check=False,
+            timeout=COMMAND_TIMEOUT_S,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{' '.join(map(str, argv))} did not finish in {COMMAND_TIMEOUT_S} s")
     seconds = time.perf_counter() - started
     if done.returncode not in ok_codes:
-        raise RuntimeError(f"{' '.join(argv)} exited with {done.returncode}:\n{done.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(argv)} exited with {done.returncode}:\n{done.stderr[-2000:]}"
+        )
     return seconds, done
 
 
@@ -151,8 +168,10 @@ def nbgrader_class(work: Path, scripts: dict, env=None) -> Path:
     shutil.rmtree(root, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     roster = work / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{s},{s},Synthetic,{s}@example.org\n" for s in scripts))
+    roster.write_text(
+        "id,first_name,last_name,email\n"
+        + "".join(f"{s},{s},Synthetic,{s}@example.org\n" for s in scripts)
+    )
     for command in (["init", root], ["generate", root], ["add-students", root, roster]):
         timed(instructor_command(*command), env=env, cwd=cwd_of(env))
     release = root / "release" / "horovod_steps"
@@ -188,8 +207,9 @@ def autograde_once(root: Path, env=None, extra=()) -> dict:
     """One `autograde --force` of the whole class (`extra`: its other options): seconds, and
     what the path recorded. Every script is judged anew (its earlier judgement removed)."""
     shutil.rmtree(root / "logs" / "autograde" / "judged", ignore_errors=True)
-    seconds, _ = timed(instructor_command("autograde", root, "--force", *extra), (0, 1),
-                       env=env, cwd=cwd_of(env))
+    seconds, _ = timed(
+        instructor_command("autograde", root, "--force", *extra), (0, 1), env=env, cwd=cwd_of(env)
+    )
     logs = root / "logs" / "autograde"
     # The 1-minute load average at the end, the grading's own processes included: far above
     # its own (about 4 with 3 runs), other work shared the machine.
@@ -228,8 +248,9 @@ def breakdown(run: dict, students: int) -> dict:
     }
 
 
-def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students: int,
-                     echo=print) -> dict:
+def paired_autograde(
+    work: Path, scripts: dict, repeats: int, baseline_students: int, echo=print
+) -> dict:
     """`repeats` alternating autogrades: the baseline (BASELINE_REF, on the first
     `baseline_students` of the class, since it takes 7 s a student; 0: none) and the current
     path."""
@@ -244,14 +265,26 @@ def paired_autograde(work: Path, scripts: dict, repeats: int, baseline_students:
         quick.append(autograde_once(current_root, extra=("--no-run",)))
         quick_scores = exported_scores(current_root, work / "quick")
         current.append(autograde_once(current_root))
-        before = (f"baseline {BASELINE_REF} {baseline[-1]['seconds'] / len(subset):.2f} "
-                  "s/student, " if subset else "")
-        echo(f"  grading: autograde {repeat + 1}/{repeats}: {before}quick pass (no runs) "
-             f"{quick[-1]['seconds'] / len(scripts):.2f} s/student, with runs "
-             f"{current[-1]['seconds'] / len(scripts):.2f} s/student")
-    return {"current_root": current_root, "baseline_root": baseline_root, "env": env,
-            "current": current, "quick": quick, "quick_scores": quick_scores,
-            "baseline": baseline, "baseline_students": len(subset)}
+        before = (
+            f"baseline {BASELINE_REF} {baseline[-1]['seconds'] / len(subset):.2f} s/student, "
+            if subset
+            else ""
+        )
+        echo(
+            f"  grading: autograde {repeat + 1}/{repeats}: {before}quick pass (no runs) "
+            f"{quick[-1]['seconds'] / len(scripts):.2f} s/student, with runs "
+            f"{current[-1]['seconds'] / len(scripts):.2f} s/student"
+        )
+    return {
+        "current_root": current_root,
+        "baseline_root": baseline_root,
+        "env": env,
+        "current": current,
+        "quick": quick,
+        "quick_scores": quick_scores,
+        "baseline": baseline,
+        "baseline_students": len(subset),
+    }
 
 
 # The one-file timings' names: the checker on the chain's solution and on its starting script.
@@ -265,8 +298,9 @@ def time_one_file(repeats: int, echo=print) -> dict:
     solution, starter = SOLUTIONS_DIR / output_name(LAST_STEP), SOLUTIONS_DIR / output_name(0)
     one_file = {
         ONE_FILE_SOLUTION: [timed(grader_command("check", solution))[0] for _ in range(repeats)],
-        ONE_FILE_STARTER: [timed(grader_command("check", starter), (1,))[0]
-                           for _ in range(repeats)],
+        ONE_FILE_STARTER: [
+            timed(grader_command("check", starter), (1,))[0] for _ in range(repeats)
+        ],
     }
     for name, seconds in one_file.items():
         echo(f"  grading: one file, {name}: median {results.summarize(seconds)['median']:.3f} s")
@@ -285,25 +319,44 @@ def time_batch(submitted: Path, repeats: int) -> tuple:
 def reading_mismatches(students: list, batch: dict, quick: dict, baseline: dict) -> dict:
     """{student: scores} where the reading's two paths (batch, nbgrader's quick pass) disagree,
     or the baseline's differs from the quick pass."""
-    mismatches = {s: {"batch": batch.get(s), "quick": quick.get(s)}
-                  for s in students if batch.get(s) != quick.get(s)}
-    mismatches.update({s: {"baseline": baseline.get(s), "quick": quick.get(s)}
-                       for s in baseline if baseline[s] != quick.get(s)})
+    mismatches = {
+        s: {"batch": batch.get(s), "quick": quick.get(s)}
+        for s in students
+        if batch.get(s) != quick.get(s)
+    }
+    mismatches.update(
+        {
+            s: {"baseline": baseline.get(s), "quick": quick.get(s)}
+            for s in baseline
+            if baseline[s] != quick.get(s)
+        }
+    )
     return mismatches
 
 
 def chain_scripts_scored_wrong(kinds: dict, nbgrader_scores: dict) -> tuple:
     """(how many scripts stop after a step, {student: truth and score} of those that do not
     score that step with runs)."""
-    truths = {s: float(step) for s, kind in kinds.items()
-              if (step := stopped_after(kind)) is not None}
-    wrong = {s: {"truth": truth, "nbgrader": nbgrader_scores.get(s)}
-             for s, truth in truths.items() if nbgrader_scores.get(s) != truth}  # fmt: skip
+    truths = {
+        s: float(step) for s, kind in kinds.items() if (step := stopped_after(kind)) is not None
+    }
+    wrong = {
+        s: {"truth": truth, "nbgrader": nbgrader_scores.get(s)}
+        for s, truth in truths.items()
+        if nbgrader_scores.get(s) != truth
+    }
     return len(truths), wrong
 
 
-def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 10,
-        echo=print, autograde_repeats: int = 3, baseline_students: int = 30) -> Path:
+def run(
+    out_dir: Path,
+    tiny: bool = False,
+    students: int = 200,
+    repeats: int = 10,
+    echo=print,
+    autograde_repeats: int = 3,
+    baseline_students: int = 30,
+) -> Path:
     students = len(TINY_KINDS) if tiny else students
     repeats = 2 if tiny else repeats
     kinds = synthetic_kinds(students, TINY_KINDS if tiny else None)
@@ -316,24 +369,35 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
     scripts = synthetic_class(students, kinds=TINY_KINDS if tiny else None)
     root = nbgrader_class(work, scripts)
     batch_seconds, batch_scores = time_batch(root / "submitted", max(1, repeats // 3))
-    echo(f"  grading: batch, {students} submissions: "
-         f"median {results.summarize(batch_seconds)['median']:.2f} s")
+    echo(
+        f"  grading: batch, {students} submissions: "
+        f"median {results.summarize(batch_seconds)['median']:.2f} s"
+    )
 
-    pairs = paired_autograde(work, scripts, 1 if tiny else autograde_repeats,
-                             0 if tiny else baseline_students, echo)
+    pairs = paired_autograde(
+        work, scripts, 1 if tiny else autograde_repeats, 0 if tiny else baseline_students, echo
+    )
     nbgrader_scores = exported_scores(pairs["current_root"], work)
-    baseline_scores = (exported_scores(pairs["baseline_root"], work / "baseline", pairs["env"])
-                       if pairs["baseline_root"] else {})
+    baseline_scores = (
+        exported_scores(pairs["baseline_root"], work / "baseline", pairs["env"])
+        if pairs["baseline_root"]
+        else {}
+    )
     current_seconds = [r["seconds"] for r in pairs["current"]]
-    echo(f"  grading: nbgrader autograde, {students} submissions: median "
-         f"{results.summarize(current_seconds)['median']:.1f} s")
-    mismatches = reading_mismatches(list(scripts), batch_scores, pairs["quick_scores"],
-                                    baseline_scores)
+    echo(
+        f"  grading: nbgrader autograde, {students} submissions: median "
+        f"{results.summarize(current_seconds)['median']:.1f} s"
+    )
+    mismatches = reading_mismatches(
+        list(scripts), batch_scores, pairs["quick_scores"], baseline_scores
+    )
     echo(f"  grading: grades equal for {students - len(mismatches)} of {students} students")
     # With runs: a script that stops after step N scores N (the chain's truth).
     stopped, wrong = chain_scripts_scored_wrong(kinds, nbgrader_scores)
-    echo(f"  grading: with runs, {stopped - len(wrong)} of {stopped} scripts of the "
-         "chain score their step")
+    echo(
+        f"  grading: with runs, {stopped - len(wrong)} of {stopped} scripts of the "
+        "chain score their step"
+    )
 
     measurements = {
         "one_file_seconds": {name: [round(s, 4) for s in v] for name, v in one_file.items()},
@@ -341,8 +405,14 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "autograde_current": pairs["current"],
         "autograde_baseline": pairs["baseline"],
         "autograde_quick": pairs["quick"],
-        "scores": {s: {"batch": batch_scores.get(s), "quick": pairs["quick_scores"].get(s),
-                       "nbgrader": nbgrader_scores.get(s)} for s in scripts},
+        "scores": {
+            s: {
+                "batch": batch_scores.get(s),
+                "quick": pairs["quick_scores"].get(s),
+                "nbgrader": nbgrader_scores.get(s),
+            }
+            for s in scripts
+        },
     }
     summary = {
         "one_file_seconds": {name: results.summarize(v) for name, v in one_file.items()},
@@ -351,14 +421,24 @@ def run(out_dir: Path, tiny: bool = False, students: int = 200, repeats: int = 1
         "mismatches": mismatches,
         "runs_score_the_chains_steps": not wrong,
         "runs_wrong": wrong,
-        "score_histogram": {str(k): sorted(batch_scores.values()).count(k)
-                            for k in sorted(set(batch_scores.values()))},
-        "targets": {"one_file_seconds": 0.3, "batch_seconds_for_200": 20,
-                    "quick_pass_seconds_for_200": 300, "nbgrader_seconds_for_200": 1200},
+        "score_histogram": {
+            str(k): sorted(batch_scores.values()).count(k)
+            for k in sorted(set(batch_scores.values()))
+        },
+        "targets": {
+            "one_file_seconds": 0.3,
+            "batch_seconds_for_200": 20,
+            "quick_pass_seconds_for_200": 300,
+            "nbgrader_seconds_for_200": 1200,
+        },
     }
-    return results.write("grading", out_dir, {"students": students, "repeats": repeats,
-                                              "autograde_repeats": len(current_seconds)},
-                         measurements, summary)
+    return results.write(
+        "grading",
+        out_dir,
+        {"students": students, "repeats": repeats, "autograde_repeats": len(current_seconds)},
+        measurements,
+        summary,
+    )
 
 
 def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:
@@ -367,8 +447,9 @@ def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:
     current_seconds = [r["seconds"] for r in pairs["current"]]
     per_student = {"current": [s / students for s in current_seconds]}
     if pairs["baseline"]:
-        per_student["baseline"] = [r["seconds"] / pairs["baseline_students"]
-                                   for r in pairs["baseline"]]
+        per_student["baseline"] = [
+            r["seconds"] / pairs["baseline_students"] for r in pairs["baseline"]
+        ]
     per_student_stats = {k: results.summarize(v) for k, v in per_student.items()}
     breakdowns = [breakdown(r, students) for r in pairs["current"]]
     quick_seconds = [r["seconds"] for r in pairs["quick"]]
@@ -376,21 +457,29 @@ def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:
         "students": students,
         "batch_seconds": results.summarize(batch_seconds),
         "batch_ms_per_submission": round(
-            1000 * results.summarize(batch_seconds)["median"] / students, 2),
+            1000 * results.summarize(batch_seconds)["median"] / students, 2
+        ),
         "nbgrader_seconds": results.summarize(current_seconds),
         "nbgrader_seconds_per_submission": round(
-            results.summarize(current_seconds)["median"] / students, 3),
-        "load_average": results.summarize([r["load_average"] for r in pairs["current"]
-                                           if "load_average" in r]),
+            results.summarize(current_seconds)["median"] / students, 3
+        ),
+        "load_average": results.summarize(
+            [r["load_average"] for r in pairs["current"] if "load_average" in r]
+        ),
         "autograde_seconds_per_student": per_student_stats,
         "baseline": {"ref": BASELINE_REF, "students": pairs["baseline_students"]},
         "speedup_per_student": (
-            round(per_student_stats["baseline"]["median"]
-                  / per_student_stats["current"]["median"], 2)
-            if "baseline" in per_student else None),
+            round(
+                per_student_stats["baseline"]["median"] / per_student_stats["current"]["median"], 2
+            )
+            if "baseline" in per_student
+            else None
+        ),
         "seconds_per_student_breakdown": {
-            part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]},
+            part: results.summarize([b[part] for b in breakdowns]) for part in breakdowns[0]
+        },
         "quick_pass_seconds": results.summarize(quick_seconds),
         "quick_pass_seconds_per_submission": round(
-            results.summarize(quick_seconds)["median"] / students, 3),
+            results.summarize(quick_seconds)["median"] / students, 3
+        ),
     }

@@ -35,7 +35,10 @@ def gpus() -> list:
     try:
         done = subprocess.run(
             ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=False,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -51,7 +54,10 @@ def version(package: str) -> str | None:
 
 def commit() -> str | None:
     done = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
         check=False,
     )
     return done.stdout.strip() or None

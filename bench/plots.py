@@ -6,9 +6,14 @@ from pathlib import Path
 
 from bench import accuracy as accuracy_bench
 from bench import machine
-from workbook.bench_results import (SCALING_CONFIGS, SCALING_EFFICIENCY, SCALING_HOROVOD_SHARE,
-                                    SCALING_IMAGES_PER_SECOND, SCALING_MACHINE_CEILING,
-                                    BenchResult)
+from workbook.bench_results import (
+    SCALING_CONFIGS,
+    SCALING_EFFICIENCY,
+    SCALING_HOROVOD_SHARE,
+    SCALING_IMAGES_PER_SECOND,
+    SCALING_MACHINE_CEILING,
+    BenchResult,
+)
 
 
 def _pyplot():
@@ -69,24 +74,46 @@ def accuracy(document: BenchResult, path: Path) -> Path:
             labelled.add(name)
             runs = summary[name]["runs"]
             label = f"{name}: {run['launch']} ({runs} run{'s' if runs != 1 else ''})"
-        ax.plot([p["seconds"] / 60 for p in points], [100 * p["accuracy"] for p in points],
-                marker="o", markersize=3, linewidth=1, alpha=0.75, color=colors.get(name),
-                label=label)
+        ax.plot(
+            [p["seconds"] / 60 for p in points],
+            [100 * p["accuracy"] for p in points],
+            marker="o",
+            markersize=3,
+            linewidth=1,
+            alpha=0.75,
+            color=colors.get(name),
+            label=label,
+        )
     for target in summary["targets"]:
         ax.axhline(100 * target, color="0.7", linestyle="--", linewidth=1)
-        ax.annotate(f"{100 * target:.0f}%", (0, 100 * target), xycoords=("axes fraction", "data"),
-                    xytext=(2, 2), textcoords="offset points", fontsize=8, color="0.4")
+        ax.annotate(
+            f"{100 * target:.0f}%",
+            (0, 100 * target),
+            xycoords=("axes fraction", "data"),
+            xytext=(2, 2),
+            textcoords="offset points",
+            fontsize=8,
+            color="0.4",
+        )
         for name, color in colors.items():
             seconds = accuracy_bench.median_time(summary[name], target) if name in summary else None
             if seconds is not None:
-                ax.plot(seconds / 60, 100 * target, marker="D", markersize=7, color=color,
-                        markeredgecolor="black")
+                ax.plot(
+                    seconds / 60,
+                    100 * target,
+                    marker="D",
+                    markersize=7,
+                    color=color,
+                    markeredgecolor="black",
+                )
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=max(ax.get_ylim()[0], 80))
     ax.set_xlabel("minutes since the launch (start-up included)")
     ax.set_ylabel("test accuracy after each epoch (%)")
-    ax.set_title("Time to accuracy (diamonds: median time to the line, where most runs reached it)",
-                 fontsize=10)
+    ax.set_title(
+        "Time to accuracy (diamonds: median time to the line, where most runs reached it)",
+        fontsize=10,
+    )
     ax.legend(fontsize=8, loc="lower right")
     return _save(fig, document, path)
 
@@ -102,8 +129,9 @@ def overhead(document: BenchResult, path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("seconds from the launch to the first training step (median)")
     ratio = summary["horovodrun_throughput_ratio"]
-    ax.set_title(f"Start-up. Throughput under horovodrun -np 1: {ratio:.2f} x plain python",
-                 fontsize=10)
+    ax.set_title(
+        f"Start-up. Throughput under horovodrun -np 1: {ratio:.2f} x plain python", fontsize=10
+    )
     ax.set_xlim(0, max(firsts) * 1.25 if max(firsts) else 1)
     return _save(fig, document, path)
 
@@ -122,8 +150,10 @@ def grading(document: BenchResult, path: Path) -> Path:
     left.set_title("one file, every step (target 0.3 s)", fontsize=9)
     left.set_ylabel("seconds, interpreter start included")
     students = summary["students"]
-    paths = {"checker batch": summary["batch_seconds"]["median"],
-             "nbgrader autograde": summary["nbgrader_seconds"]["median"]}
+    paths = {
+        "checker batch": summary["batch_seconds"]["median"],
+        "nbgrader autograde": summary["nbgrader_seconds"]["median"],
+    }
     bars = right.bar(list(paths), list(paths.values()), color=["tab:blue", "tab:orange"])
     right.bar_label(bars, labels=[f"{v:.1f} s" for v in paths.values()], padding=3)
     right.set_yscale("log")
@@ -140,16 +170,26 @@ def verdicts(document: BenchResult, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 2.6))
     steps = summary["steps"]
     reading = summary["reading"]
-    decided = {"right": summary["decided_right"], "can't tell": 0,
-               "wrong": steps - summary["decided_right"]}  # fmt: skip
+    decided = {
+        "right": summary["decided_right"],
+        "can't tell": 0,
+        "wrong": steps - summary["decided_right"],
+    }
     colors = {"right": "tab:green", "can't tell": "tab:olive", "wrong": "tab:red"}
     for row, counts in enumerate([decided, reading]):
         left = 0
         for kind, color in colors.items():
             ax.barh(row, counts[kind], left=left, color=color, label=kind if row else None)
             if counts[kind]:
-                ax.text(left + counts[kind] / 2, row, str(counts[kind]), ha="center",
-                        va="center", fontsize=8, color="white")
+                ax.text(
+                    left + counts[kind] / 2,
+                    row,
+                    str(counts[kind]),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white",
+                )
             left += counts[kind]
     ax.set_yticks([0, 1], ["reading and run", "reading alone"])
     ax.set_xlabel(f"steps of {summary['scripts']} learner-style scripts, against their truth")
@@ -163,16 +203,24 @@ def run_profile(document: BenchResult, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(parts) + 1.2))
     names = list(parts)[::-1]
     medians = [parts[name]["median"] for name in names]
-    errors = [[m - parts[n]["min"] for n, m in zip(names, medians)],
-              [parts[n]["max"] - m for n, m in zip(names, medians)]]  # fmt: skip
+    errors = [
+        [m - parts[n]["min"] for n, m in zip(names, medians)],
+        [parts[n]["max"] - m for n, m in zip(names, medians)],
+    ]
     ax.barh(names, medians, xerr=errors, color="tab:blue", capsize=3)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel("seconds (median, min-max) of one student's run check, both launches")
     return _save(fig, document, path)
 
 
-PLOTS = {"scaling": scaling, "accuracy": accuracy, "overhead": overhead, "grading": grading,
-         "verdicts": verdicts, "run_profile": run_profile}
+PLOTS = {
+    "scaling": scaling,
+    "accuracy": accuracy,
+    "overhead": overhead,
+    "grading": grading,
+    "verdicts": verdicts,
+    "run_profile": run_profile,
+}
 
 
 def plot(json_path: Path) -> Path:

@@ -27,6 +27,7 @@ from workbook.runner.display import RunResult, SilentConsole
 from workbook.runner.execute import execute
 from workbook.runner.layout import plural
 
+
 class StopRequest(threading.Event):
     """Set when the benchmark is asked to stop (Ctrl-C or SIGTERM): every run in progress, in
     this thread or in the threads of runs side by side, stops its workers and raises
@@ -87,6 +88,7 @@ def runs_stopped_on_signals():
     """Within: Ctrl-C and SIGTERM (a `kill`, a job scheduler's time limit) stop the benchmark's
     runs with the runner's clean-up, instead of leaving horovodrun and its workers behind, and
     raise KeyboardInterrupt here. The handlers before it come back at the end."""
+
     def stop(signum, frame):
         if not STOP.is_set():  # once: a second signal must not cut the clean-up short
             STOP.signal = signal.Signals(signum).name
@@ -109,13 +111,22 @@ def run_timed(plan: RunPlan, console: FirstStepConsole | None = None) -> Timed:
     console = console or FirstStepConsole()
     result, ctrl_c = execute(plan, console, stop=STOP)
     if STOP.is_set():
-        raise KeyboardInterrupt(f"stopped by {STOP.signal} in run {plan.run_name}, its "
-                                f"{plural(result.stopped_processes, 'process')} stopped")
+        raise KeyboardInterrupt(
+            f"stopped by {STOP.signal} in run {plan.run_name}, its "
+            f"{plural(result.stopped_processes, 'process')} stopped"
+        )
     if ctrl_c:
         raise KeyboardInterrupt(f"benchmark run {plan.run_name} interrupted")
     checked(plan, result)
-    return Timed(result, result.wall_seconds, console.first_step_seconds, result.started_at,
-                 result.log_path, result.busy_others, result.others_mean_cores)
+    return Timed(
+        result,
+        result.wall_seconds,
+        console.first_step_seconds,
+        result.started_at,
+        result.log_path,
+        result.busy_others,
+        result.others_mean_cores,
+    )
 
 
 def checked(plan: RunPlan, result: RunResult) -> RunResult:
@@ -123,8 +134,11 @@ def checked(plan: RunPlan, result: RunResult) -> RunResult:
     shown = plan.display_command
     if result.timed_out:
         raise CommandFailed(
-            f"{shown} did not finish in {plan.timeout:.0f} s; its log: {result.log_path}")
+            f"{shown} did not finish in {plan.timeout:.0f} s; its log: {result.log_path}"
+        )
     if not result.ok:
-        raise CommandFailed(f"{shown} exited with {result.exit_code}; its log: "
-                            f"{result.log_path}; its error:\n{result.error}")  # fmt: skip
+        raise CommandFailed(
+            f"{shown} exited with {result.exit_code}; its log: "
+            f"{result.log_path}; its error:\n{result.error}"
+        )
     return result

@@ -28,5 +28,10 @@ def summarize(values: list) -> dict:
 
 def write(name: str, out_dir: Path, settings: dict, measurements, summary: dict) -> Path:
     """Writes <out_dir>/<name>.json with the machine, and returns its path."""
-    return BenchResult(benchmark=name, machine=machine.describe(), settings=settings,
-                       measurements=measurements, summary=summary).write(out_dir)
+    return BenchResult(
+        benchmark=name,
+        machine=machine.describe(),
+        settings=settings,
+        measurements=measurements,
+        summary=summary,
+    ).write(out_dir)

@@ -52,8 +52,7 @@ def profile_once(script: Path, sandbox=None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="run-profile-"))
     try:
         started = time.monotonic()
-        result = run_step(LAST_STEP, script, quiet=True, work_dir=work, sandbox=sandbox,
-                          keep=True)  # fmt: skip
+        result = run_step(LAST_STEP, script, quiet=True, work_dir=work, sandbox=sandbox, keep=True)
         wall = time.monotonic() - started
         records = Path(result.run.log_path).parent / "records"  # kept/ (grader/live/kept.py)
         launches = {}
@@ -61,8 +60,13 @@ def profile_once(script: Path, sandbox=None) -> dict:
             record = json.loads(path.read_text(encoding="utf-8"))
             launches[f"launch {record['run']}"] = launch_parts(record)
         seen = sum(sum(parts.values()) for parts in launches.values())
-        return {"passed": result.passed, "wall": round(wall, 2), "launches": launches,
-                OUTSIDE: round(wall - seen, 2), "load_average": round(os.getloadavg()[0], 2)}
+        return {
+            "passed": result.passed,
+            "wall": round(wall, 2),
+            "launches": launches,
+            OUTSIDE: round(wall - seen, 2),
+            "load_average": round(os.getloadavg()[0], 2),
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -79,8 +83,10 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 5, echo=print) -> Path
                 rows.append(profile_once(script, box))
         else:
             rows.append(profile_once(script))
-        echo(f"  run profile {repeat + 1}/{repeats}: {rows[-1]['wall']:.1f} s "
-             f"(load {rows[-1]['load_average']})")
+        echo(
+            f"  run profile {repeat + 1}/{repeats}: {rows[-1]['wall']:.1f} s "
+            f"(load {rows[-1]['load_average']})"
+        )
     parts = {}
     for row in rows:
         for launch, seconds in row["launches"].items():
@@ -95,5 +101,10 @@ def run(out_dir: Path, tiny: bool = False, repeats: int = 5, echo=print) -> Path
     }
     for part, value in summary["parts_seconds"].items():
         echo(f"  run profile: {part}: median {value['median']:.2f} s")
-    return results.write("run_profile", out_dir, {"tiny": tiny, "repeats": repeats,
-                                                  "script": script.name}, rows, summary)
+    return results.write(
+        "run_profile",
+        out_dir,
+        {"tiny": tiny, "repeats": repeats, "script": script.name},
+        rows,
+        summary,
+    )

@@ -50,16 +50,31 @@ class Launch:
             share += " each" if self.workers > 1 else ""
         return f"{self.workers} {unit}{'s' if self.workers > 1 else ''}{share}"
 
-    def options(self, log_dir: Path, env: dict | None = None, *, timeout: float | None = None,
-                group: str | None = None) -> RunOptions:
+    def options(
+        self,
+        log_dir: Path,
+        env: dict | None = None,
+        *,
+        timeout: float | None = None,
+        group: str | None = None,
+    ) -> RunOptions:
         """The runner's options for this launch (for one of the processes of a `separate` one):
         pinned threads are the runner's `share`; threads unpinned, a split of that many cores;
         no threads, TensorFlow's own defaults."""
-        env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({} if self.gpus else {"CUDA_VISIBLE_DEVICES": ""}),
-               **(env or {})}  # fmt: skip
-        common = dict(run_name=log_dir.name, logs_root=log_dir.parent, log_dir=log_dir,
-                      env=env, gpus=None if self.gpus else 0, timeout=timeout,
-                      group=group)  # fmt: skip
+        env = {
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            **({} if self.gpus else {"CUDA_VISIBLE_DEVICES": ""}),
+            **(env or {}),
+        }
+        common = dict(
+            run_name=log_dir.name,
+            logs_root=log_dir.parent,
+            log_dir=log_dir,
+            env=env,
+            gpus=None if self.gpus else 0,
+            timeout=timeout,
+            group=group,
+        )
         if not self.horovodrun or self.separate:
             return RunOptions(np=1, launcher="python", share=self.threads, **common)
         if self.threads is None:
@@ -68,8 +83,9 @@ class Launch:
             return RunOptions(np=self.workers, share=self.threads, **common)
         return RunOptions(np=self.workers, cores=self.workers * self.threads, **common)
 
-    def plan(self, script: Path, args: list, log_dir: Path, env: dict | None = None,
-             **options) -> RunPlan:
+    def plan(
+        self, script: Path, args: list, log_dir: Path, env: dict | None = None, **options
+    ) -> RunPlan:
         """The runner's plan of this launch: the command line and environment of the run; the
         script gets `--log-dir log_dir`. `options`: timeout, group (see options())."""
         return plan_run([str(script), *args], options=self.options(log_dir, env, **options))
@@ -93,21 +109,31 @@ class Run:
         return speed.images_per_second([v for _, _, v in per_epoch]) or self.images_per_second
 
 
-def run_script(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION,
-               env: dict | None = None, *, timeout: float, group: str | None = None) -> Run:
+def run_script(
+    launch: Launch,
+    args: list,
+    log_dir: Path,
+    script: Path = SOLUTION,
+    env: dict | None = None,
+    *,
+    timeout: float,
+    group: str | None = None,
+) -> Run:
     """Runs the script with a fresh --log-dir (it would resume from old checkpoints); its output
     goes to the runner's horovodrun.log there."""
     shutil.rmtree(log_dir, ignore_errors=True)
     plan = launch.plan(script, args, log_dir, env, timeout=timeout, group=group)
     timed = run_timed(plan)
     if not timed.result.metrics:
-        raise CommandFailed(f"{plan.display_command} printed no `RESULT {{...}}` line; its log: "
-                            f"{timed.log_path}")  # fmt: skip
+        raise CommandFailed(
+            f"{plan.display_command} printed no `RESULT {{...}}` line; its log: {timed.log_path}"
+        )
     return Run(launch, timed, timed.result.metrics, log_dir)
 
 
-def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION, *,
-                 timeout: float) -> list:
+def run_separate(
+    launch: Launch, args: list, log_dir: Path, script: Path = SOLUTION, *, timeout: float
+) -> list:
     """Starts launch.workers plain processes at once, process i pinned to the i-th core block.
 
     They share nothing but the machine: their total throughput is the most N Horovod workers
@@ -119,8 +145,15 @@ def run_separate(launch: Launch, args: list, log_dir: Path, script: Path = SOLUT
     group = uuid.uuid4().hex  # each run's contention leaves the others out
 
     def one(index: int) -> Run:
-        return run_script(launch, args, log_dir / f"process-{index}", script,
-                          env={"WORKBOOK_CORE_BLOCK": str(index)}, timeout=timeout, group=group)
+        return run_script(
+            launch,
+            args,
+            log_dir / f"process-{index}",
+            script,
+            env={"WORKBOOK_CORE_BLOCK": str(index)},
+            timeout=timeout,
+            group=group,
+        )
 
     with ThreadPoolExecutor(launch.workers) as pool:
         return list(pool.map(one, range(launch.workers)))

@@ -27,8 +27,10 @@ def corpus(tiny: bool = False) -> dict:
     """{script path: {step: truth}} of the corpus (the first TINY_FILES when tiny)."""
     truth = json.loads((CORPUS / "truth.json").read_text(encoding="utf-8"))
     names = sorted(truth)[:TINY_FILES] if tiny else sorted(truth)
-    return {CORPUS / name: {int(step): done for step, done in truth[name]["steps"].items()}
-            for name in names}  # fmt: skip
+    return {
+        CORPUS / name: {int(step): done for step, done in truth[name]["steps"].items()}
+        for name in names
+    }
 
 
 def reading_verdict(status: str, done: bool) -> str:
@@ -64,23 +66,36 @@ def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
             }
         rows.append(row)
         wrong = [s for s, v in row["steps"].items() if not v["decided_right"]]
-        echo(f"  verdicts: {path.name}: {row['seconds']:.0f} s"
-             + (f", decided wrong at steps {wrong}" if wrong else ""))  # fmt: skip
+        echo(
+            f"  verdicts: {path.name}: {row['seconds']:.0f} s"
+            + (f", decided wrong at steps {wrong}" if wrong else "")
+        )
     steps = [v for row in rows for v in row["steps"].values()]
     summary = {
         "scripts": len(rows),
         "steps": len(steps),
-        "reading": {kind: sum(v["reading_verdict"] == kind for v in steps)
-                    for kind in ("right", "can't tell", "wrong")},  # fmt: skip
+        "reading": {
+            kind: sum(v["reading_verdict"] == kind for v in steps)
+            for kind in ("right", "can't tell", "wrong")
+        },
         "decided_right": sum(v["decided_right"] for v in steps),
-        "decided_by": {who: sum(v["decided_by"] == who for v in steps)
-                       for who in DECIDERS},  # fmt: skip
-        "reading_wrong": [(row["script"], step) for row in rows
-                          for step, v in row["steps"].items() if v["reading_verdict"] == "wrong"],
-        "decided_wrong": [(row["script"], step) for row in rows
-                          for step, v in row["steps"].items() if not v["decided_right"]],
+        "decided_by": {who: sum(v["decided_by"] == who for v in steps) for who in DECIDERS},
+        "reading_wrong": [
+            (row["script"], step)
+            for row in rows
+            for step, v in row["steps"].items()
+            if v["reading_verdict"] == "wrong"
+        ],
+        "decided_wrong": [
+            (row["script"], step)
+            for row in rows
+            for step, v in row["steps"].items()
+            if not v["decided_right"]
+        ],
         "seconds_per_script": results.summarize([row["seconds"] for row in rows]),
     }
-    echo(f"  verdicts: reading {summary['reading']}, decided right on {summary['decided_right']} "
-         f"of {summary['steps']}")  # fmt: skip
+    echo(
+        f"  verdicts: reading {summary['reading']}, decided right on {summary['decided_right']} "
+        f"of {summary['steps']}"
+    )
     return results.write("verdicts", out_dir, {"tiny": tiny, "scripts": len(rows)}, rows, summary)

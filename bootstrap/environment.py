@@ -31,7 +31,9 @@ from pathlib import Path
 
 from bootstrap import safe_env
 
-REPO = Path(__file__).resolve().parents[1]  # not workbook.paths: nothing but the standard library here
+REPO = (
+    Path(__file__).resolve().parents[1]
+)  # not workbook.paths: nothing but the standard library here
 
 REQUIREMENTS = REPO / "requirements"
 DEFAULT_VENV = REPO / ".venv"
@@ -115,8 +117,13 @@ def horovod_inputs_sha256(device: str) -> str:
     return files_sha256([REQUIREMENTS / f"tensorflow-{device}.txt", REQUIREMENTS / "horovod.txt"])
 
 
-def mpi_decision(device: str, previous: dict | None = None, rebuild: bool = False,
-                 environ: dict | None = None, want_mpi: bool = False) -> MpiDecision:
+def mpi_decision(
+    device: str,
+    previous: dict | None = None,
+    rebuild: bool = False,
+    environ: dict | None = None,
+    want_mpi: bool = False,
+) -> MpiDecision:
     """MPI or not: the user's variable, else keep a working build as it is, else look for mpicxx.
 
     want_mpi (`make test`, which has just installed OpenMPI): a build without MPI is redone
@@ -128,25 +135,37 @@ def mpi_decision(device: str, previous: dict | None = None, rebuild: bool = Fals
         return MpiDecision(True, "HOROVOD_WITH_MPI=1 is set")
     mpicxx = shutil.which("mpicxx", path=environ.get("PATH"))
     previous = previous or {}
-    same_build = (not rebuild and previous.get("device") == device
-                  and previous.get("horovod_inputs_sha256") == horovod_inputs_sha256(device)
-                  and isinstance(previous.get("horovod_build"), dict))
+    same_build = (
+        not rebuild
+        and previous.get("device") == device
+        and previous.get("horovod_inputs_sha256") == horovod_inputs_sha256(device)
+        and isinstance(previous.get("horovod_build"), dict)
+    )
     if same_build:
         # Installing OpenMPI later must not trigger a surprise 7-minute rebuild: say how instead.
         built = previous["horovod_build"].get("HOROVOD_WITH_MPI") == "1"
         if built and not mpicxx:
-            return MpiDecision(True, "built with MPI earlier; mpicxx is no longer on PATH, "
-                                     "so mpirun may not work")
+            return MpiDecision(
+                True, "built with MPI earlier; mpicxx is no longer on PATH, so mpirun may not work"
+            )
         if not built and mpicxx and want_mpi:
-            return MpiDecision(True, f"built without MPI earlier; {mpicxx} is there now and "
-                                     "the tests need MPI: rebuilding Horovod with it")
+            return MpiDecision(
+                True,
+                f"built without MPI earlier; {mpicxx} is there now and "
+                "the tests need MPI: rebuilding Horovod with it",
+            )
         if not built and mpicxx:
-            return MpiDecision(False, f"built without MPI earlier; {mpicxx} is there now: "
-                                      "`make env REBUILD_HOROVOD=1` adds MPI")
+            return MpiDecision(
+                False,
+                f"built without MPI earlier; {mpicxx} is there now: "
+                "`make env REBUILD_HOROVOD=1` adds MPI",
+            )
     if mpicxx:
         return MpiDecision(True, f"OpenMPI's compiler wrapper was found: {mpicxx}")
-    return MpiDecision(False, f"no mpicxx on PATH; to add MPI: `{INSTALL_OPENMPI}`, "
-                              "then `make env REBUILD_HOROVOD=1`")
+    return MpiDecision(
+        False,
+        f"no mpicxx on PATH; to add MPI: `{INSTALL_OPENMPI}`, then `make env REBUILD_HOROVOD=1`",
+    )
 
 
 def wanted_state(device: str, mpi: MpiDecision | None = None) -> dict:
@@ -200,14 +219,24 @@ def run_logged(cmd: list[str], log: Path, env: dict | None = None, what: str = "
         result = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     if result.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
-        raise SetupError(f"{what or cmd[0]} failed (exit {result.returncode}).\n{tail}\n"
-                         f"Full log: {log}")
+        raise SetupError(
+            f"{what or cmd[0]} failed (exit {result.returncode}).\n{tail}\nFull log: {log}"
+        )
 
 
-def pip_install(venv: Path, log: Path, args: list[str], env: dict | None = None,
-                what: str = "") -> None:
-    cmd = [str(venv_python(venv)), "-m", "pip", "install", "--disable-pip-version-check",
-           "--progress-bar", "off", *args]
+def pip_install(
+    venv: Path, log: Path, args: list[str], env: dict | None = None, what: str = ""
+) -> None:
+    cmd = [
+        str(venv_python(venv)),
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        *args,
+    ]
     run_logged(cmd, log, env=env, what=what)
 
 
@@ -215,11 +244,15 @@ def check_compilers() -> list[str]:
     """Problems that would stop Horovod's C++ build, each with its fix."""
     problems = []
     if not shutil.which("cmake"):
-        problems.append("cmake not found. Fix: `apt-get install cmake` (Debian/Ubuntu), "
-                        "`brew install cmake` (macOS) or `conda install cmake`.")
+        problems.append(
+            "cmake not found. Fix: `apt-get install cmake` (Debian/Ubuntu), "
+            "`brew install cmake` (macOS) or `conda install cmake`."
+        )
     if not (shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")):
-        problems.append("no C++ compiler (g++) found. Fix: `apt-get install g++` (Debian/Ubuntu), "
-                        "`xcode-select --install` (macOS) or `conda install cxx-compiler`.")
+        problems.append(
+            "no C++ compiler (g++) found. Fix: `apt-get install g++` (Debian/Ubuntu), "
+            "`xcode-select --install` (macOS) or `conda install cxx-compiler`."
+        )
     return problems
 
 
@@ -234,8 +267,9 @@ def horovod_check_build(venv: Path) -> str | None:
 
 def horovod_error(venv: Path) -> str:
     """Why `horovodrun --check-build` fails: the last line of its error output."""
-    result = subprocess.run([str(venv / "bin" / "horovodrun"), "--check-build"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(venv / "bin" / "horovodrun"), "--check-build"], capture_output=True, text=True
+    )
     lines = (result.stderr or result.stdout).strip().splitlines()
     return lines[-1] if lines else f"exit code {result.returncode}"
 
@@ -253,13 +287,15 @@ def wheel_cache_root() -> Path:
 
 def installed_build_inputs(venv: Path) -> dict:
     """What a compiled Horovod depends on besides its flags: the venv's Python and TensorFlow."""
-    probe = ("import json, platform, sys\n"
-             "from importlib import metadata\n"
-             "tf = sorted(f\"{d.metadata['Name']}=={d.version}\" for d in metadata.distributions()\n"
-             "            if (d.metadata['Name'] or '').lower().startswith('tensorflow')\n"
-             "            and 'addons' not in d.metadata['Name'].lower())\n"
-             "print(json.dumps({'python': sys.version.split()[0], 'machine': platform.machine(),\n"
-             "                  'system': platform.system(), 'tensorflow': tf}))")
+    probe = (
+        "import json, platform, sys\n"
+        "from importlib import metadata\n"
+        "tf = sorted(f\"{d.metadata['Name']}=={d.version}\" for d in metadata.distributions()\n"
+        "            if (d.metadata['Name'] or '').lower().startswith('tensorflow')\n"
+        "            and 'addons' not in d.metadata['Name'].lower())\n"
+        "print(json.dumps({'python': sys.version.split()[0], 'machine': platform.machine(),\n"
+        "                  'system': platform.system(), 'tensorflow': tf}))"
+    )
     result = subprocess.run([str(venv_python(venv)), "-c", probe], capture_output=True, text=True)
     return json.loads(result.stdout) if result.returncode == 0 else {"probe_error": result.stderr}
 
@@ -303,10 +339,27 @@ def compile_horovod_wheel(venv: Path, log: Path, state: dict, cache_dir: Path) -
     partial.mkdir(parents=True)
     # --no-cache-dir: pip's own cache is keyed by the sdist alone, not by the build flags, so a
     # wheel in it could be another build's; the folder here is keyed by everything.
-    run_logged([str(venv_python(venv)), "-m", "pip", "wheel", "--disable-pip-version-check",
-                "--progress-bar", "off", "--no-deps", "--no-build-isolation", "--no-cache-dir",
-                "-w", str(partial), "-r", str(REQUIREMENTS / "horovod.txt")],
-               log, env=env, what="Building Horovod")
+    run_logged(
+        [
+            str(venv_python(venv)),
+            "-m",
+            "pip",
+            "wheel",
+            "--disable-pip-version-check",
+            "--progress-bar",
+            "off",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "-w",
+            str(partial),
+            "-r",
+            str(REQUIREMENTS / "horovod.txt"),
+        ],
+        log,
+        env=env,
+        what="Building Horovod",
+    )
     if cache_dir.is_dir():
         shutil.rmtree(cache_dir)
     elif cache_dir.exists():
@@ -340,19 +393,23 @@ def build_horovod(venv: Path, log: Path, state: dict, fresh: bool) -> bool:
         if from_cache:
             step(f"Installing Horovod from the wheel built earlier with the same settings: {wheel}")
         else:
-            step("Compiling Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores); "
-                 f"the wheel is kept in {cache_dir}")
+            step(
+                "Compiling Horovod 0.28.1 against TensorFlow (about 7 minutes on 2 cores); "
+                f"the wheel is kept in {cache_dir}"
+            )
             wheel = compile_horovod_wheel(venv, log, state, cache_dir)
             if wheel is None:
                 raise SetupError(
                     f"Building Horovod left no single wheel in {cache_dir}. Log: {log}"
                 )
     # The old build must go first: a reinstall that is "already satisfied" would keep it.
-    run_logged([str(venv_python(venv)), "-m", "pip", "uninstall", "-y", "horovod"], log,
-               what="pip uninstall horovod")
+    run_logged(
+        [str(venv_python(venv)), "-m", "pip", "uninstall", "-y", "horovod"],
+        log,
+        what="pip uninstall horovod",
+    )
     locked = [arg for path in constraint_files(state["device"]) for arg in ("-c", str(path))]
-    pip_install(venv, log, ["--no-build-isolation", *locked, str(wheel)],
-                what="Installing Horovod")
+    pip_install(venv, log, ["--no-build-isolation", *locked, str(wheel)], what="Installing Horovod")
     return from_cache
 
 
@@ -360,8 +417,9 @@ def missing_parts(check_build: str | None, state: dict) -> list[str]:
     """What `horovodrun --check-build` should list but does not."""
     if check_build is None:
         return ["a working horovodrun"]
-    wanted = ["TensorFlow", "Gloo"] + (["MPI"] if state["horovod_build"].get(
-        "HOROVOD_WITH_MPI") == "1" else [])
+    wanted = ["TensorFlow", "Gloo"] + (
+        ["MPI"] if state["horovod_build"].get("HOROVOD_WITH_MPI") == "1" else []
+    )
     return [name for name in wanted if not horovod_has(check_build, name)]
 
 
@@ -371,8 +429,9 @@ def make_safe(venv: Path) -> None:
         step(f"MPI without the X-display hang: {done}")
 
 
-def ensure_environment(venv: Path, device: str, rebuild_horovod: bool,
-                       want_mpi: bool = False) -> str:
+def ensure_environment(
+    venv: Path, device: str, rebuild_horovod: bool, want_mpi: bool = False
+) -> str:
     """Bring the venv up to date; return a one-line summary of what was done."""
     stamp = read_stamp(venv)
     mpi = mpi_decision(device, stamp, rebuild_horovod, want_mpi=want_mpi)
@@ -391,22 +450,34 @@ def ensure_environment(venv: Path, device: str, rebuild_horovod: bool,
     step(f"Installing Python packages ({device}); log: {log}")
     locked = [arg for path in constraint_files(device) for arg in ("-c", str(path))]
     pip_install(venv, log, ["-r", str(REQUIREMENTS / "build.txt")], what="pip (build tools)")
-    pip_install(venv, log, ["-r", str(REQUIREMENTS / f"tensorflow-{device}.txt"), *locked],
-                what="pip (TensorFlow)")
-    pip_install(venv, log, ["-r", str(REQUIREMENTS / "workbook.txt"), *locked],
-                what="pip (workbook)")
+    pip_install(
+        venv,
+        log,
+        ["-r", str(REQUIREMENTS / f"tensorflow-{device}.txt"), *locked],
+        what="pip (TensorFlow)",
+    )
+    pip_install(
+        venv, log, ["-r", str(REQUIREMENTS / "workbook.txt"), *locked], what="pip (workbook)"
+    )
     # The workbook's own packages, editable: kernels started in notebooks/ import them too.
-    pip_install(venv, log, ["--no-build-isolation", "--no-deps", "-e", str(REPO)],
-                what="pip (workbook packages)")
+    pip_install(
+        venv,
+        log,
+        ["--no-build-isolation", "--no-deps", "-e", str(REPO)],
+        what="pip (workbook packages)",
+    )
 
     # Rebuild Horovod when asked, when missing or broken, or when TensorFlow, Horovod or the
     # build settings changed (Horovod records the TensorFlow it was compiled against).
     step(mpi.describe())
     check_build = horovod_check_build(venv)
     stamp = stamp or {}
-    needs_build = (rebuild_horovod or missing_parts(check_build, state)
-                   or stamp.get("horovod_inputs_sha256") != state["horovod_inputs_sha256"]
-                   or stamp.get("horovod_build") != state["horovod_build"])
+    needs_build = (
+        rebuild_horovod
+        or missing_parts(check_build, state)
+        or stamp.get("horovod_inputs_sha256") != state["horovod_inputs_sha256"]
+        or stamp.get("horovod_build") != state["horovod_build"]
+    )
     if needs_build:
         from_cache = build_horovod(venv, log, state, fresh=rebuild_horovod)
         check_build = horovod_check_build(venv)
@@ -415,13 +486,21 @@ def ensure_environment(venv: Path, device: str, rebuild_horovod: bool,
             build_horovod(venv, log, state, fresh=True)
             check_build = horovod_check_build(venv)
     if check_build is None:
-        raise SetupError(f"Horovod was installed but `horovodrun --check-build` fails: "
-                         f"{horovod_error(venv)}. Build log: {log}")
+        raise SetupError(
+            f"Horovod was installed but `horovodrun --check-build` fails: "
+            f"{horovod_error(venv)}. Build log: {log}"
+        )
     for name in missing_parts(check_build, state):
-        fix = (f"install OpenMPI (`{INSTALL_OPENMPI}`), then `make env REBUILD_HOROVOD=1`, or "
-               "set HOROVOD_WITHOUT_MPI=1" if name == "MPI" else "`make env REBUILD_HOROVOD=1`")
-        raise SetupError(f"Horovod was built without {name}. Fix: {fix} "
-                         f"(see INSTALL.md, Troubleshooting). Build log: {log}")
+        fix = (
+            f"install OpenMPI (`{INSTALL_OPENMPI}`), then `make env REBUILD_HOROVOD=1`, or "
+            "set HOROVOD_WITHOUT_MPI=1"
+            if name == "MPI"
+            else "`make env REBUILD_HOROVOD=1`"
+        )
+        raise SetupError(
+            f"Horovod was built without {name}. Fix: {fix} "
+            f"(see INSTALL.md, Troubleshooting). Build log: {log}"
+        )
 
     make_safe(venv)
     record = {**state, "horovod_controllers": mpi.controllers(), "horovod_mpi_reason": mpi.reason}
@@ -436,20 +515,31 @@ def step(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=sorted(HOROVOD_BUILD_ENV), default=default_device(),
-                        help="TensorFlow variant: cpu (Linux default), gpu (CUDA + NCCL) or "
-                             "macos (macOS default)")
-    parser.add_argument("--venv", type=Path, default=DEFAULT_VENV,
-                        help="where to create the virtual environment")
-    parser.add_argument("--rebuild-horovod", action="store_true",
-                        help="recompile Horovod even if it looks fine")
-    parser.add_argument("--want-mpi", action="store_true",
-                        help="build Horovod with MPI when mpicxx is there, rebuilding one built "
-                             "without it (make test, after installing OpenMPI)")
+    parser.add_argument(
+        "--device",
+        choices=sorted(HOROVOD_BUILD_ENV),
+        default=default_device(),
+        help="TensorFlow variant: cpu (Linux default), gpu (CUDA + NCCL) or macos (macOS default)",
+    )
+    parser.add_argument(
+        "--venv", type=Path, default=DEFAULT_VENV, help="where to create the virtual environment"
+    )
+    parser.add_argument(
+        "--rebuild-horovod", action="store_true", help="recompile Horovod even if it looks fine"
+    )
+    parser.add_argument(
+        "--want-mpi",
+        action="store_true",
+        help="build Horovod with MPI when mpicxx is there, rebuilding one built "
+        "without it (make test, after installing OpenMPI)",
+    )
     args = parser.parse_args(argv)
     try:
-        print(ensure_environment(args.venv.resolve(), args.device, args.rebuild_horovod,
-                                 args.want_mpi))
+        print(
+            ensure_environment(
+                args.venv.resolve(), args.device, args.rebuild_horovod, args.want_mpi
+            )
+        )
     except SetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -79,15 +79,18 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
     if run_if_unsure and result.status == CANT_TELL and not result.file_problem:
         why = result.message.removeprefix(CANT_TELL_SAYS).removesuffix(")")
         # Wrapped between words, its code as code (a notebook's plain output breaks anywhere).
-        prose.show(f"The reading can't tell for sure ({why}): running your script to decide "
-                   "(interrupt the kernel to stop it).")
+        prose.show(
+            f"The reading can't tell for sure ({why}): running your script to decide "
+            "(interrupt the kernel to stop it)."
+        )
         result = judge.decide(Results([result]), run_step(step, path))[0]
     class_progress.note(step, result.status)  # on a workshop hub: the instructor's class view
     return result
 
 
-def judge_file(path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None,
-               work_dir=None) -> Results:
+def judge_file(
+    path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None, work_dir=None
+) -> Results:
     """Every step of the script at `path`, decided by a run for real where it shows the step
     and by the reading elsewhere (grader/judge.py); each Result says which decided."""
     static = check_all(path)
@@ -148,8 +151,9 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     def compare(script: Script) -> Result:
         found = None
         if not strict.matches(script.tree, reference_tree):
-            found = strict.first_difference(script.tree, reference_tree, script.text,
-                                            reference_text) or (1, 1)  # fmt: skip
+            found = strict.first_difference(
+                script.tree, reference_tree, script.text, reference_text
+            ) or (1, 1)
         return _strict_result(found, path, script.text, reference_text, name)
 
     check = Check(f"Matches {name}", compare, STRICT_HINT, doing="comparing the file")
@@ -177,8 +181,13 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> Result:
     if name not in BONUSES:
         raise ValueError(f"bonus must be one of {sorted(BONUSES)}, not {name!r}")
     bonus = BONUSES[name]
-    check = Check(bonus.TITLE, bonus.check, bonus.HINT, doing="checking the bonus",
-                  expected_diff=partial(reference.bonus_diff, name))  # fmt: skip
+    check = Check(
+        bonus.TITLE,
+        bonus.check,
+        bonus.HINT,
+        doing="checking the bonus",
+        expected_diff=partial(reference.bonus_diff, name),
+    )
     return guard.run_checks(path, [check])[0]
 
 

@@ -16,9 +16,9 @@ import sys
 
 from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
-from grader.source import FileProblem
 from grader.live import cli as live_cli
 from grader.report import Results
+from grader.source import FileProblem
 
 _USE_STEP_REFERENCE = object()  # --strict without REFERENCE: the reference after --step N
 

@@ -104,10 +104,13 @@ def grade(submission: Submission, steps=STEPS) -> Grade:
     if submission.script is None:
         return Grade(submission.student, "", 0, len(steps), list(steps), f"no {SCRIPT_NAME}")
     if submission.outside:
-        problem = (f"{SCRIPT_NAME} is a link to {submission.outside}, outside the student's "
-                   "folder: not followed")
-        return Grade(submission.student, str(submission.script), 0, len(steps), list(steps),
-                     problem)
+        problem = (
+            f"{SCRIPT_NAME} is a link to {submission.outside}, outside the student's "
+            "folder: not followed"
+        )
+        return Grade(
+            submission.student, str(submission.script), 0, len(steps), list(steps), problem
+        )
     results = check_all(submission.script, steps)
     failed = [result for result in results if result.status == FAILED]
     problems = [result for result in results if result.file_problem or result.unreadable]
@@ -143,7 +146,9 @@ def add_parser(commands) -> None:
         description="Grade every student's fashion_mnist.py in one process: one line each.",
     )
     batch.add_argument(
-        "paths", nargs="+", metavar="PATH",
+        "paths",
+        nargs="+",
+        metavar="PATH",
         help="a class folder (one subfolder per student, e.g. course/submitted) or script files",
     )
     batch.add_argument("--csv", metavar="FILE", help="also write the grades to FILE")

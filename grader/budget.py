@@ -88,8 +88,9 @@ def cpu_limit(seconds: float, what: str):
     try:
         yield
     except _CpuDeadline as expired:
-        raise Spent(f"{what} took more than {seconds:g} s of CPU time",
-                    line_of(expired.__traceback__)) from None
+        raise Spent(
+            f"{what} took more than {seconds:g} s of CPU time", line_of(expired.__traceback__)
+        ) from None
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
@@ -178,8 +179,10 @@ def _receive(pid: int, read_end: int, wall_seconds: float, memory_bytes: int):
     if not chunks:
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
             raise Spent("it ran out of CPU time in one operation")
-        raise Spent(f"the checking process ended without a result (more than "
-                    f"{memory_bytes >> 20} MB of memory, or a crash)")
+        raise Spent(
+            f"the checking process ended without a result (more than "
+            f"{memory_bytes >> 20} MB of memory, or a crash)"
+        )
     kind, value = pickle.loads(b"".join(chunks))
     if kind == "spent":
         raise Spent(*value)

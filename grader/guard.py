@@ -48,8 +48,13 @@ class Check:
 def step_check(step: int) -> Check:
     """Step `step`'s rule (grader/rules/) as a Check."""
     rule = RULES[step]
-    return Check(reference.title(step), rule.check, rule.HINT, step,
-                 expected_diff=partial(reference.expected_diff, step))  # fmt: skip
+    return Check(
+        reference.title(step),
+        rule.check,
+        rule.HINT,
+        step,
+        expected_diff=partial(reference.expected_diff, step),
+    )
 
 
 def run_checks(path, checks) -> Results:

@@ -23,9 +23,16 @@ SCHEDULE = f"{HVD}.callbacks.LearningRateScheduleCallback"
 # Their parameters in Horovod 0.28.1, in order, and those the lesson passes.
 PARAMETERS = {
     WARMUP: ("initial_lr", "warmup_epochs", "momentum_correction", "steps_per_epoch", "verbose"),
-    SCHEDULE: ("initial_lr", "multiplier", "start_epoch", "end_epoch", "staircase",
-               "momentum_correction", "steps_per_epoch"),
-}  # fmt: skip
+    SCHEDULE: (
+        "initial_lr",
+        "multiplier",
+        "start_epoch",
+        "end_epoch",
+        "staircase",
+        "momentum_correction",
+        "steps_per_epoch",
+    ),
+}
 LESSON = {
     WARMUP: {"initial_lr", "warmup_epochs", "verbose"},
     SCHEDULE: {"initial_lr", "multiplier", "start_epoch", "end_epoch"},

@@ -54,40 +54,65 @@ def decide(static: Results, run: Result | None) -> Results:
     """The decided verdict of each step of `static`, given the run's Result (or None)."""
     findings = {detail.step: detail for detail in (run.details if run else [])}
     blamed = blamed_steps(run, findings) if run is not None else set()
-    return Results(_decide_step(result, findings.get(result.step), run, blamed)
-                   for result in static)  # fmt: skip
+    return Results(
+        _decide_step(result, findings.get(result.step), run, blamed) for result in static
+    )
 
 
 def _decide_step(static: Result, found: Result | None, run: Result | None, blamed: set) -> Result:
     if static.step in blamed and (found is None or found.status != FAILED):
-        return replace(static, status=FAILED, decided_by=RUN,
-                       message=f"the script did not get through this step on {run.run.workers} "
-                       f"workers: {run.message}",
-                       hint=static.hint or "Run the script on 2 workers and read the error.",
-                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
-                       line=run.run.line)  # fmt: skip
+        return replace(
+            static,
+            status=FAILED,
+            decided_by=RUN,
+            message=f"the script did not get through this step on {run.run.workers} "
+            f"workers: {run.message}",
+            hint=static.hint or "Run the script on 2 workers and read the error.",
+            expected_diff=static.expected_diff or reference.expected_diff(static.step),
+            line=run.run.line,
+        )
     if found is not None and found.status != CANT_TELL:
         if found.status == PASSED and static.status == FAILED and static.step in READING_ONLY:
-            return replace(static, decided_by=READING, message=(
-                f"{static.message} (the run showed {found.message}; it can't show "
-                f"{READING_ONLY[static.step]}: the reading decides that)"))  # fmt: skip
-        return replace(static, status=found.status, message=found.message,
-                       hint=found.hint or static.hint if found.status == FAILED else "",
-                       expected_diff=static.expected_diff if found.status == FAILED else "",
-                       line=static.line if found.status == FAILED else None,
-                       decided_by=RUN)  # fmt: skip
+            return replace(
+                static,
+                decided_by=READING,
+                message=(
+                    f"{static.message} (the run showed {found.message}; it can't show "
+                    f"{READING_ONLY[static.step]}: the reading decides that)"
+                ),
+            )
+        return replace(
+            static,
+            status=found.status,
+            message=found.message,
+            hint=found.hint or static.hint if found.status == FAILED else "",
+            expected_diff=static.expected_diff if found.status == FAILED else "",
+            line=static.line if found.status == FAILED else None,
+            decided_by=RUN,
+        )
     if found is not None and (found.withheld or run.run.outcome in STOPPED):
-        return replace(static, status=FAILED, decided_by=RUN, message=not_credited(found, run),
-                       hint=static.hint or "Run the script on 2 workers and read what stopped it.",
-                       expected_diff=static.expected_diff or reference.expected_diff(static.step),
-                       line=static.line if run.run.finished else run.run.line)  # fmt: skip
+        return replace(
+            static,
+            status=FAILED,
+            decided_by=RUN,
+            message=not_credited(found, run),
+            hint=static.hint or "Run the script on 2 workers and read what stopped it.",
+            expected_diff=static.expected_diff or reference.expected_diff(static.step),
+            line=static.line if run.run.finished else run.run.line,
+        )
     unseen = _why_unseen(found, run)
     if static.status != CANT_TELL:
-        return replace(static, decided_by=READING,
-                       message=f"{static.message} (decided by reading the script: {unseen})")  # fmt: skip
-    return replace(static, decided_by=NEITHER,
-                   message=f"neither check could decide; counted as done for now. The run: "
-                   f"{unseen}. The reading: {static.message}")  # fmt: skip
+        return replace(
+            static,
+            decided_by=READING,
+            message=f"{static.message} (decided by reading the script: {unseen})",
+        )
+    return replace(
+        static,
+        decided_by=NEITHER,
+        message=f"neither check could decide; counted as done for now. The run: "
+        f"{unseen}. The reading: {static.message}",
+    )
 
 
 CANT_TELL_SAYS = "can't tell: "  # how a finding that can't tell begins (grader/live/invariants.py)
@@ -99,8 +124,11 @@ def not_credited(found: Result, run: Result) -> str:
     lacked = found.message.removeprefix(CANT_TELL_SAYS)
     stopped = "" if run.run.finished else f"{run.message}; so "
     held = [detail.step for detail in run.details if detail.status == PASSED]
-    showed = (f"it showed step{'s' if len(held) > 1 else ''} {_steps_text(held)} to hold"
-              if held else "it showed no step to hold")  # fmt: skip
+    showed = (
+        f"it showed step{'s' if len(held) > 1 else ''} {_steps_text(held)} to hold"
+        if held
+        else "it showed no step to hold"
+    )
     return f"not credited, as the run did not show this step: {stopped}{lacked} ({showed})"
 
 
@@ -126,9 +154,11 @@ def blamed_steps(run: Result, findings: dict) -> set:
     if run.run is None or run.run.outcome not in ENDED_EARLY:
         return set()
     steps = sorted(findings)
-    return {step for step in (step_on_path(run.run, steps),
-                              step_of_quoted_name(run.run.exception, steps))
-            if step is not None}  # fmt: skip
+    return {
+        step
+        for step in (step_on_path(run.run, steps), step_of_quoted_name(run.run.exception, steps))
+        if step is not None
+    }
 
 
 def step_on_path(run, steps: list) -> int | None:
@@ -167,9 +197,12 @@ def step_of_assigned_name(code: str, steps: list) -> int | None:
     """The one step among `steps` whose added reference lines assign a name `code` uses
     (`resume_from_epoch = ...`: a print of it fails for the resume's fault), if exactly one."""
     used = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", _normalized(code)))
-    assigning = {step for step in steps for line in added_lines(step)
-                 if (match := re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", line))
-                 and match.group(1) in used}  # fmt: skip
+    assigning = {
+        step
+        for step in steps
+        for line in added_lines(step)
+        if (match := re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", line)) and match.group(1) in used
+    }
     return next(iter(assigning)) if len(assigning) == 1 else None
 
 
@@ -219,4 +252,3 @@ def added_lines(step: int) -> list:
 
 def _normalized(code: str) -> str:
     return re.sub(r"\s+", " ", (code or "").replace('"', "'")).strip()
-

@@ -438,11 +438,15 @@ class Script:
                 values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
                 if values is not None and len(values) != len(target.elts):
                     values = None
-                if values is None and isinstance(value, ast.Call) and not any(
-                    isinstance(element, ast.Starred) for element in target.elts
+                if (
+                    values is None
+                    and isinstance(value, ast.Call)
+                    and not any(isinstance(element, ast.Starred) for element in target.elts)
                 ):
                     # rank, size = setup(): each name is an item of what setup() returns
-                    values = [self._item_of(value, index, statement) for index in range(len(target.elts))]
+                    values = [
+                        self._item_of(value, index, statement) for index in range(len(target.elts))
+                    ]
                 for index, element in enumerate(target.elts):
                     bind_target(element, values[index] if values else None, statement)
             elif isinstance(target, ast.Starred):
@@ -680,7 +684,8 @@ class Script:
         argument it does not find may well be in there."""
         return any(isinstance(arg, ast.Starred) for arg in call.args) or any(
             keyword.arg is None and self._dict_entries(keyword.value) is None
-            for keyword in call.keywords)  # fmt: skip
+            for keyword in call.keywords
+        )
 
     def _dict_entries(self, expr) -> dict | None:
         """{key: value node} of a dict the grader can read (`dict(a=1)`, `{"a": 1}`, through
@@ -690,10 +695,15 @@ class Script:
             return None
         value = values[0]
         if isinstance(value, ast.Dict) and all(
-                isinstance(key, ast.Constant) and isinstance(key.value, str) for key in value.keys):  # fmt: skip
+            isinstance(key, ast.Constant) and isinstance(key.value, str) for key in value.keys
+        ):
             entries = {key.value: item for key, item in zip(value.keys, value.values)}
-        elif (isinstance(value, ast.Call) and self.qualified_name(value.func) == "dict"
-              and not value.args and all(keyword.arg for keyword in value.keywords)):  # fmt: skip
+        elif (
+            isinstance(value, ast.Call)
+            and self.qualified_name(value.func) == "dict"
+            and not value.args
+            and all(keyword.arg for keyword in value.keywords)
+        ):
             entries = {keyword.arg: keyword.value for keyword in value.keywords}
         else:
             return None
@@ -705,12 +715,20 @@ class Script:
         """Whether the dict a name holds is changed in place somewhere (`d[k] = v`,
         `d.update(...)`, `d.setdefault(...)`)."""
         for node in ast.walk(self.tree):
-            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
-                    and isinstance(node.value, ast.Name) and node.value.id == name.id):  # fmt: skip
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == name.id
+            ):
                 return True
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("update", "setdefault", "pop")
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id):  # fmt: skip
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("update", "setdefault", "pop")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == name.id
+            ):
                 return True
         return False
 
@@ -832,10 +850,14 @@ class Script:
             returns = [n for step in steps for n in ast.walk(step) if isinstance(n, ast.Return)]
             local = self._locals_of(function) - set(parameters)
             read = {n.id for n in ast.walk(last.value) if isinstance(n, ast.Name)}
-            if returns or read & local or any(
-                isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom))
-                for step in steps
-                for n in ast.walk(step)
+            if (
+                returns
+                or read & local
+                or any(
+                    isinstance(n, (ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom))
+                    for step in steps
+                    for n in ast.walk(step)
+                )
             ):
                 return None
             return self.substituted(last.value, given, given)

@@ -138,7 +138,9 @@ class Ranks:
         self._busy.add(id(name))
         try:
             values = [self.value_on(name, rank0) for rank0 in (True, False)]
-            truths = [self.script.constant(value, _MISSING) for value in values if value is not None]
+            truths = [
+                self.script.constant(value, _MISSING) for value in values if value is not None
+            ]
         finally:
             self._busy.discard(id(name))
         if len(truths) != 2 or _MISSING in truths:

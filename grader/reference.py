@@ -16,7 +16,6 @@ from workbook.facts import (
     LAST_STEP,
     SOLUTION_FILE_NAME,
     STEP_TITLES,
-    STEPS,
     chain_file_name,
 )
 from workbook.paths import SOLUTIONS_DIR
@@ -63,5 +62,8 @@ def bonus_diff(name: str) -> str:
     if name not in BONUSES:
         return ""
     return _diff(
-        reference_path(LAST_STEP), SOLUTIONS_DIR / BONUSES[name], "solution", f"with the {name} bonus"
+        reference_path(LAST_STEP),
+        SOLUTIONS_DIR / BONUSES[name],
+        "solution",
+        f"with the {name} bonus",
     )

@@ -139,8 +139,14 @@ class Result:
             shown.append((detail.status, f"step {detail.step}", detail.message, detail.hint))
         if unseen:
             steps = ", ".join(map(str, unseen))
-            shown.append((CANT_TELL, f"step{'s' if len(unseen) > 1 else ''} {steps}",
-                          "not shown: the run stopped before it showed (no credit)", ""))  # fmt: skip
+            shown.append(
+                (
+                    CANT_TELL,
+                    f"step{'s' if len(unseen) > 1 else ''} {steps}",
+                    "not shown: the run stopped before it showed (no credit)",
+                    "",
+                )
+            )
         return shown
 
     def _error_tail(self) -> str:
@@ -173,11 +179,16 @@ class Result:
 
         color = PASS_COLOR if self.passed else FAIL_COLOR
         mark = "&#10004; passed" if self.passed else "&#10008; not yet"
-        heading = (f'<strong style="color:{color}">{mark}</strong> &mdash; '
-                   f"<strong>{html.escape(self.label)}</strong>")
+        heading = (
+            f'<strong style="color:{color}">{mark}</strong> &mdash; '
+            f"<strong>{html.escape(self.label)}</strong>"
+        )
         box = f'<div style="border-left:6px solid {color};padding:4px 10px;margin:6px 0">'
-        decided = (f' <em style="color:#57606a">{html.escape(self.decided_note)}</em>'
-                   if self.decided_note else "")  # fmt: skip
+        decided = (
+            f' <em style="color:#57606a">{html.escape(self.decided_note)}</em>'
+            if self.decided_note
+            else ""
+        )
         message = html.escape(self.message)
         if decided and not message.endswith("."):
             message += "."  # the note is a sentence of its own

@@ -67,8 +67,9 @@ def is_step_decay(script, function) -> bool:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
     parameter = spec.args[0].arg
-    names = {node.id for statement in body for node in ast.walk(statement)
-             if isinstance(node, ast.Name)}  # fmt: skip
+    names = {
+        node.id for statement in body for node in ast.walk(statement) if isinstance(node, ast.Name)
+    }
     if parameter != "epoch" and "epoch" in names:
         return False  # renaming the parameter would make another name equal
     renamed = [_Rename(parameter, "epoch").visit(_copy(statement)) for statement in body]
@@ -130,9 +131,11 @@ def _makes_a_number(function: ast.FunctionDef) -> bool:
 def _parses_args(script) -> bool:
     """`args` is bound once, at the module level, to what a parse_args() call returns."""
     found = script.bindings.get("args", [])
-    return len(found) == 1 and isinstance(found[0].value, ast.Call) and script.qualified_name(
-        found[0].value.func
-    ).endswith("parse_args")
+    return (
+        len(found) == 1
+        and isinstance(found[0].value, ast.Call)
+        and script.qualified_name(found[0].value.func).endswith("parse_args")
+    )
 
 
 def _copy(node):

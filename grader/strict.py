@@ -20,8 +20,15 @@ CONTEXT_LINES = 3  # lines shown from each side around the first difference
 
 # Tokens that only lay the code out: they never make two files differ.
 _LAYOUT = frozenset(
-    {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-     tokenize.ENDMARKER, tokenize.ENCODING}
+    {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+        tokenize.ENCODING,
+    }
 )
 _STRING_START = re.compile(r"[A-Za-z]*(\"\"\"|'''|\"|')")
 
@@ -99,8 +106,10 @@ def _narrow(text: str, node_a, reference_text: str, node_b):
     for token_a, token_b in zip(tokens_a, tokens_b):
         if not _same(token_a, token_b):
             extra_a, extra_b = _string_line_offsets(token_a, token_b)
-            return (node_a.lineno + token_a.start[0] - 1 + extra_a,
-                    node_b.lineno + token_b.start[0] - 1 + extra_b)
+            return (
+                node_a.lineno + token_a.start[0] - 1 + extra_a,
+                node_b.lineno + token_b.start[0] - 1 + extra_b,
+            )
     if len(tokens_a) != len(tokens_b):
         # The longer side's first extra token, the shorter side's last one.
         where_a = tokens_a[min(len(tokens_a), len(tokens_b) + 1) - 1]
@@ -150,7 +159,7 @@ def _string_line_offsets(token_a, token_b) -> tuple:
 def _string_body(literal: str) -> str:
     """A string literal without its prefix and opening quote (its closing quote stays)."""
     start = _STRING_START.match(literal)
-    return literal[start.end():] if start else literal
+    return literal[start.end() :] if start else literal
 
 
 def describe_difference(text: str, reference_text: str, found, reference_name: str):
@@ -164,7 +173,10 @@ def describe_difference(text: str, reference_text: str, found, reference_name: s
     else:
         shown_a, shown_b = _shown(lines_a, line_a), _shown(lines_b, line_b)
         if shown_a == shown_b:  # they differ in spaces or tabs only: show those
-            shown_a, shown_b = _shown(lines_a, line_a, exact=True), _shown(lines_b, line_b, exact=True)
+            shown_a, shown_b = (
+                _shown(lines_a, line_a, exact=True),
+                _shown(lines_b, line_b, exact=True),
+            )
         message = f"first difference: your line {line_a} ({shown_a}) vs. reference line {line_b} ({shown_b})"
     start_a, start_b = max(line_a, 1), max(line_b, 1)
     excerpt_a = [line + "\n" for line in lines_a[start_a - 1 : start_a - 1 + CONTEXT_LINES]]

@@ -29,6 +29,7 @@ HVD_SHARED = {
 # The functions of horovod.tensorflow(.keras) that a script must call, not just name.
 HVD_FUNCTIONS = ("init", "size", "local_size", "rank", "local_rank", "cross_rank", "cross_size")
 
+
 def position(node: ast.AST) -> tuple:
     return (node.lineno, node.col_offset)
 
@@ -85,4 +86,3 @@ FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 def flipped(op: ast.cmpop) -> ast.cmpop:
     return FLIPPED.get(type(op), type(op))()
-

@@ -21,10 +21,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hub import (
+    accounts,
+    auth,
+    classroom,
+    cores,
+    isolation,
+    kernel_limits,
+    limits,
+    progress_drop,
+    roster,
+    server,
+    settings,
+    tls,
+)
 from workbook.facts import notebook_label
-
-from hub import (accounts, auth, classroom, cores, isolation, kernel_limits, limits,
-                 progress_drop, roster, server, settings, tls)
 
 SETUP_PROXY = Path(__file__).with_name("setup_proxy.sh")
 
@@ -83,12 +94,16 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
         "(the instructor's log-in)",
     ]
     if s.ssl_cert and s.self_signed:
-        lines.append(f"  HTTPS, self-signed: each browser warns once; attendees check this "
-                     f"fingerprint, then accept it")
+        lines.append(
+            "  HTTPS, self-signed: each browser warns once; attendees check this "
+            "fingerprint, then accept it"
+        )
         lines.append(f"    (Advanced > Proceed): SHA-256 {tls.fingerprint(Path(s.ssl_cert))}")
     elif not s.ssl_cert:
-        lines.append("  Plain HTTP: passwords cross the room's network in clear. For HTTPS: "
-                     "make hub HUB_ARGS=--https")
+        lines.append(
+            "  Plain HTTP: passwords cross the room's network in clear. For HTTPS: "
+            "make hub HUB_ARGS=--https"
+        )
     lines += [
         f"  Course: {classroom.course_dir(s)}; after the workshop: "
         f"cd {s.repo} && make grade COURSE={classroom.course_dir(s)}",
@@ -97,15 +112,22 @@ def banner(s: settings.HubSettings, plan: dict, notes: list[str] = ()) -> str:
         f"  Limits per attendee: {limits.describe(each, pids, limits.available())}",
     ]
     if cores.oversubscribed(plan):
-        lines.append(f"  Oversubscribed: {len(plan)} attendees on {len(cores.machine_cores())} "
-                     "cores, so some share a core and take turns (see INSTALL.md for sizing)")
+        lines.append(
+            f"  Oversubscribed: {len(plan)} attendees on {len(cores.machine_cores())} "
+            "cores, so some share a core and take turns (see INSTALL.md for sizing)"
+        )
     if each < limits.needed(cores_each):
-        lines.append(f"  Too little memory: {notebook_label('run_distributed')}'s run needs about "
-                     f"{limits.needed(cores_each) / 1024:.1f} GiB per attendee (INSTALL.md, "
-                     "sizing); it will be killed at the limit")
+        lines.append(
+            f"  Too little memory: {notebook_label('run_distributed')}'s run needs about "
+            f"{limits.needed(cores_each) / 1024:.1f} GiB per attendee (INSTALL.md, "
+            "sizing); it will be killed at the limit"
+        )
     lines += [f"  Note: {note}" for note in notes]
-    lines += [f"  Stop: cd {s.repo} && {sys.executable} -m hub down --state-dir {s.state_dir}",
-              f"  Log: {server.log_path(s)} (root only)", "=" * 72]
+    lines += [
+        f"  Stop: cd {s.repo} && {sys.executable} -m hub down --state-dir {s.state_dir}",
+        f"  Log: {server.log_path(s)} (root only)",
+        "=" * 72,
+    ]
     return "\n".join(lines)
 
 
@@ -127,17 +149,27 @@ def guard(s: settings.HubSettings) -> list[str]:
 
 def up(args) -> int:
     memory = limits.parse_size(args.memory_per_attendee) if args.memory_per_attendee else None
-    given = dict(roster=args.roster and str(Path(args.roster).resolve()), port=args.port,
-                 ip=args.ip, instructor=args.instructor, ssl_cert=args.ssl_cert,
-                 ssl_key=args.ssl_key, exchange=args.exchange, course=args.course,
-                 memory_mib=memory, pids_max=args.pids_per_attendee)
+    given = dict(
+        roster=args.roster and str(Path(args.roster).resolve()),
+        port=args.port,
+        ip=args.ip,
+        instructor=args.instructor,
+        ssl_cert=args.ssl_cert,
+        ssl_key=args.ssl_key,
+        exchange=args.exchange,
+        course=args.course,
+        memory_mib=memory,
+        pids_max=args.pids_per_attendee,
+    )
     if args.https and args.ssl_cert:
-        raise SystemExit("error: --https makes a self-signed certificate; --ssl-cert uses yours: "
-                         "one of them")
+        raise SystemExit(
+            "error: --https makes a self-signed certificate; --ssl-cert uses yours: one of them"
+        )
     path = Path(args.state_dir) / settings.SETTINGS_NAME
     if not path.is_file() and not args.roster:
-        raise SystemExit("error: the first `make hub` needs the roster: "
-                         "make hub HUB_ARGS=\"--roster roster.csv\"")
+        raise SystemExit(
+            'error: the first `make hub` needs the roster: make hub HUB_ARGS="--roster roster.csv"'
+        )
     if bool(args.ssl_cert) != bool(args.ssl_key):
         raise SystemExit("error: --ssl-cert and --ssl-key go together")
     s = settings.load_or_new(args.state_dir, **given)
@@ -146,7 +178,7 @@ def up(args) -> int:
     if s.instructor in s.attendees:
         raise SystemExit(f"error: the instructor {s.instructor!r} is also in the roster")
     if server.running(s):
-        print(f"The hub is running already (roster changes need `python -m hub down` first).")
+        print("The hub is running already (roster changes need `python -m hub down` first).")
         print(banner(s, s.cores))
         return 0
     subprocess.run(["sh", str(SETUP_PROXY)], check=True)
@@ -162,11 +194,18 @@ def up(args) -> int:
         print(f"==> a password for {name}")
     s.save()
     auth.write_sheet(s, roster.rows(s.roster))
-    shared = [Path(sys.executable).resolve(), Path(s.repo) / "x", s.jupyter_dir / "x",
-              Path(s.exchange) / "x", s.progress_dir / "x"]
+    shared = [
+        Path(sys.executable).resolve(),
+        Path(s.repo) / "x",
+        s.jupyter_dir / "x",
+        Path(s.exchange) / "x",
+        s.progress_dir / "x",
+    ]
     for folder in [folder for path in shared for folder in reachable(path)]:
-        print(f"==> so that every account can run the shared environment: chmod o+x {folder} "
-              "(`down` closes it again)")
+        print(
+            f"==> so that every account can run the shared environment: chmod o+x {folder} "
+            "(`down` closes it again)"
+        )
         if folder not in s.made_passable:
             s.made_passable.append(folder)
     s.save()
@@ -215,8 +254,10 @@ def down(args) -> int:
         print("TensorBoard's firewall rules removed")
     others = server.other_hubs()
     if others and s.made_passable:
-        print(f"left passable (o+x), another workshop hub runs (pid {others[0]}): "
-              + ", ".join(s.made_passable))
+        print(
+            f"left passable (o+x), another workshop hub runs (pid {others[0]}): "
+            + ", ".join(s.made_passable)
+        )
     else:
         for folder in closed_again(s.made_passable):
             print(f"chmod o-x {folder} (as before `make hub`)")
@@ -245,19 +286,24 @@ def left_behind(s: settings.HubSettings, removed: list[str]) -> list[str]:
         s.passwords = {}
         s.save()
         lines.append(f"password sheet {s.passwords_path} removed")
-    lines.append(f"left: {s.state_dir} (root only: settings, the hub's database and log, with "
-                 f"every attendee's name and requests) and {s.jupyter_dir}; when done: "
-                 f"rm -rf {s.state_dir} {s.jupyter_dir}")
+    lines.append(
+        f"left: {s.state_dir} (root only: settings, the hub's database and log, with "
+        f"every attendee's name and requests) and {s.jupyter_dir}; when done: "
+        f"rm -rf {s.state_dir} {s.jupyter_dir}"
+    )
     exchange = Path(s.exchange)
     if exchange.is_dir():
         orphans = sum(1 for p in exchange.rglob("*") if _owner_gone(p))
-        lines.append(f"left: the exchange {exchange} (submissions and feedback; {orphans} files "
-                     f"owned by removed accounts); once graded: rm -rf {exchange}")
+        lines.append(
+            f"left: the exchange {exchange} (submissions and feedback; {orphans} files "
+            f"owned by removed accounts); once graded: rm -rf {exchange}"
+        )
     return lines
 
 
 def _owner_gone(path: Path) -> bool:
     import pwd
+
     try:
         pwd.getpwuid(path.lstat().st_uid)
         return False
@@ -270,14 +316,17 @@ def password(args) -> int:
     if s is None:
         return 1
     if args.name not in s.attendees:
-        print(f"error: {args.name!r} is not in the roster ({', '.join(s.attendees)})",
-              file=sys.stderr)
+        print(
+            f"error: {args.name!r} is not in the roster ({', '.join(s.attendees)})", file=sys.stderr
+        )
         return 1
     s.passwords[args.name] = settings.new_password()
     s.save()
     auth.write_sheet(s, roster.rows(s.roster))
-    print(f"{args.name}: {s.passwords[args.name]}   (the next log-in needs it; the sheet "
-          f"{s.passwords_path} has it too)")
+    print(
+        f"{args.name}: {s.passwords[args.name]}   (the next log-in needs it; the sheet "
+        f"{s.passwords_path} has it too)"
+    )
     print(f"{args.name}: {server.end_sessions(s, args.name)}")
     return 0
 
@@ -294,44 +343,61 @@ def status(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hub", description=__doc__.splitlines()[0])
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", default=str(settings.DEFAULT_STATE_DIR),
-                        help=f"settings, passwords, database, log (default "
-                             f"{settings.DEFAULT_STATE_DIR})")
+    common.add_argument(
+        "--state-dir",
+        default=str(settings.DEFAULT_STATE_DIR),
+        help=f"settings, passwords, database, log (default {settings.DEFAULT_STATE_DIR})",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    start = commands.add_parser("up", parents=[common],
-                                help="set up what is missing and start the hub")
+    start = commands.add_parser(
+        "up", parents=[common], help="set up what is missing and start the hub"
+    )
     start.add_argument("--roster", help="CSV: id,first_name,last_name,email (one account per id)")
     start.add_argument("--port", type=int, help="the hub's port (default 8000)")
     start.add_argument("--ip", help="address to listen on (default 0.0.0.0)")
     start.add_argument("--ssl-cert", help="TLS certificate (PEM); with --ssl-key: https")
     start.add_argument("--ssl-key", help="TLS key (PEM)")
-    start.add_argument("--https", action="store_true",
-                       help="https with a self-signed certificate made once in the state folder")
-    start.add_argument("--memory-per-attendee", metavar="SIZE",
-                       help="each attendee's memory limit, e.g. 3G (default: the machine's "
-                            "memory less 1 GiB, shared equally)")
-    start.add_argument("--pids-per-attendee", type=int, metavar="N",
-                       help=f"each attendee's processes and threads (default "
-                            f"{limits.DEFAULT_PIDS})")
+    start.add_argument(
+        "--https",
+        action="store_true",
+        help="https with a self-signed certificate made once in the state folder",
+    )
+    start.add_argument(
+        "--memory-per-attendee",
+        metavar="SIZE",
+        help="each attendee's memory limit, e.g. 3G (default: the machine's "
+        "memory less 1 GiB, shared equally)",
+    )
+    start.add_argument(
+        "--pids-per-attendee",
+        type=int,
+        metavar="N",
+        help=f"each attendee's processes and threads (default {limits.DEFAULT_PIDS})",
+    )
     start.add_argument("--instructor", help="the instructor's account (default instructor)")
     start.add_argument("--exchange", help="nbgrader's exchange (default /srv/nbgrader/exchange)")
     start.add_argument("--course", help="the course folder (default ~INSTRUCTOR/course)")
-    stop = commands.add_parser("down", parents=[common],
-                               help="stop the hub and the attendees' servers")
-    stop.add_argument("--remove-accounts", action="store_true",
-                      help="also delete the accounts the hub made, with their homes (the "
-                           "instructor's course too: grade and copy grades.csv first)")
-    commands.add_parser("status", parents=[common],
-                        help="print the URL and the log-in, or that it is stopped")
-    reset = commands.add_parser("password", parents=[common],
-                                help="a new password for one attendee (the sheet too)")
+    stop = commands.add_parser(
+        "down", parents=[common], help="stop the hub and the attendees' servers"
+    )
+    stop.add_argument(
+        "--remove-accounts",
+        action="store_true",
+        help="also delete the accounts the hub made, with their homes (the "
+        "instructor's course too: grade and copy grades.csv first)",
+    )
+    commands.add_parser(
+        "status", parents=[common], help="print the URL and the log-in, or that it is stopped"
+    )
+    reset = commands.add_parser(
+        "password", parents=[common], help="a new password for one attendee (the sheet too)"
+    )
     reset.add_argument("name", help="the attendee's roster id")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("error: the hub needs root (accounts, CPU sets, the proxy): sudo make hub")
     try:
-        return {"up": up, "down": down, "status": status,
-                "password": password}[args.command](args)
+        return {"up": up, "down": down, "status": status, "password": password}[args.command](args)
     except (roster.RosterError, RuntimeError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -60,7 +60,14 @@ def write_sheet(s: hub_settings.HubSettings, roster_rows: list[dict]) -> Path:
         table.writerow(["id", "first_name", "last_name", "password", "url"])
         for name in s.attendees:
             row = by_id.get(name, {})
-            table.writerow([name, row.get("first_name", ""), row.get("last_name", ""),
-                            s.passwords[name], s.url])
+            table.writerow(
+                [
+                    name,
+                    row.get("first_name", ""),
+                    row.get("last_name", ""),
+                    s.passwords[name],
+                    s.url,
+                ]
+            )
     os.chmod(path, 0o600)
     return path

@@ -25,10 +25,10 @@ STATUS_COLORS = {"passed": "#1a7f37", "failed": "#cf222e", "can't tell": "#9a670
 @dataclass(frozen=True)
 class Standing:
     attendee: str
-    last: Record | None = None      # their latest check; None: no check yet
+    last: Record | None = None  # their latest check; None: no check yet
     stuck_since: float | None = None  # the first failed check of last.step since its last pass
-    failed_checks: int = 0          # failed checks of that step since then
-    unreadable: str = ""            # why their records could not be read ("" when they were)
+    failed_checks: int = 0  # failed checks of that step since then
+    unreadable: str = ""  # why their records could not be read ("" when they were)
 
     def stuck_for(self, now: float) -> float | None:
         return None if self.stuck_since is None else max(0.0, now - self.stuck_since)
@@ -54,8 +54,10 @@ def class_standings(records_by: dict[str, list[Record] | str], now: float) -> li
     """Everyone, in the order the instructor should look: stuck, the longest first; then the
     others, the furthest behind first; then those with no check yet. A str instead of the
     records says why they could not be read."""
-    found = [Standing(name, unreadable=records) if isinstance(records, str)
-             else standing(name, records) for name, records in records_by.items()]
+    found = [
+        Standing(name, unreadable=records) if isinstance(records, str) else standing(name, records)
+        for name, records in records_by.items()
+    ]
 
     def order(each: Standing):
         if each.stuck_since is not None:
@@ -86,34 +88,45 @@ def headline(standings: list[Standing], now: float) -> str:
     longest = stuck_longest(standings)
     if longest is None:
         return "Nobody is stuck: no one's last check failed."
-    return (f"Stuck longest: {longest.attendee}, on step {longest.last.step} "
-            f"({step_notebook(longest.last.step).title}) for "
-            f"{duration(longest.stuck_for(now))}, {longest.failed_checks} failed "
-            f"check{'s' if longest.failed_checks != 1 else ''}.")
+    return (
+        f"Stuck longest: {longest.attendee}, on step {longest.last.step} "
+        f"({step_notebook(longest.last.step).title}) for "
+        f"{duration(longest.stuck_for(now))}, {longest.failed_checks} failed "
+        f"check{'s' if longest.failed_checks != 1 else ''}."
+    )
 
 
 def _row(each: Standing, now: float) -> str:
     name = html.escape(each.attendee)
     if each.unreadable:
-        return (f'<tr class="unreadable"><td>{name}</td><td colspan="4">its records cannot be '
-                f"read: {html.escape(each.unreadable)}</td></tr>")
+        return (
+            f'<tr class="unreadable"><td>{name}</td><td colspan="4">its records cannot be '
+            f"read: {html.escape(each.unreadable)}</td></tr>"
+        )
     if each.last is None:
         return f'<tr class="none"><td>{name}</td><td colspan="4">no check yet</td></tr>'
     last = each.last
     color = STATUS_COLORS[last.status]
-    stuck = (f"{duration(each.stuck_for(now))} ({each.failed_checks} failed)"
-             if each.stuck_since is not None else "")
-    return (f'<tr class="{"stuck" if stuck else "moving"}" data-attendee="{name}">'
-            f"<td>{name}</td>"
-            f"<td>step {last.step}: {html.escape(step_notebook(last.step).title)}</td>"
-            f'<td style="color:{color};font-weight:bold">{html.escape(last.status)}</td>'
-            f"<td>{duration(now - last.time)} ago</td><td>{stuck}</td></tr>")
+    stuck = (
+        f"{duration(each.stuck_for(now))} ({each.failed_checks} failed)"
+        if each.stuck_since is not None
+        else ""
+    )
+    return (
+        f'<tr class="{"stuck" if stuck else "moving"}" data-attendee="{name}">'
+        f"<td>{name}</td>"
+        f"<td>step {last.step}: {html.escape(step_notebook(last.step).title)}</td>"
+        f'<td style="color:{color};font-weight:bold">{html.escape(last.status)}</td>'
+        f"<td>{duration(now - last.time)} ago</td><td>{stuck}</td></tr>"
+    )
 
 
 def table_html(standings: list[Standing], now: float) -> str:
     """The headline and the table: what the page shows, and what it fetches again to update."""
     rows = "\n".join(_row(each, now) for each in standings)
-    return (f'<p id="headline">{html.escape(headline(standings, now))}</p>\n'
-            '<table id="class"><thead><tr><th>attendee</th><th>step (their last check)</th>'
-            "<th>it said</th><th>when</th><th>stuck on it for</th></tr></thead>\n"
-            f"<tbody>\n{rows}\n</tbody></table>")
+    return (
+        f'<p id="headline">{html.escape(headline(standings, now))}</p>\n'
+        '<table id="class"><thead><tr><th>attendee</th><th>step (their last check)</th>'
+        "<th>it said</th><th>when</th><th>stuck on it for</th></tr></thead>\n"
+        f"<tbody>\n{rows}\n</tbody></table>"
+    )

@@ -78,7 +78,8 @@ class ClassViewHandler(HubOAuthenticated, web.RequestHandler):
     def table(self) -> str:
         now = time.time()
         return class_view.table_html(
-            class_view.class_standings(records_by(self.folder, self.attendees), now), now)
+            class_view.class_standings(records_by(self.folder, self.attendees), now), now
+        )
 
     def allowed(self) -> None:
         user = self.get_current_user()
@@ -92,9 +93,15 @@ class PageHandler(ClassViewHandler):
     def get(self):
         self.allowed()
         xsrf = self.xsrf_token
-        self.write(PAGE.format(poll=POLL_S, poll_ms=POLL_S * 1000, table=self.table(),
-                               updated=time.strftime("%H:%M:%S"),
-                               xsrf=xsrf.decode() if isinstance(xsrf, bytes) else xsrf))
+        self.write(
+            PAGE.format(
+                poll=POLL_S,
+                poll_ms=POLL_S * 1000,
+                table=self.table(),
+                updated=time.strftime("%H:%M:%S"),
+                xsrf=xsrf.decode() if isinstance(xsrf, bytes) else xsrf,
+            )
+        )
 
 
 class TableHandler(ClassViewHandler):
@@ -106,24 +113,32 @@ class TableHandler(ClassViewHandler):
 
 def make_app(prefix: str, folder: Path, attendees: list[str], instructor: str) -> web.Application:
     given = dict(folder=folder, attendees=attendees, instructor=instructor)
-    return web.Application([
-        (prefix, PageHandler, given),
-        (url_path_join(prefix, "table"), TableHandler, given),
-        (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
-    ], cookie_secret=os.urandom(32))
+    return web.Application(
+        [
+            (prefix, PageHandler, given),
+            (url_path_join(prefix, "table"), TableHandler, given),
+            (url_path_join(prefix, "oauth_callback"), HubOAuthCallbackHandler),
+        ],
+        cookie_secret=os.urandom(32),
+    )
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m hub.class_view_service",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m hub.class_view_service", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--progress-dir", required=True)
     parser.add_argument("--instructor", required=True)
     parser.add_argument("--attendees", required=True, help="comma-separated roster ids")
     args = parser.parse_args(argv)
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{NAME}/")
     url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
-    app = make_app(prefix, Path(args.progress_dir), [a for a in args.attendees.split(",") if a],
-                   args.instructor)
+    app = make_app(
+        prefix,
+        Path(args.progress_dir),
+        [a for a in args.attendees.split(",") if a],
+        args.instructor,
+    )
     app.listen(url.port, url.hostname)
     ioloop.IOLoop.current().start()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from hub.settings import HubSettings
 
 ROLES = ("student", "instructor")
-COURSE_ID = "horovod_workbook"   # instructor.course.COURSE_ID, the course `init` makes
+COURSE_ID = "horovod_workbook"  # instructor.course.COURSE_ID, the course `init` makes
 ASSIGNMENT = "horovod_steps"
 STUDENT_HIDDEN = {  # JupyterLab plugins of nbgrader an attendee does not need
     "@jupyter/nbgrader:formgrader": True,
@@ -38,10 +38,14 @@ STUDENT_EXCHANGE = [
     'c.ExchangeFactory.fetch_assignment = "instructor.exchange.WorkbookFetch"',
     'c.WorkbookFolder.folder = "notebooks"',
 ]
-STUDENT_SERVER = {"ServerApp": {"jpserver_extensions": {
-    "nbgrader.server_extensions.formgrader": False,
-    "nbgrader.server_extensions.course_list": False,
-}}}
+STUDENT_SERVER = {
+    "ServerApp": {
+        "jpserver_extensions": {
+            "nbgrader.server_extensions.formgrader": False,
+            "nbgrader.server_extensions.course_list": False,
+        }
+    }
+}
 
 
 def config_dir(settings: HubSettings, role: str) -> Path:
@@ -62,10 +66,12 @@ def write(path: Path, text: str) -> None:
 def write_role_configs(settings: HubSettings) -> None:
     for role in ROLES:
         folder = config_dir(settings, role)
-        lines = ["# Written by `make hub` (hub/classroom.py): nbgrader on the workshop hub.",
-                 "c = get_config()  # noqa: F821",
-                 f"c.CourseDirectory.course_id = {COURSE_ID!r}",
-                 f"c.Exchange.root = {settings.exchange!r}"]
+        lines = [
+            "# Written by `make hub` (hub/classroom.py): nbgrader on the workshop hub.",
+            "c = get_config()  # noqa: F821",
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+            f"c.Exchange.root = {settings.exchange!r}",
+        ]
         if role == "instructor":
             lines.append(f"c.CourseDirectory.root = {str(course_dir(settings))!r}")
         else:
@@ -73,11 +79,16 @@ def write_role_configs(settings: HubSettings) -> None:
         write(folder / "nbgrader_config.py", "\n".join(lines) + "\n")
         if role == "student":
             write(folder / "jupyter_server_config.json", json.dumps(STUDENT_SERVER, indent=2))
-            write(folder / "labconfig" / "page_config.json",
-                  json.dumps({"disabledExtensions": STUDENT_HIDDEN}, indent=2))
+            write(
+                folder / "labconfig" / "page_config.json",
+                json.dumps({"disabledExtensions": STUDENT_HIDDEN}, indent=2),
+            )
     # The servers run as the attendees: they read these folders (nothing private is in them).
-    for folder in (settings.jupyter_dir, *(config_dir(settings, role) for role in ROLES),
-                   config_dir(settings, "student") / "labconfig"):
+    for folder in (
+        settings.jupyter_dir,
+        *(config_dir(settings, role) for role in ROLES),
+        config_dir(settings, "student") / "labconfig",
+    ):
         folder.chmod(0o755)
 
 
@@ -94,17 +105,28 @@ def as_instructor(settings: HubSettings, *args: str) -> subprocess.CompletedProc
     """`python -m instructor ARGS` run by the instructor's account, in the repository."""
     entry = pwd.getpwnam(settings.instructor)
     venv_bin = Path(settings.venv) / "bin"
-    command = ["runuser", "-u", settings.instructor, "--", "env", f"HOME={entry.pw_dir}",
-               f"USER={settings.instructor}", f"PATH={venv_bin}:/usr/local/bin:/usr/bin:/bin",
-               str(venv_bin / "python"), "-m", "instructor", *args]
-    return subprocess.run(command, cwd=settings.repo, capture_output=True, text=True,
-                          timeout=600)
+    command = [
+        "runuser",
+        "-u",
+        settings.instructor,
+        "--",
+        "env",
+        f"HOME={entry.pw_dir}",
+        f"USER={settings.instructor}",
+        f"PATH={venv_bin}:/usr/local/bin:/usr/bin:/bin",
+        str(venv_bin / "python"),
+        "-m",
+        "instructor",
+        *args,
+    ]
+    return subprocess.run(command, cwd=settings.repo, capture_output=True, text=True, timeout=600)
 
 
 def checked(reply: subprocess.CompletedProcess, what: str) -> str:
     if reply.returncode != 0:
-        raise RuntimeError(f"{what} failed (exit {reply.returncode}):\n"
-                           f"{(reply.stdout + reply.stderr)[-2000:]}")
+        raise RuntimeError(
+            f"{what} failed (exit {reply.returncode}):\n{(reply.stdout + reply.stderr)[-2000:]}"
+        )
     return reply.stdout.strip()
 
 
@@ -124,20 +146,31 @@ def prepare_course(settings: HubSettings) -> list[str]:
     done = []
     if course_exchange(course) != settings.exchange:  # no course yet, or another exchange
         force = ["--force"] if (course / "nbgrader_config.py").is_file() else []
-        done.append(checked(as_instructor(settings, "init", str(course), "--exchange",
-                                          settings.exchange, *force),
-                            "python -m instructor init"))
-    done.append(checked(as_instructor(settings, "generate", str(course)),
-                        "python -m instructor generate"))
+        done.append(
+            checked(
+                as_instructor(
+                    settings, "init", str(course), "--exchange", settings.exchange, *force
+                ),
+                "python -m instructor init",
+            )
+        )
+    done.append(
+        checked(as_instructor(settings, "generate", str(course)), "python -m instructor generate")
+    )
     roster = course.parent / "roster.csv"  # in the instructor's private home, for their account
     shutil.copyfile(settings.roster, roster)
     shutil.chown(roster, user=settings.instructor)  # names and e-mails: not for the attendees
     roster.chmod(0o600)
-    done.append(checked(as_instructor(settings, "add-students", str(course), str(roster)),
-                        "python -m instructor add-students"))
+    done.append(
+        checked(
+            as_instructor(settings, "add-students", str(course), str(roster)),
+            "python -m instructor add-students",
+        )
+    )
     if not (Path(settings.exchange) / COURSE_ID / "outbound" / ASSIGNMENT).is_dir():
-        done.append(checked(as_instructor(settings, "release", str(course)),
-                            "python -m instructor release"))
+        done.append(
+            checked(as_instructor(settings, "release", str(course)), "python -m instructor release")
+        )
     return done
 
 

@@ -29,7 +29,7 @@ def plan(attendees: list[str], cores: list[int]) -> dict[str, list[int]]:
     if not attendees:
         return {}
     per = max(1, len(cores) // len(attendees))
-    blocks = [cores[i:i + per] for i in range(0, len(cores) - per + 1, per)]
+    blocks = [cores[i : i + per] for i in range(0, len(cores) - per + 1, per)]
     return {name: blocks[i % len(blocks)] for i, name in enumerate(attendees)}
 
 

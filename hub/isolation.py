@@ -56,18 +56,27 @@ def tensorboard_port(settings: HubSettings, user: str) -> int:
 
 # --- TensorBoard's ports -------------------------------------------------------------------
 
+
 def iptables() -> str | None:
     found = shutil.which("iptables")
     if found is None and APT.is_file():
-        subprocess.run(["sh", "-c", f'. "{APT}" && apt_install "iptables, so that only each '
-                        f'attendee reaches their TensorBoard" iptables'], check=False)
+        subprocess.run(
+            [
+                "sh",
+                "-c",
+                f'. "{APT}" && apt_install "iptables, so that only each '
+                f'attendee reaches their TensorBoard" iptables',
+            ],
+            check=False,
+        )
         found = shutil.which("iptables")
     return found
 
 
 def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True,
-                          check=check, timeout=60)
+    return subprocess.run(
+        ["iptables", "-w", "10", *args], capture_output=True, text=True, check=check, timeout=60
+    )
 
 
 def port_rules(settings: HubSettings) -> list[list[str]]:
@@ -76,12 +85,48 @@ def port_rules(settings: HubSettings) -> list[list[str]]:
         ports, uid = port_range(settings, user), str(pwd.getpwnam(user).pw_uid)
         port = f"{ports.start}:{ports[-1]}"
         # Another account's connection to the ports: refused at once.
-        rules.append(["-o", "lo", "-p", "tcp", "--syn", "--dport", port, "-m", "owner", "!",
-                      "--uid-owner", uid, "-j", "REJECT", "--reject-with", "tcp-reset"])
+        rules.append(
+            [
+                "-o",
+                "lo",
+                "-p",
+                "tcp",
+                "--syn",
+                "--dport",
+                port,
+                "-m",
+                "owner",
+                "!",
+                "--uid-owner",
+                uid,
+                "-j",
+                "REJECT",
+                "--reject-with",
+                "tcp-reset",
+            ]
+        )
         # Another account listening on a port (where hub.port_guard could not refuse it): its
         # answer to the handshake never leaves, so the owner's browser never talks to it.
-        rules.append(["-o", "lo", "-p", "tcp", "--sport", port, "--tcp-flags", "SYN,ACK",
-                      "SYN,ACK", "-m", "owner", "!", "--uid-owner", uid, "-j", "DROP"])
+        rules.append(
+            [
+                "-o",
+                "lo",
+                "-p",
+                "tcp",
+                "--sport",
+                port,
+                "--tcp-flags",
+                "SYN,ACK",
+                "SYN,ACK",
+                "-m",
+                "owner",
+                "!",
+                "--uid-owner",
+                uid,
+                "-j",
+                "DROP",
+            ]
+        )
     return rules
 
 
@@ -105,8 +150,10 @@ def guard_ports(settings: HubSettings) -> str | None:
         try:
             port_guard.guard(user, port_block(settings), port_range(settings, user))
         except OSError as error:
-            return (f"ports cannot be kept to their owner here ({error.strerror or error}): "
-                    "another attendee can listen first on a TensorBoard's port")
+            return (
+                f"ports cannot be kept to their owner here ({error.strerror or error}): "
+                "another attendee can listen first on a TensorBoard's port"
+            )
     return None
 
 
@@ -127,6 +174,7 @@ def unguard_tensorboard() -> bool:
 
 # --- /proc -----------------------------------------------------------------------------------
 
+
 def proc_options() -> str:
     for line in Path("/proc/mounts").read_text().splitlines():
         fields = line.split()
@@ -145,33 +193,50 @@ def hide_processes() -> tuple[str | None, str | None]:
     before = hidepid_of(proc_options())
     if before in ("2", "invisible"):
         return before, None
-    reply = subprocess.run(["mount", "-o", "remount,hidepid=invisible", "/proc"],
-                           capture_output=True, text=True, timeout=30)
+    reply = subprocess.run(
+        ["mount", "-o", "remount,hidepid=invisible", "/proc"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if reply.returncode != 0:
-        reply = subprocess.run(["mount", "-o", "remount,hidepid=2", "/proc"],
-                               capture_output=True, text=True, timeout=30)
+        reply = subprocess.run(
+            ["mount", "-o", "remount,hidepid=2", "/proc"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     if reply.returncode != 0:
-        return None, (f"/proc cannot be remounted with hidepid here ({reply.stderr.strip()}): "
-                      "attendees can see each other's processes and command lines")
+        return None, (
+            f"/proc cannot be remounted with hidepid here ({reply.stderr.strip()}): "
+            "attendees can see each other's processes and command lines"
+        )
     return before, None
 
 
 def restore_processes(before: str | None) -> bool:
     if before is None or hidepid_of(proc_options()) == before:
         return False
-    return subprocess.run(["mount", "-o", f"remount,hidepid={before}", "/proc"],
-                          capture_output=True, timeout=30).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-o", f"remount,hidepid={before}", "/proc"], capture_output=True, timeout=30
+        ).returncode
+        == 0
+    )
 
 
 # --- the terminal ----------------------------------------------------------------------------
 
+
 def profile_text(settings: HubSettings) -> str:
     venv_bin = Path(settings.venv) / "bin"
-    return (f"# Written by `make hub` (hub/isolation.py); `hub down` removes it. In the hub's\n"
-            f"# servers' terminals (login shells), the workbook's environment comes first.\n"
-            f'if [ -n "$JUPYTERHUB_USER" ] && [ -d "{venv_bin}" ]; then\n'
-            f'    case ":$PATH:" in *":{venv_bin}:"*) ;; *) PATH="{venv_bin}:$PATH" ;; esac\n'
-            f"    export PATH\nfi\n")
+    return (
+        f"# Written by `make hub` (hub/isolation.py); `hub down` removes it. In the hub's\n"
+        f"# servers' terminals (login shells), the workbook's environment comes first.\n"
+        f'if [ -n "$JUPYTERHUB_USER" ] && [ -d "{venv_bin}" ]; then\n'
+        f'    case ":$PATH:" in *":{venv_bin}:"*) ;; *) PATH="{venv_bin}:$PATH" ;; esac\n'
+        f"    export PATH\nfi\n"
+    )
 
 
 def write_profile(settings: HubSettings, path: Path = PROFILE) -> Path:

@@ -27,7 +27,7 @@ c.JupyterHub.hub_port = s.port + 1
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{s.port + 2}"
 c.ConfigurableHTTPProxy.pid_file = str(state / "proxy.pid")
 c.ConfigurableHTTPProxy.should_start = True
-c.JupyterHub.cleanup_servers = True   # stopping the hub stops every attendee's server
+c.JupyterHub.cleanup_servers = True  # stopping the hub stops every attendee's server
 
 # A workshop's log-in: each attendee of the roster with their own password (the sheet that
 # `make hub` writes), the instructor, admin, with theirs (hub/auth.py).
@@ -48,23 +48,42 @@ c.Spawner.http_timeout = 180
 c.Spawner.env_keep = ["LANG", "LC_ALL", "WORKBOOK_TEST_ID", "WORKBOOK_TEST_SESSION"]
 
 # The login page says which name to type (the hub's accounts are the roster's ids).
-c.JupyterHub.template_vars = {"announcement_login": (
-    "Your user name is your roster id, as on the slip you were given, with your own password.")}
+c.JupyterHub.template_vars = {
+    "announcement_login": (
+        "Your user name is your roster id, as on the slip you were given, with your own password."
+    )
+}
 
 # The instructor's class view (hub/class_view_service.py): who is on which step, who is stuck. It
 # runs as the instructor's account, which may read the attendees' check records and nothing
 # else of theirs; only the instructor (admin) gets past its log-in. And the token with which
 # `python -m hub password NAME` ends that attendee's sessions.
 c.JupyterHub.services = [
-    {"name": "class-view", "url": f"http://127.0.0.1:{s.class_view_port}",
-     "command": [str(Path(s.venv) / "bin" / "python"), "-m", "hub.class_view_service",
-                 "--progress-dir", str(s.progress_dir), "--instructor", s.instructor,
-                 "--attendees", ",".join(s.attendees)],
-     "user": s.instructor, "cwd": s.repo, "environment": {"PYTHONPATH": s.repo},
-     "oauth_no_confirm": True},
+    {
+        "name": "class-view",
+        "url": f"http://127.0.0.1:{s.class_view_port}",
+        "command": [
+            str(Path(s.venv) / "bin" / "python"),
+            "-m",
+            "hub.class_view_service",
+            "--progress-dir",
+            str(s.progress_dir),
+            "--instructor",
+            s.instructor,
+            "--attendees",
+            ",".join(s.attendees),
+        ],
+        "user": s.instructor,
+        "cwd": s.repo,
+        "environment": {"PYTHONPATH": s.repo},
+        "oauth_no_confirm": True,
+    },
     {"name": "workbook-cli", "api_token": s.api_token, "display": False},
 ]
 c.JupyterHub.load_roles = [
-    {"name": "workbook-cli", "scopes": ["admin:users", "admin:servers"],
-     "services": ["workbook-cli"]},
+    {
+        "name": "workbook-cli",
+        "scopes": ["admin:users", "admin:servers"],
+        "services": ["workbook-cli"],
+    },
 ]

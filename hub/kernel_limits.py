@@ -66,16 +66,19 @@ def _number(text: str) -> int | None:
 def counts(groups: dict[str, Path]) -> dict[str, int]:
     """How many times each limit stopped something, since the groups were made."""
     memory, pids = groups.get("memory"), groups.get("pids")
-    return {"oom_kill": _field(_read(memory / "memory.oom_control"), "oom_kill") if memory else 0,
-            "pids_max": _field(_read(pids / "pids.events"), "max") if pids else 0}
+    return {
+        "oom_kill": _field(_read(memory / "memory.oom_control"), "oom_kill") if memory else 0,
+        "pids_max": _field(_read(pids / "pids.events"), "max") if pids else 0,
+    }
 
 
 def _gib(value: int | None) -> str:
     return "?" if value is None else f"{value / GIB:.1f} GiB"
 
 
-def messages(before: dict[str, int], after: dict[str, int], groups: dict[str, Path],
-             since: str) -> list[str]:
+def messages(
+    before: dict[str, int], after: dict[str, int], groups: dict[str, Path], since: str
+) -> list[str]:
     """What the learner reads when a limit stopped something between two counts."""
     said = []
     killed = after["oom_kill"] - before["oom_kill"]
@@ -88,7 +91,8 @@ def messages(before: dict[str, int], after: dict[str, int], groups: dict[str, Pa
             f"{'was' if killed == 1 else 'were'} killed for going over your memory limit of "
             f"{_gib(limit)} (your peak: {_gib(peak)}; your kernels, terminals and runs share it). "
             "If JupyterLab said the kernel died, this was it. Use less at once (a smaller "
-            "batch or model, fewer workers), or shut down the kernels you no longer use.")
+            "batch or model, fewer workers), or shut down the kernels you no longer use."
+        )
     refused = after["pids_max"] - before["pids_max"]
     if refused > 0:
         pids = groups["pids"]
@@ -97,9 +101,10 @@ def messages(before: dict[str, int], after: dict[str, int], groups: dict[str, Pa
         said.append(
             f"Process limit: {since}, {refused} new process{'es' if refused != 1 else ''} or "
             f"thread{'s' if refused != 1 else ''} could not start: you reached your limit of "
-            f"{limit} processes and threads ({now} running now), which gives \"Resource "
-            "temporarily unavailable\" (and JupyterLab may fail to save meanwhile). End what "
-            "you started (Kernel > Shut Down All Kernels, or the processes in a terminal).")
+            f'{limit} processes and threads ({now} running now), which gives "Resource '
+            'temporarily unavailable" (and JupyterLab may fail to save meanwhile). End what '
+            "you started (Kernel > Shut Down All Kernels, or the processes in a terminal)."
+        )
     return said
 
 
@@ -180,4 +185,5 @@ def startup_text(module: Path = Path(__file__).resolve()) -> str:
         "    _workbook_limits()\n"
         "except Exception:  # not in IPython, or the limits cannot be read: nothing to say\n"
         "    pass\n"
-        "del _workbook_limits\n")
+        "del _workbook_limits\n"
+    )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 CGROUP_NAME = "horovod-workbook"
-RESERVED_MIB = 1024            # the system, the hub, its proxy
+RESERVED_MIB = 1024  # the system, the hub, its proxy
 DEFAULT_PIDS = 1024
 # What the workbook needs per attendee (INSTALL.md's sizing): the run notebook's 2-worker run with
 # a server and kernels; with one core, one worker.
@@ -51,8 +51,10 @@ def parse_size(text: str) -> int:
 
 
 def available(root: Path = ROOT) -> dict[str, bool]:
-    return {kind: (root / kind / "tasks").is_file() and os.access(root / kind, os.W_OK)
-            for kind in ("memory", "pids")}
+    return {
+        kind: (root / kind / "tasks").is_file() and os.access(root / kind, os.W_OK)
+        for kind in ("memory", "pids")
+    }
 
 
 def group(kind: str, user: str, root: Path = ROOT) -> Path:
@@ -118,8 +120,10 @@ def remove(user: str, root: Path = ROOT) -> None:
 
 
 def describe(memory_mib: int, pids_max: int, have: dict[str, bool]) -> str:
-    parts = [f"memory {memory_mib / 1024:.1f} GiB" + ("" if have["memory"] else
-                                                       " (not enforced: no memory cgroup)"),
-             f"{pids_max} processes and threads" + ("" if have["pids"] else
-                                                    " (not enforced: no pids cgroup)")]
+    parts = [
+        f"memory {memory_mib / 1024:.1f} GiB"
+        + ("" if have["memory"] else " (not enforced: no memory cgroup)"),
+        f"{pids_max} processes and threads"
+        + ("" if have["pids"] else " (not enforced: no pids cgroup)"),
+    ]
     return ", ".join(parts)

@@ -40,13 +40,18 @@ def measure(command: list[str], interval: float = 0.5) -> dict:
                 pass
         peak = max(peak, rss)
         time.sleep(interval)
-    return {"exit": process.returncode, "peak_rss_mib": round(peak / 2**20),
-            "cpu_s": round(sum(cpu.values()), 1), "wall_s": round(time.monotonic() - started, 1)}
+    return {
+        "exit": process.returncode,
+        "peak_rss_mib": round(peak / 2**20),
+        "cpu_s": round(sum(cpu.values()), 1),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hub.measure",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m hub.measure", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -54,8 +59,10 @@ def main(argv=None) -> int:
     if not command:
         parser.error("give the command after --")
     result = measure(command, args.interval)
-    print(f"peak memory {result['peak_rss_mib']} MiB, CPU {result['cpu_s']} s, "
-          f"wall {result['wall_s']} s, exit {result['exit']}")
+    print(
+        f"peak memory {result['peak_rss_mib']} MiB, CPU {result['cpu_s']} s, "
+        f"wall {result['wall_s']} s, exit {result['exit']}"
+    )
     return result["exit"]
 
 

@@ -57,18 +57,20 @@ def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> 
 
 def program(block: range, own: range) -> bytes:
     """BPF: allow (r0 = 1) a port outside `block` or inside `own`; refuse (r0 = 0) the rest."""
-    return b"".join([
-        _insn(0x61, 2, 1, USER_PORT_OFFSET),   # r2 = ctx->user_port
-        _insn(0xdc, 2, imm=16),                # r2 = be16(r2): the port, in this CPU's order
-        _insn(0xb7, 0, imm=1),                 # r0 = 1 (allow)
-        _insn(0xa5, 2, off=5, imm=block.start),    # r2 < block: exit
-        _insn(0x25, 2, off=4, imm=block[-1]),      # r2 > block: exit
-        _insn(0xa5, 2, off=2, imm=own.start),      # r2 < own: refuse
-        _insn(0x25, 2, off=1, imm=own[-1]),        # r2 > own: refuse
-        _insn(0x05, off=1),                    # own: exit
-        _insn(0xb7, 0, imm=0),                 # r0 = 0 (refuse)
-        _insn(0x95),                           # exit
-    ])
+    return b"".join(
+        [
+            _insn(0x61, 2, 1, USER_PORT_OFFSET),  # r2 = ctx->user_port
+            _insn(0xDC, 2, imm=16),  # r2 = be16(r2): the port, in this CPU's order
+            _insn(0xB7, 0, imm=1),  # r0 = 1 (allow)
+            _insn(0xA5, 2, off=5, imm=block.start),  # r2 < block: exit
+            _insn(0x25, 2, off=4, imm=block[-1]),  # r2 > block: exit
+            _insn(0xA5, 2, off=2, imm=own.start),  # r2 < own: refuse
+            _insn(0x25, 2, off=1, imm=own[-1]),  # r2 > own: refuse
+            _insn(0x05, off=1),  # own: exit
+            _insn(0xB7, 0, imm=0),  # r0 = 0 (refuse)
+            _insn(0x95),  # exit
+        ]
+    )
 
 
 def _bpf(command: int, attr: bytes) -> int:
@@ -85,9 +87,21 @@ def _bpf(command: int, attr: bytes) -> int:
 def _load(code: bytes, hook: int) -> int:
     instructions = ctypes.create_string_buffer(code, len(code))
     license_ = ctypes.create_string_buffer(b"GPL")
-    attr = struct.pack("<IIQQIIQII16sII", BPF_PROG_TYPE_CGROUP_SOCK_ADDR, len(code) // 8,
-                       ctypes.addressof(instructions), ctypes.addressof(license_), 0, 0, 0, 0, 0,
-                       b"workbook_ports", 0, hook)
+    attr = struct.pack(
+        "<IIQQIIQII16sII",
+        BPF_PROG_TYPE_CGROUP_SOCK_ADDR,
+        len(code) // 8,
+        ctypes.addressof(instructions),
+        ctypes.addressof(license_),
+        0,
+        0,
+        0,
+        0,
+        0,
+        b"workbook_ports",
+        0,
+        hook,
+    )
     return _bpf(BPF_PROG_LOAD, attr)
 
 

@@ -46,8 +46,9 @@ def make(settings: HubSettings) -> list[str]:
         # A group another account is in would let that account write this one's records.
         path.chmod(0o600 if shared else 0o620)
         if shared:
-            notes.append(f"the class view cannot show {name}: their primary group is not "
-                         "theirs alone")
+            notes.append(
+                f"the class view cannot show {name}: their primary group is not theirs alone"
+            )
     return notes
 
 

@@ -28,8 +28,10 @@ def attendees(path) -> list[str]:
     for line, row in enumerate(rows, start=2):
         name = (row.get("id") or "").strip()
         if not UNIX_NAME.match(name):
-            raise RosterError(f"{path}, line {line}: id {name!r} cannot be a Unix account name "
-                              "(lower-case letters, digits, _ and -; 32 at most; not first a digit)")
+            raise RosterError(
+                f"{path}, line {line}: id {name!r} cannot be a Unix account name "
+                "(lower-case letters, digits, _ and -; 32 at most; not first a digit)"
+            )
         if name in ids:
             raise RosterError(f"{path}, line {line}: id {name!r} twice")
         ids.append(name)
@@ -40,7 +42,8 @@ def rows(path) -> list[dict]:
     """The roster's rows as read (names for the password sheet); [] when it cannot be read."""
     try:
         with Path(path).open(newline="", encoding="utf-8") as table:
-            return [{k: (v or "").strip() for k, v in row.items() if k} for row in
-                    csv.DictReader(table)]
+            return [
+                {k: (v or "").strip() for k, v in row.items() if k} for row in csv.DictReader(table)
+            ]
     except OSError:
         return []

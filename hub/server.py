@@ -49,25 +49,37 @@ def start(settings: HubSettings) -> int:
     """Start JupyterHub in its own session; its pid once it answers. RuntimeError with the
     log's tail when it does not."""
     venv_bin = Path(settings.venv) / "bin"
-    env = {**os.environ, SETTINGS_VARIABLE: str(settings.path),
-           "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-           "PYTHONPATH": settings.repo}
+    env = {
+        **os.environ,
+        SETTINGS_VARIABLE: str(settings.path),
+        "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "PYTHONPATH": settings.repo,
+    }
     log = log_path(settings)
     # Root only: every request and file name of every attendee is in it.
     descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.chmod(log, 0o600)  # a log from an older hub
     with os.fdopen(descriptor, "a") as out:
         process = subprocess.Popen(
-            [str(venv_bin / "jupyterhub"), "-f", str(CONFIG)], cwd=settings.state_dir, env=env,
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=lambda: os.umask(0o077))
+            [str(venv_bin / "jupyterhub"), "-f", str(CONFIG)],
+            cwd=settings.state_dir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=lambda: os.umask(0o077),
+        )
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:
         if answers(settings):
             return process.pid
         time.sleep(1)
-    why = (f"exited with code {process.returncode}" if process.poll() is not None
-           else f"did not answer within {START_TIMEOUT_S} s")
+    why = (
+        f"exited with code {process.returncode}"
+        if process.poll() is not None
+        else f"did not answer within {START_TIMEOUT_S} s"
+    )
     stop_pid(process.pid)
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
     raise RuntimeError(f"JupyterHub {why}. The end of {log}:\n{tail}")
@@ -117,19 +129,26 @@ def end_sessions(settings: HubSettings, user: str) -> str:
     in words; RuntimeError when the hub refuses."""
     if running(settings) is None:
         return "the hub is not running: no session is open"
-    request = urllib.request.Request(f"{api_url(settings)}/users/{user}", method="DELETE",
-                                     headers={"Authorization": f"token {settings.api_token}"})
+    request = urllib.request.Request(
+        f"{api_url(settings)}/users/{user}",
+        method="DELETE",
+        headers={"Authorization": f"token {settings.api_token}"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=STOP_TIMEOUT_S):
             return "their open sessions ended (their server stopped; they log in again)"
     except urllib.error.HTTPError as error:
         if error.code == 404:
             return "no session was open"
-        raise RuntimeError(f"the hub refused to end {user}'s sessions: {error.code} "
-                           f"{error.read()[:200].decode(errors='replace')}") from None
+        raise RuntimeError(
+            f"the hub refused to end {user}'s sessions: {error.code} "
+            f"{error.read()[:200].decode(errors='replace')}"
+        ) from None
     except OSError as error:
-        raise RuntimeError(f"the hub's API did not answer ({error}): {user}'s open sessions go "
-                           f"on until `python -m hub down`") from None
+        raise RuntimeError(
+            f"the hub's API did not answer ({error}): {user}'s open sessions go "
+            f"on until `python -m hub down`"
+        ) from None
 
 
 def other_hubs() -> list[int]:

@@ -19,36 +19,35 @@ ADMIN_PASSWORD_BYTES = 27  # token_urlsafe: 36 characters
 # Each attendee's password: 3 groups of 4 from 31 characters that cannot be mistaken for one
 # another on a printed sheet (no 0/o, 1/l/i), about 59 bits: typed once, by hand.
 PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
-PASSWORDS_NAME = "passwords.csv"   # the sheet to print and hand out (root-only)
+PASSWORDS_NAME = "passwords.csv"  # the sheet to print and hand out (root-only)
 
 
 def new_password() -> str:
-    return "-".join("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(4))
-                    for _ in range(3))
+    return "-".join("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(4)) for _ in range(3))
 
 
 @dataclass
 class HubSettings:
-    state_dir: str                      # root-only: settings, passwords, database, log, pid
-    roster: str                         # CSV: id,first_name,last_name,email
+    state_dir: str  # root-only: settings, passwords, database, log, pid
+    roster: str  # CSV: id,first_name,last_name,email
     instructor: str = "instructor"
     ip: str = "0.0.0.0"
     port: int = 8000
     ssl_cert: str | None = None
     ssl_key: str | None = None
-    self_signed: bool = False           # ssl_cert/ssl_key made by `make hub --https`
-    venv: str = sys.prefix              # the shared environment (read-only for attendees)
-    repo: str = str(REPO)               # the workbook the copies are made from
+    self_signed: bool = False  # ssl_cert/ssl_key made by `make hub --https`
+    venv: str = sys.prefix  # the shared environment (read-only for attendees)
+    repo: str = str(REPO)  # the workbook the copies are made from
     exchange: str = "/srv/nbgrader/exchange"
-    course: str | None = None           # the instructor's course (default: ~instructor/course)
+    course: str | None = None  # the instructor's course (default: ~instructor/course)
     group: str = "workbook-attendees"
     admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(ADMIN_PASSWORD_BYTES))
-    passwords: dict = field(default_factory=dict)   # attendee -> their own password
-    attendees: list = field(default_factory=list)   # from the roster, in its order
-    cores: dict = field(default_factory=dict)       # user -> list of CPU ids
-    memory_mib: int | None = None       # each attendee's memory limit (None: from the machine)
-    pids_max: int | None = None         # each attendee's process limit (None: the default)
-    proc_options: str | None = None     # /proc's hidepid before `make hub` changed it
+    passwords: dict = field(default_factory=dict)  # attendee -> their own password
+    attendees: list = field(default_factory=list)  # from the roster, in its order
+    cores: dict = field(default_factory=dict)  # user -> list of CPU ids
+    memory_mib: int | None = None  # each attendee's memory limit (None: from the machine)
+    pids_max: int | None = None  # each attendee's process limit (None: the default)
+    proc_options: str | None = None  # /proc's hidepid before `make hub` changed it
     # The folders `make hub` made passable (o+x) for the shared environment: `down` closes them.
     made_passable: list = field(default_factory=list)
     # The hub's API token of `python -m hub password` (ends a reset attendee's sessions).
@@ -108,8 +107,9 @@ class HubSettings:
 
 def load(path) -> HubSettings:
     known = {f.name for f in fields(HubSettings)}  # an older file's other keys are dropped
-    return HubSettings(**{k: v for k, v in json.loads(Path(path).read_text()).items()
-                          if k in known})
+    return HubSettings(
+        **{k: v for k, v in json.loads(Path(path).read_text()).items() if k in known}
+    )
 
 
 def saved(state_dir) -> HubSettings | None:

@@ -18,8 +18,16 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Unicode
 
-from hub import (classroom, cores, isolation, limits, port_guard, progress_drop, settings,
-                 workbook_copy)
+from hub import (
+    classroom,
+    cores,
+    isolation,
+    limits,
+    port_guard,
+    progress_drop,
+    settings,
+    workbook_copy,
+)
 from workbook.class_progress import PROGRESS_VARIABLE
 
 
@@ -71,24 +79,28 @@ class WorkshopSpawner(LocalProcessSpawner):
         )
         if self.role == "student":
             # Their check cells' verdicts, for the class view; their limits named where they hit.
-            env[PROGRESS_VARIABLE] = str(progress_drop.path_of(self.hub_settings.progress_dir,
-                                                               self.user.name))
+            env[PROGRESS_VARIABLE] = str(
+                progress_drop.path_of(self.hub_settings.progress_dir, self.user.name)
+            )
             env["PYTHONSTARTUP"] = str(self.hub_settings.kernel_startup)
         return env
 
     async def start(self):
         entry = pwd.getpwnam(self.user.name)
-        copy, made = workbook_copy.make(Path(self.hub_settings.repo), Path(entry.pw_dir),
-                                        entry.pw_uid, entry.pw_gid)
-        self.log.info("%s's workbook: %s (%s)", self.user.name, copy,
-                      "made now" if made else "kept as it is")
+        copy, made = workbook_copy.make(
+            Path(self.hub_settings.repo), Path(entry.pw_dir), entry.pw_uid, entry.pw_gid
+        )
+        self.log.info(
+            "%s's workbook: %s (%s)", self.user.name, copy, "made now" if made else "kept as it is"
+        )
         self.notebook_dir = str(self.server_root())
         s = self.hub_settings
         if self.user_cores():  # an attendee: their memory and process limits, as `make hub` set
             limits.make(self.user.name, s.memory_mib, s.pids_max or limits.DEFAULT_PIDS)
         try:  # as `make hub` made it (a cgroup removed since is made again)
-            port_guard.guard(self.user.name, isolation.port_block(s),
-                             isolation.port_range(s, self.user.name))
+            port_guard.guard(
+                self.user.name, isolation.port_block(s), isolation.port_range(s, self.user.name)
+            )
         except OSError as error:
             self.log.warning("%s's ports are not kept to them: %s", self.user.name, error)
         if self.role == "instructor":

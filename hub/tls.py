@@ -26,8 +26,12 @@ def names() -> list[str]:
     except OSError:
         pass
     # Every address of the machine's interfaces: attendees often type the IP address.
-    found |= {address.address for addresses in psutil.net_if_addrs().values()
-              for address in addresses if address.family == socket.AF_INET}
+    found |= {
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET
+    }
     return sorted(name for name in found if name)
 
 
@@ -48,16 +52,39 @@ def self_signed(state_dir: Path) -> tuple[Path, Path, bool]:
     if cert.is_file() and key.is_file():
         return cert, key, False
     hosts = names()
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256",
-                    "-days", str(DAYS), "-keyout", str(key), "-out", str(cert),
-                    "-subj", f"/CN={socket.getfqdn()}/O=Horovod workbook workshop hub",
-                    "-addext", f"subjectAltName={subject_alt_names(hosts)}"],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-sha256",
+            "-days",
+            str(DAYS),
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            f"/CN={socket.getfqdn()}/O=Horovod workbook workshop hub",
+            "-addext",
+            f"subjectAltName={subject_alt_names(hosts)}",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     os.chmod(key, 0o600)
     return cert, key, True
 
 
 def fingerprint(cert: Path) -> str:
-    reply = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-fingerprint",
-                            "-sha256"], capture_output=True, text=True, timeout=60)
+    reply = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-fingerprint", "-sha256"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return reply.stdout.strip().split("=", 1)[-1] if reply.returncode == 0 else "?"

@@ -57,9 +57,17 @@ class Outcome:
         return f"{self.student}: {score}{extra}"
 
 
-def autograde(course: Course, students=None, force: bool = False, echo=print,
-              jobs: int | None = None, runs: bool = True, sandbox=None,
-              run_jobs: int | None = None, run_timeout: float | None = None) -> list:
+def autograde(
+    course: Course,
+    students=None,
+    force: bool = False,
+    echo=print,
+    jobs: int | None = None,
+    runs: bool = True,
+    sandbox=None,
+    run_jobs: int | None = None,
+    run_timeout: float | None = None,
+) -> list:
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE.
 
@@ -86,17 +94,24 @@ def autograde(course: Course, students=None, force: bool = False, echo=print,
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
-    judged = judging.judge_class(course, students, runs=runs, sandbox=sandbox, echo=echo,
-                                 jobs=run_jobs or judging.default_run_jobs(),
-                                 run_timeout=run_timeout)  # fmt: skip
+    judged = judging.judge_class(
+        course,
+        students,
+        runs=runs,
+        sandbox=sandbox,
+        echo=echo,
+        jobs=run_jobs or judging.default_run_jobs(),
+        run_timeout=run_timeout,
+    )
     clock.lap("judging")
     if not runs:
         echo("Graded by reading the scripts only (no runs): these grades are advisory.")
     # A student whose run could not be judged is not graded (the others are): no grade may rest
     # on a run nobody saw.
     unjudged = {j.student: j.problem for j in judged if j.problem}
-    graded = grade_in_parallel(course, [s for s in students if s not in unjudged], force,
-                               jobs or default_jobs(), clock)  # fmt: skip
+    graded = grade_in_parallel(
+        course, [s for s in students if s not in unjudged], force, jobs or default_jobs(), clock
+    )
     outcomes = []
     for student in students:
         if student in unjudged:
@@ -137,9 +152,17 @@ def nbgrader_command(course: Course, args: list) -> list:
     is not put on sys.path (its config file is read as configuration, not imported)."""
     timings = course.root / TIMINGS_FILE
     judged = course.root / judging.JUDGED_DIR
-    return [sys.executable, "-P", "-m", "nbgrader", "autograde", course.assignment,
-            f"--ExecuteChecksOnly.timings_file={timings}",
-            f"--ExecuteChecksOnly.judged_dir={judged}", *args]
+    return [
+        sys.executable,
+        "-P",
+        "-m",
+        "nbgrader",
+        "autograde",
+        course.assignment,
+        f"--ExecuteChecksOnly.timings_file={timings}",
+        f"--ExecuteChecksOnly.judged_dir={judged}",
+        *args,
+    ]
 
 
 def start_nbgrader(course: Course, args: list, log: Path) -> subprocess.Popen:
@@ -147,8 +170,14 @@ def start_nbgrader(course: Course, args: list, log: Path) -> subprocess.Popen:
     env = with_safe_env()
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     with open(log, "w", encoding="utf-8") as out:
-        return subprocess.Popen(nbgrader_command(course, args), cwd=course.root, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            nbgrader_command(course, args),
+            cwd=course.root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def finish(process: subprocess.Popen, log: Path, deadline: float) -> int | None:
@@ -188,8 +217,9 @@ def folder_identity(folder: Path):
     return (info.st_ino, info.st_ctime_ns)
 
 
-def grade_in_parallel(course: Course, students: list, force: bool, jobs: int,
-                      clock: Phases) -> dict:
+def grade_in_parallel(
+    course: Course, students: list, force: bool, jobs: int, clock: Phases
+) -> dict:
     """`jobs` nbgrader runs over disjoint groups of `students`, merged into the course's
     gradebook: {student: Outcome} of those graded (or skipped) for sure."""
     groups = [students[i::jobs] for i in range(min(jobs, len(students)))]
@@ -219,8 +249,9 @@ def grade_in_parallel(course: Course, students: list, force: bool, jobs: int,
     return outcomes
 
 
-def _collect(course: Course, group: list, before: dict, worker_db: Path, log: Path,
-             status: int | None) -> dict:
+def _collect(
+    course: Course, group: list, before: dict, worker_db: Path, log: Path, status: int | None
+) -> dict:
     """The Outcomes of one run's students, its grades copied into the course's gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -234,8 +265,10 @@ def _collect(course: Course, group: list, before: dict, worker_db: Path, log: Pa
         remade.remove(last)
     relative = log.relative_to(course.root)
     outcomes = {}
-    with Gradebook(f"sqlite:///{worker_db}", course.course_id) as source, \
-            course.gradebook() as target:
+    with (
+        Gradebook(f"sqlite:///{worker_db}", course.course_id) as source,
+        course.gradebook() as target,
+    ):
         for student in remade:
             try:
                 merge.copy_submission(source, target, course.assignment, student)
@@ -303,8 +336,9 @@ def not_graded(course: Course, student: str, why: str) -> Outcome:
             pass
     for stale in (course.folder("autograded", student), course.folder("feedback", student)):
         shutil.rmtree(stale, ignore_errors=True)
-    return Outcome(student, "failed",
-                   reason=f"{why}; then: {judging.regrade_command(course, student)}")
+    return Outcome(
+        student, "failed", reason=f"{why}; then: {judging.regrade_command(course, student)}"
+    )
 
 
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception)): (.*)$")

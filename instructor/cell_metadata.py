@@ -98,8 +98,15 @@ def _cells_to_keep(notebook, expected: dict) -> dict:
         grade_id = _grade_id(cell)
         if grade_id not in expected or cell.get("cell_type") != expected[grade_id].cell_type:
             continue
-        probe = from_dict(dict(cell, metadata={**cell.get("metadata", {}),
-                                               "nbgrader": dict(expected[grade_id].metadata)}))
+        probe = from_dict(
+            dict(
+                cell,
+                metadata={
+                    **cell.get("metadata", {}),
+                    "nbgrader": dict(expected[grade_id].metadata),
+                },
+            )
+        )
         try:
             original = compute_checksum(probe) == expected[grade_id].metadata["checksum"]
         except Exception:  # noqa: BLE001 (a malformed cell is not the instructor's)
@@ -113,5 +120,9 @@ def _differs(submitted: dict, wanted: dict) -> bool:
     """Whether the student changed what nbgrader reads (the checksum nbgrader updates anyway;
     a different points value the report names apart, as re-weighting)."""
     keys = ("grade", "locked", "solution", "task", "schema_version")
-    return any(bool(submitted.get(k)) != bool(wanted.get(k)) if k != "schema_version"
-               else submitted.get(k) != wanted.get(k) for k in keys)
+    return any(
+        bool(submitted.get(k)) != bool(wanted.get(k))
+        if k != "schema_version"
+        else submitted.get(k) != wanted.get(k)
+        for k in keys
+    )

@@ -173,10 +173,11 @@ def read_class(course: Course) -> tuple:
             judged = judging.load(course, student)
             if judged and graded is not None:
                 row.advisory = not judged.get("ran")
-                row.undecided = [f"step {item['step']}: {item['message']}"
-                                 for item in judged.get("results") or []
-                                 if item.get("decided_by") == NEITHER and item.get("step") in
-                                 row.steps]  # fmt: skip
+                row.undecided = [
+                    f"step {item['step']}: {item['message']}"
+                    for item in judged.get("results") or []
+                    if item.get("decided_by") == NEITHER and item.get("step") in row.steps
+                ]
                 run = judged.get("run") or {}
                 row.reruns, row.not_own = run.get("reruns") or [], run.get("foreign") or []
                 row.copy_of = run.get("copy_of") or ""
@@ -243,8 +244,11 @@ class ClassReport:
             ),
             (
                 "Extra files (not in the release; grading never uses them):",
-                [f"{row.student}: {_listed(row.extra_files)}" for row in self.rows
-                 if row.extra_files],
+                [
+                    f"{row.student}: {_listed(row.extra_files)}"
+                    for row in self.rows
+                    if row.extra_files
+                ],
             ),
             (
                 "Undecided steps: neither the run nor the reading could tell; counted as done "
@@ -269,13 +273,15 @@ class ClassReport:
             ),
             (
                 "Identical scripts judged by one run (twins):",
-                [f"{row.student}: shares {row.twin_of}'s run" for row in self.rows
-                 if row.twin_of],
+                [f"{row.student}: shares {row.twin_of}'s run" for row in self.rows if row.twin_of],
             ),
             (
                 "Runs that could not be judged (not graded; the reference ran on this machine):",
-                [f"{row.student}: {row.reason}" for row in self.rows
-                 if row.reason.startswith(judging.NOT_JUDGED)],
+                [
+                    f"{row.student}: {row.reason}"
+                    for row in self.rows
+                    if row.reason.startswith(judging.NOT_JUDGED)
+                ],
             ),
             (
                 "Graded by reading the script only (--no-run): advisory grades:",
@@ -308,17 +314,34 @@ class ClassReport:
         with open(path, "w", newline="", encoding="utf-8") as out:
             writer = csv.writer(out)
             writer.writerow(
-                ["student_id", "status", "passed", *(f"step_{s:02d}" for s in self.steps),
-                 "script_problem", "tampered", "not_used", "missing_notebooks", "note"]
+                [
+                    "student_id",
+                    "status",
+                    "passed",
+                    *(f"step_{s:02d}" for s in self.steps),
+                    "script_problem",
+                    "tampered",
+                    "not_used",
+                    "missing_notebooks",
+                    "note",
+                ]
             )
             for row in self.rows:
                 verdicts = [row.verdict(s) for s in self.steps]
                 cells = ["" if v is None else int(v == STEP_PASSED) for v in verdicts]
                 passed = row.passed if row.status == GRADED else ""
                 writer.writerow(
-                    [row.student, row.status, passed, *cells, row.script_problem,
-                     "; ".join(row.tampered), "; ".join(row.foreign),
-                     "; ".join(row.missing_notebooks), row.reason]
+                    [
+                        row.student,
+                        row.status,
+                        passed,
+                        *cells,
+                        row.script_problem,
+                        "; ".join(row.tampered),
+                        "; ".join(row.foreign),
+                        "; ".join(row.missing_notebooks),
+                        row.reason,
+                    ]
                 )
         self.csv_path = path
         return path

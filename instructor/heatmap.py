@@ -70,8 +70,12 @@ def write_heatmap(report, path: Path) -> Path:
     kinds = list(COLORS)
     codes = [[kinds.index(row.cell(s)) for s in steps] for row in rows] or [[0] * len(steps)]
     heat.imshow(
-        codes, cmap=ListedColormap(list(COLORS.values())), vmin=0, vmax=len(kinds) - 1,
-        aspect="auto", interpolation="nearest",
+        codes,
+        cmap=ListedColormap(list(COLORS.values())),
+        vmin=0,
+        vmax=len(kinds) - 1,
+        aspect="auto",
+        interpolation="nearest",
     )
     label_size = 8 if n <= 40 else 6
     heat.set_xticks(range(len(steps)), [str(s) for s in steps], fontsize=8)
@@ -120,11 +124,18 @@ def write_heatmap(report, path: Path) -> Path:
         ],
         loc="lower left",
         bbox_to_anchor=(LABELS / width, (0.2 + LINE * len(footer)) / height),
-        ncol=3, fontsize=7, frameon=False,
+        ncol=3,
+        fontsize=7,
+        frameon=False,
     )
     for index, line in enumerate(footer):
-        figure.text(0.1 / width, (0.2 + LINE * (len(footer) - 1 - index)) / height, line,
-                    fontsize=6.5, family="monospace")
+        figure.text(
+            0.1 / width,
+            (0.2 + LINE * (len(footer) - 1 - index)) / height,
+            line,
+            fontsize=6.5,
+            family="monospace",
+        )
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path

@@ -86,8 +86,16 @@ def default_run_jobs() -> int:
     return usable_cores() // WORKERS + 1
 
 
-def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=None,
-                jobs: int = 1, run_timeout: float | None = None, echo=print) -> list:
+def judge_class(
+    course: Course,
+    students: list,
+    *,
+    runs: bool = True,
+    sandbox=None,
+    jobs: int = 1,
+    run_timeout: float | None = None,
+    echo=print,
+) -> list:
     """Judges each student's script, `jobs` runs at a time (each in a box of its own, like
     `sandbox`, default grading_sandbox(course), and stopped after `run_timeout` seconds,
     default the run check's TIMEOUT_S); returns a Judged per student, in order.
@@ -113,8 +121,9 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
     with ThreadPoolExecutor(max_workers=max(1, jobs) if runs else 1) as pool:
         # A box per run: its mounts and cgroups are released when that run ends.
         boxes = [_box(sandbox) for _ in own]
-        judged_own = pool.map(lambda student, box: _judge_one(course, student, how, box, canary),
-                              own, boxes)  # fmt: skip
+        judged_own = pool.map(
+            lambda student, box: _judge_one(course, student, how, box, canary), own, boxes
+        )
         judged = []
         # Said in the students' order (a run that ends early waits for the ones before it).
         for student in students:
@@ -132,14 +141,19 @@ def judge_class(course: Course, students: list, *, runs: bool = True, sandbox=No
 @dataclass(frozen=True)
 class JudgedWith:
     """How a class is judged: a saved judgement made otherwise is made again."""
+
     runs: bool
     run_timeout: float | None  # seconds; None without runs
 
     def made(self, saved: dict | None, digest: str) -> bool:
         """Whether `saved` was judged this way, of the script whose SHA-256 is `digest`."""
-        return bool(saved and digest and saved.get("sha256") == digest
-                    and saved.get("ran") == self.runs
-                    and saved.get("run_timeout") == self.run_timeout)
+        return bool(
+            saved
+            and digest
+            and saved.get("sha256") == digest
+            and saved.get("ran") == self.runs
+            and saved.get("run_timeout") == self.run_timeout
+        )
 
 
 def _box(sandbox):
@@ -155,7 +169,7 @@ class Canary:
         self.run_timeout, self._lock, self._answer = run_timeout, threading.Lock(), None
 
     def machine_problem(self, sandbox) -> str:
-        """"" when the reference runs here; else why it does not (the same for every student)."""
+        """ "" when the reference runs here; else why it does not (the same for every student)."""
         with self._lock:
             if self._answer is None:
                 self._answer = self._ask(sandbox)
@@ -169,8 +183,13 @@ class Canary:
 
         box = _box(sandbox)
         try:
-            result = run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True, sandbox=box,
-                              **({"timeout": self.run_timeout} if self.run_timeout else {}))
+            result = run_step(
+                LAST_STEP,
+                reference_path(LAST_STEP),
+                quiet=True,
+                sandbox=box,
+                **({"timeout": self.run_timeout} if self.run_timeout else {}),
+            )
         except Exception as error:  # noqa: BLE001 (any failure: this machine's)
             return f"{type(error).__name__}: {error}"
         finally:
@@ -197,14 +216,17 @@ def _as_judged(course: Course, student: str, twin: str, how: JudgedWith) -> tupl
     _save(course, student, data)
     passed = sum(item.get("passed", False) for item in data["results"])
     return _summary(student, data, reused=True), (
-        f"{student}: judged as {twin}'s identical script, {passed}/{len(data['results'])} "
-        "steps")  # fmt: skip
+        f"{student}: judged as {twin}'s identical script, {passed}/{len(data['results'])} steps"
+    )
 
 
 def _about(result: dict, script: str) -> dict:
     """A Result's dict (details included) about `script` instead of its twin's."""
-    return {**result, "path": script if result.get("path") else result.get("path", ""),
-            "details": [_about(detail, script) for detail in result.get("details") or []]}
+    return {
+        **result,
+        "path": script if result.get("path") else result.get("path", ""),
+        "details": [_about(detail, script) for detail in result.get("details") or []],
+    }
 
 
 def _save(course: Course, student: str, data: dict) -> None:
@@ -231,17 +253,21 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox, canary: C
         try:
             results = judge_file(script, sandbox=sandbox, timeout=how.run_timeout)
         except Exception as error:  # noqa: BLE001 (RunUnavailable, or anything: theirs alone)
-            return _not_judged(course, student, f"{type(error).__name__}: {error}", sandbox,
-                               canary)  # fmt: skip
+            return _not_judged(course, student, f"{type(error).__name__}: {error}", sandbox, canary)
         finally:
             if sandbox is not None:
                 sandbox.close()  # this run's mounts and cgroups
         limits = sandbox.hit() if sandbox is not None else []
     else:
         results = decide(check_all(script), None)
-    data = {"sha256": digest, "ran": how.runs, "run_timeout": how.run_timeout,
-            "seconds": round(time.monotonic() - started, 1), "limits": limits,
-            "results": [result.to_dict() for result in results]}  # fmt: skip
+    data = {
+        "sha256": digest,
+        "ran": how.runs,
+        "run_timeout": how.run_timeout,
+        "seconds": round(time.monotonic() - started, 1),
+        "limits": limits,
+        "results": [result.to_dict() for result in results],
+    }
     run = getattr(results, "run", None)  # grader.judge_file's: re-runs, code not the script's
     if run is not None:
         data["run"] = {"reruns": run.reruns, "foreign": run.foreign, "copy_of": run.copy_of}
@@ -250,8 +276,10 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox, canary: C
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""
     passed = sum(item.get("passed", False) for item in data["results"])
     way = "run and read" if how.runs else "read only (advisory)"
-    return summary, (f"{student}: judged, {way}, {passed}/{len(results)} steps{undecided} "
-                     f"({data['seconds']:.0f} s)")  # fmt: skip
+    return summary, (
+        f"{student}: judged, {way}, {passed}/{len(results)} steps{undecided} "
+        f"({data['seconds']:.0f} s)"
+    )
 
 
 def regrade_command(course: Course, student: str) -> str:
@@ -264,14 +292,18 @@ def _not_judged(course: Course, student: str, why: str, sandbox, canary: Canary)
     class when the canary can't run either."""
     machine = canary.machine_problem(sandbox)
     if machine:
-        raise CourseError(f"no script can be run for grading on this machine: the reference "
-                          f"solution's run failed too ({machine}); {student}'s: {why} "
-                          "(--no-run grades by reading only, advisory)")  # fmt: skip
+        raise CourseError(
+            f"no script can be run for grading on this machine: the reference "
+            f"solution's run failed too ({machine}); {student}'s: {why} "
+            "(--no-run grades by reading only, advisory)"
+        )
     judged_path(course, student).unlink(missing_ok=True)  # no older judgement stands for it
     problem = f"{NOT_JUDGED}: {why}"
-    return (Judged(student, False, 0.0, False, [], problem=problem),
-            f"{student}: NOT JUDGED, {problem}; the reference ran here, so it is this "
-            f"submission's run: see it, then `{regrade_command(course, student)}`")
+    return (
+        Judged(student, False, 0.0, False, [], problem=problem),
+        f"{student}: NOT JUDGED, {problem}; the reference ran here, so it is this "
+        f"submission's run: see it, then `{regrade_command(course, student)}`",
+    )
 
 
 def grading_sandbox(course: Course):
@@ -285,6 +317,12 @@ def grading_sandbox(course: Course):
 def _summary(student: str, data: dict, reused: bool) -> Judged:
     results = data.get("results") or []
     undecided = [item.get("step") for item in results if item.get("decided_by") == NEITHER]
-    return Judged(student, bool(data.get("ran")), float(data.get("seconds") or 0), reused,
-                  undecided, limits=list(data.get("limits") or []),
-                  twin_of=str(data.get("twin_of") or ""))  # fmt: skip
+    return Judged(
+        student,
+        bool(data.get("ran")),
+        float(data.get("seconds") or 0),
+        reused,
+        undecided,
+        limits=list(data.get("limits") or []),
+        twin_of=str(data.get("twin_of") or ""),
+    )

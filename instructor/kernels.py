@@ -45,8 +45,14 @@ READY_SECONDS = 60  # a kernel answers within a few seconds, even on a loaded ma
 def kernel_argv(python: str = sys.executable) -> list:
     """The grading kernel's command line ({connection_file} is jupyter_client's)."""
     return [
-        python, "-I", "-m", "ipykernel_launcher", "--ignore-cwd",
-        "--HistoryManager.enabled=False", "-f", "{connection_file}",
+        python,
+        "-I",
+        "-m",
+        "ipykernel_launcher",
+        "--ignore-cwd",
+        "--HistoryManager.enabled=False",
+        "-f",
+        "{connection_file}",
     ]
 
 
@@ -55,7 +61,9 @@ class GradingSpecs(KernelSpecManager):
 
     def get_kernel_spec(self, kernel_name, *args, **kwargs):
         return KernelSpec(
-            argv=kernel_argv(), display_name="Workbook grading", language="python",
+            argv=kernel_argv(),
+            display_name="Workbook grading",
+            language="python",
             metadata={"debugger": False},
         )
 
@@ -88,7 +96,9 @@ class GradingKernel:
         self.home = home
         # IPC (Unix sockets in the kernel's own folder): no TCP port for anyone else to reach.
         self.manager = AsyncKernelManager(
-            kernel_name=KERNEL_NAME, kernel_spec_manager=GradingSpecs(), transport="ipc",
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=GradingSpecs(),
+            transport="ipc",
             ip=str(home / "kernel"),
         )
         run_sync(self.manager.start_kernel)(cwd=str(home), env=kernel_env(home))

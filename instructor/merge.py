@@ -37,11 +37,15 @@ def _copy(source, target, assignment: str, student: str) -> None:
         copy = target.find_submission_notebook(notebook.name, assignment, student)
         _copy_fields(notebook, copy, NOTEBOOK_FIELDS)
         for grade in notebook.grades:
-            _copy_fields(grade, target.find_grade(grade.name, notebook.name, assignment, student),
-                         GRADE_FIELDS)
+            _copy_fields(
+                grade,
+                target.find_grade(grade.name, notebook.name, assignment, student),
+                GRADE_FIELDS,
+            )
         for comment in notebook.comments:
             _copy_fields(
-                comment, target.find_comment(comment.name, notebook.name, assignment, student),
+                comment,
+                target.find_comment(comment.name, notebook.name, assignment, student),
                 COMMENT_FIELDS,
             )
     target.db.commit()

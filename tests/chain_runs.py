@@ -23,15 +23,23 @@ HOROVODRUN = shutil.which("horovodrun")
 # A tiny WideResNet and a few steps: the point is that each script runs and behaves
 # distributed, not that it learns much.
 QUICK = [
-    "--data-dir", str(SAMPLE),
-    "--epochs", "2",
-    "--steps-per-epoch", "8",
-    "--train-images", "1024",
-    "--test-images", "256",
-    "--val-batch-size", "64",
-    "--depth", "10",
-    "--width", "1",
-]  # fmt: skip
+    "--data-dir",
+    str(SAMPLE),
+    "--epochs",
+    "2",
+    "--steps-per-epoch",
+    "8",
+    "--train-images",
+    "1024",
+    "--test-images",
+    "256",
+    "--val-batch-size",
+    "64",
+    "--depth",
+    "10",
+    "--width",
+    "1",
+]
 RUN_TIMEOUT = 240  # seconds for one horovodrun
 
 needs_horovodrun = pytest.mark.skipif(
@@ -60,8 +68,9 @@ def run(command, cwd, np_=2, timeout=RUN_TIMEOUT):
     """Runs a script through the runner (np_ workers under horovodrun; 0: one plain process)
     to its end; returns (exit code, output)."""
     launcher = {"np": np_} if np_ else {"np": 1, "launcher": "python"}
-    result, output = run_script(command, cwd / "runner-logs", timeout=timeout, cwd=cwd,
-                                env=QUIET, **launcher)  # fmt: skip
+    result, output = run_script(
+        command, cwd / "runner-logs", timeout=timeout, cwd=cwd, env=QUIET, **launcher
+    )
     return result.exit_code, output
 
 

@@ -34,8 +34,12 @@ needs_horovodrun_and_sample = [
 
 def worker_env() -> dict:
     env = with_safe_env()
-    env.update(TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONUNBUFFERED="1")  # fmt: skip
+    env.update(
+        TF_NUM_INTRAOP_THREADS="1",
+        TF_NUM_INTEROP_THREADS="1",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONUNBUFFERED="1",
+    )
     env["PATH"] = os.pathsep.join([str(HOROVODRUN.parent), env.get("PATH", "")])
     return env
 
@@ -47,9 +51,13 @@ def start(names: list, log_path: Path) -> subprocess.Popen:
     env = {**worker_env(), "TMPDIR": str(log_path.parent)}
     with log_path.open("w") as log:
         return subprocess.Popen(
-            [str(part) for part in command + names], cwd=log_path.parent, env=env,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [str(part) for part in command + names],
+            cwd=log_path.parent,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop(process: subprocess.Popen) -> None:

@@ -31,8 +31,10 @@ def pytest_runtest_makereport(item, call):
         reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
         if MPI_SKIP.search(reason):
             report.outcome = "failed"
-            report.longrepr = (f"skipped for want of MPI, but {REQUIRE_MPI_VARIABLE}=1 "
-                               f"(make test) needs it: {reason}")
+            report.longrepr = (
+                f"skipped for want of MPI, but {REQUIRE_MPI_VARIABLE}=1 "
+                f"(make test) needs it: {reason}"
+            )
 
 
 TIERS = ("unit", "smoke", "system")  # tests/<tier>/, in the order they run
@@ -147,6 +149,9 @@ def lab_env(tmp_path):
     notification = settings / "@jupyterlab/apputils-extension/notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text(json.dumps({"fetchNews": "false"}))
-    return dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-                JUPYTERLAB_SETTINGS_DIR=str(settings),
-                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
+    return dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
+    )

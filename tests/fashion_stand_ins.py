@@ -8,8 +8,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from workbook.fashion_data import preparation, sources
 from workbook.fashion_data import official as idx
+from workbook.fashion_data import preparation, sources
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 5, 2
 

@@ -18,11 +18,23 @@ import tempfile
 
 # Variables that point a library at state kept from earlier runs: unset, so each falls back
 # to its default under the empty HOME.
-STATE_VARIABLES = ("MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
-                   "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR",
-                   "KERAS_HOME", "XDG_RUNTIME_DIR")
-XDG_FOLDERS = {"XDG_CACHE_HOME": ".cache", "XDG_CONFIG_HOME": ".config",
-               "XDG_DATA_HOME": ".local/share", "XDG_STATE_HOME": ".local/state"}
+STATE_VARIABLES = (
+    "MPLCONFIGDIR",
+    "IPYTHONDIR",
+    "JUPYTER_CONFIG_DIR",
+    "JUPYTER_DATA_DIR",
+    "JUPYTER_RUNTIME_DIR",
+    "JUPYTERLAB_SETTINGS_DIR",
+    "JUPYTERLAB_WORKSPACES_DIR",
+    "KERAS_HOME",
+    "XDG_RUNTIME_DIR",
+)
+XDG_FOLDERS = {
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_STATE_HOME": ".local/state",
+}
 
 
 def fresh_environment(home: str) -> dict:

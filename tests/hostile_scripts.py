@@ -30,36 +30,48 @@ def with_line(script: str, anchor: str, line: str) -> str:
 HUGE_POWER = with_line(script_after(12), "def step_decay", "big = 9 ** 9 ** 9 ** 2")
 LONG_LOOP = script_after(6) + "\nfor _ in range(10 ** 12):\n    pass\n"
 DEEP = script_after(6) + "\nvalue = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
-SQUARES = with_line(script_after(12), "def step_decay",
-                    "n = 3\n    for _ in range(64):\n        n = n * n")
+SQUARES = with_line(
+    script_after(12), "def step_decay", "n = 3\n    for _ in range(64):\n        n = n * n"
+)
 
 # Scripts that try to choose who judges them, run by the run check (grader/live/run.py):
 # the finished script that leaves at once when it sees the probe's variable;
-EARLY_EXIT_ON_PROBE = with_line(script_after(12), "import horovod.tensorflow.keras as hvd",
-                                "if os.environ.get('WORKBOOK_PROBE_DIR'):\n    sys.exit(0)")
+EARLY_EXIT_ON_PROBE = with_line(
+    script_after(12),
+    "import horovod.tensorflow.keras as hvd",
+    "if os.environ.get('WORKBOOK_PROBE_DIR'):\n    sys.exit(0)",
+)
 # ...that starves its own run with busy processes of its own beside its workers;
-SELF_STARVING = with_line(script_after(12), "import horovod.tensorflow.keras as hvd",
-                          "for _ in range(3):\n    if os.fork() == 0:\n        while True:\n"
-                          "            pass")
+SELF_STARVING = with_line(
+    script_after(12),
+    "import horovod.tensorflow.keras as hvd",
+    "for _ in range(3):\n    if os.fork() == 0:\n        while True:\n            pass",
+)
 # ...whose resume never ends: rank 1 waits for a checkpoint in its own folder, which stays
 # empty (the learner's mistake of the second launch);
 HANGING_RESUME = with_line(
-    script_after(12), "resume_from_epoch = int(hvd.broadcast(",
+    script_after(12),
+    "resume_from_epoch = int(hvd.broadcast(",
     "while resume_from_epoch > 0 and hvd.rank() != 0 and not list(Path(args.log_dir).glob("
-    "'checkpoint-*.h5')):\n    time.sleep(1)")
+    "'checkpoint-*.h5')):\n    time.sleep(1)",
+)
 # ...and a script stopped after step 4 that runs the reference solution instead of itself
 # when it sees the probe.
 RUNS_THE_SOLUTION = with_line(
-    script_after(4), "import horovod.tensorflow.keras as hvd",
+    script_after(4),
+    "import horovod.tensorflow.keras as hvd",
     f"if os.environ.get('WORKBOOK_PROBE_DIR'):\n    import runpy\n    runpy.run_path("
-    f"{str(SOLUTIONS_DIR / SOLUTION_FILE_NAME)!r}, run_name='__main__')\n    sys.exit(0)")
+    f"{str(SOLUTIONS_DIR / SOLUTION_FILE_NAME)!r}, run_name='__main__')\n    sys.exit(0)",
+)
 
 # Scripts that attack what the grader takes from their run (issue 36), the finished script with
 # lines added after its training (so it earns what the finished script earns) ...
 # ... that leave behind what a copy-back chokes on or keeps: 700 nested folders, a setuid copy,
 # links and a pipe among the records, a name with control characters, a thousand files and a
 # 50 MB file (within the box's limits: tests/system/test_sandbox.py fills them);
-LEAVES_BEHIND = script_after(LAST_STEP) + '''
+LEAVES_BEHIND = (
+    script_after(LAST_STEP)
+    + """
 import shutil, stat
 _records = os.environ.get("WORKBOOK_PROBE_DIR", args.log_dir)
 _attacks = [
@@ -78,12 +90,17 @@ for _attack in _attacks:
         _attack()
     except (OSError, MemoryError):
         pass
-'''
+"""
+)
+
+
 # ... and that reach for what is not theirs: the checkout's roster and an older course's
 # gradebook (their paths after the script's own options), the grader's environment in an
 # error, 20 MB of output and a double-forked daemon that holds the output open.
 def reaching_out(*paths) -> str:
-    return script_after(LAST_STEP) + f'''
+    return (
+        script_after(LAST_STEP)
+        + f"""
 for _path in {[str(p) for p in paths]!r}:
     try:
         print("READ", _path, open(_path).read(), flush=True)
@@ -96,4 +113,5 @@ if os.fork() == 0:
     os._exit(0)
 sys.stdout.write(("z" * 1023 + "\\n") * (20 << 10))
 raise RuntimeError(f"the grader's environment: {{dict(os.environ)}}")
-'''
+"""
+    )

@@ -26,10 +26,20 @@ def free_port():
 def make_lab(env, lab_port, tb_port):
     """`make lab` in its own process group, so that stop_lab() reaches all it started."""
     return subprocess.Popen(
-        ["make", "--no-print-directory", "lab", f"VENV={sys.prefix}",
-         f"LAB_ARGS=--port {lab_port} --tensorboard-port {tb_port}"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        [
+            "make",
+            "--no-print-directory",
+            "lab",
+            f"VENV={sys.prefix}",
+            f"LAB_ARGS=--port {lab_port} --tensorboard-port {tb_port}",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def read_until_url(process, deadline):

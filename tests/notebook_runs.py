@@ -56,8 +56,12 @@ def kernel_name(tmp_path_factory):
                 "language": "python",
                 # A TensorBoard of its own, so that it never meets the one `make lab` runs;
                 # and what `make lab` gives its kernels, so hvd.init() never waits on hwloc.
-                "env": {"WORKBOOK_QUICK": "1", "PYTHONPATH": "",
-                        PORT_VARIABLE: str(free_port()), **SAFE_PROCESS_ENV},
+                "env": {
+                    "WORKBOOK_QUICK": "1",
+                    "PYTHONPATH": "",
+                    PORT_VARIABLE: str(free_port()),
+                    **SAFE_PROCESS_ENV,
+                },
             }
         )
     )
@@ -81,8 +85,13 @@ def stop_tensorboards_under(root: Path) -> None:
                 pass
 
 
-def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tuple = (),
-            only_tags: tuple = ()):
+def execute(
+    path: Path,
+    kernel: str,
+    allow_errors: bool = False,
+    skip_tags: tuple = (),
+    only_tags: tuple = (),
+):
     """The notebook at `path` executed, without its code cells tagged with one of `skip_tags`
     (and, given `only_tags`, with only the code cells tagged with one of those)."""
     from nbclient import NotebookClient
@@ -90,7 +99,8 @@ def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tupl
     def kept(cell) -> bool:
         tags = set(cell.metadata.get("tags", []))
         return cell.cell_type != "code" or (
-            not tags & set(skip_tags) and (not only_tags or bool(tags & set(only_tags))))
+            not tags & set(skip_tags) and (not only_tags or bool(tags & set(only_tags)))
+        )
 
     notebook = nbformat.read(path, as_version=4)
     notebook.cells = [cell for cell in notebook.cells if kept(cell)]
@@ -106,4 +116,3 @@ def execute(path: Path, kernel: str, allow_errors: bool = False, skip_tags: tupl
     nbformat.write(notebook, path)  # executed copies stay in the temp folder, for debugging
     print(f"{path.name}: {time.monotonic() - started:.0f} s")
     return notebook
-

@@ -41,7 +41,10 @@ def marked(variable: str, value: str) -> list[psutil.Process]:
         if process.pid == os.getpid():
             continue
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(variable) == value:
+            if (
+                process.status() != psutil.STATUS_ZOMBIE
+                and process.environ().get(variable) == value
+            ):
                 found.append(process)
         except psutil.Error:
             pass
@@ -70,8 +73,9 @@ def stop_marked(variable: str, value: str, why: str, grace: float = 2.0) -> list
         left = marked(variable, value)
     if not left:
         return []
-    print(f"\n{why}: killing {len(left)} process(es) left behind:\n{describe(left)}",
-          file=sys.stderr)
+    print(
+        f"\n{why}: killing {len(left)} process(es) left behind:\n{describe(left)}", file=sys.stderr
+    )
     for process in left:
         try:
             process.kill()
@@ -92,19 +96,38 @@ def kill_group(process, wait_seconds: float = 30) -> None:
     tree.stop(((signal.SIGKILL, wait_seconds),))
     process.wait(timeout=wait_seconds)
 
-def python_c_plan(code: str, logs_root, timeout: float | None = None, env: dict | None = None,
-                  **options):
+
+def python_c_plan(
+    code: str, logs_root, timeout: float | None = None, env: dict | None = None, **options
+):
     """The runner's plan of `python -c code` as one plain process (no horovodrun), its log in
     logs_root/run/horovodrun.log: how the tests run a small program the way the benchmarks do."""
     from workbook.runner import RunOptions, plan_run
 
-    return plan_run([sys.executable, "-c", code], options=RunOptions(
-        np=1, launcher="python", log_dir=False, logs_root=logs_root, run_name="run",
-        timeout=timeout, env=env, **options))
+    return plan_run(
+        [sys.executable, "-c", code],
+        options=RunOptions(
+            np=1,
+            launcher="python",
+            log_dir=False,
+            logs_root=logs_root,
+            run_name="run",
+            timeout=timeout,
+            env=env,
+            **options,
+        ),
+    )
 
 
-def script_plan(command: list, logs_root, *, timeout: float, np: int = 2,
-                launcher: str = "horovodrun", **options):
+def script_plan(
+    command: list,
+    logs_root,
+    *,
+    timeout: float,
+    np: int = 2,
+    launcher: str = "horovodrun",
+    **options,
+):
     """The runner's plan of one of the workbook's scripts (`command`: the script and its
     arguments), as the runner cell starts it: `np` workers under horovodrun sharing this
     machine's cores (launcher="python": one plain process), stopped after `timeout` seconds.
@@ -112,9 +135,18 @@ def script_plan(command: list, logs_root, *, timeout: float, np: int = 2,
     if the command gives one, else into logs_root/run."""
     from workbook.runner import RunOptions, plan_run
 
-    return plan_run([str(part) for part in command], options=RunOptions(
-        np=np, launcher=launcher, log_dir=False, logs_root=logs_root, run_name="run",
-        timeout=timeout, **options))
+    return plan_run(
+        [str(part) for part in command],
+        options=RunOptions(
+            np=np,
+            launcher=launcher,
+            log_dir=False,
+            logs_root=logs_root,
+            run_name="run",
+            timeout=timeout,
+            **options,
+        ),
+    )
 
 
 def raw_output(plan) -> str:
@@ -123,7 +155,7 @@ def raw_output(plan) -> str:
     `python -c` code does, `# layout`, `# started ...`)."""
     text = plan.log_path.read_text(errors="replace")
     header_end = re.search(r"^# started [^\n]*\n", text, re.MULTILINE)
-    return text[header_end.end():] if header_end else ""
+    return text[header_end.end() :] if header_end else ""
 
 
 def run_script(command: list, logs_root, *, timeout: float, **options):
@@ -151,10 +183,20 @@ def run_script(command: list, logs_root, *, timeout: float, **options):
 def plain_shell(command: str, timeout: float) -> subprocess.CompletedProcess:
     """`sh -c command` with nothing but a minimal PATH and HOME (and the tests' process markers,
     so that whatever it leaves behind is found and killed)."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
     for marker in (TEST_MARKER, SESSION_MARKER):
         if marker in os.environ:
             env[marker] = os.environ[marker]
-    return subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True, cwd=REPO)
+    return subprocess.run(
+        ["sh", "-c", command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+        cwd=REPO,
+    )

@@ -51,20 +51,41 @@ def a_run(
     for seconds in epoch_seconds:
         wall += seconds
         ends.append(wall)
-    write_scalars(folder / "train", "epoch_epoch_seconds",
-                  [(end, epoch, s) for epoch, (end, s) in enumerate(zip(ends, epoch_seconds))])
+    write_scalars(
+        folder / "train",
+        "epoch_epoch_seconds",
+        [(end, epoch, s) for epoch, (end, s) in enumerate(zip(ends, epoch_seconds))],
+    )
     speeds = speed or [100.0] * len(ends)
-    write_scalars(folder / "train", "epoch_images_per_second",
-                  [(end, epoch, v) for epoch, (end, v) in enumerate(zip(ends, speeds))])
+    write_scalars(
+        folder / "train",
+        "epoch_images_per_second",
+        [(end, epoch, v) for epoch, (end, v) in enumerate(zip(ends, speeds))],
+    )
     if step_seconds:
-        write_scalars(folder / "train", "epoch_step_seconds",
-                      [(end, epoch, v) for epoch, (end, v) in enumerate(zip(ends, step_seconds))])
-    write_scalars(folder / "validation", "epoch_accuracy",
-                  [(end, epoch, 0.5 + 0.1 * epoch) for epoch, end in enumerate(ends)])
+        write_scalars(
+            folder / "train",
+            "epoch_step_seconds",
+            [(end, epoch, v) for epoch, (end, v) in enumerate(zip(ends, step_seconds))],
+        )
+    write_scalars(
+        folder / "validation",
+        "epoch_accuracy",
+        [(end, epoch, 0.5 + 0.1 * epoch) for epoch, end in enumerate(ends)],
+    )
     pinned_one = RunRecord(
-        started=STARTED, ended=ends[-1] + after, launcher="horovodrun", workers=1,
-        threads_per_worker=1, cores=2, gpus=0, pinned=True, ok=True,
-        layout="1 worker x 1 thread pinned to 1 of 2 CPU cores", busy_others=[])
+        started=STARTED,
+        ended=ends[-1] + after,
+        launcher="horovodrun",
+        workers=1,
+        threads_per_worker=1,
+        cores=2,
+        gpus=0,
+        pinned=True,
+        ok=True,
+        layout="1 worker x 1 thread pinned to 1 of 2 CPU cores",
+        busy_others=[],
+    )
     replace(pinned_one, **(record or {})).write(folder)
     (folder / "horovodrun.log").write_text('# x\n# y\n[0]<stdout>:RESULT {"test_accuracy": 0.8}\n')
     return folder
@@ -75,17 +96,36 @@ def rewrite_record(folder: Path, **changes) -> None:
     replace(RunRecord.read(folder), **changes).write(folder)
 
 
-def times(label="run", epochs=(100.0, 100.0), workers=1, share=1, speed=300.0, busy=(),
-          steps=None, others=None, accuracy=None):
+def times(
+    label="run",
+    epochs=(100.0, 100.0),
+    workers=1,
+    share=1,
+    speed=300.0,
+    busy=(),
+    steps=None,
+    others=None,
+    accuracy=None,
+):
     """A timed run; steps: each epoch's step_seconds (then its parts are known)."""
     ends = [sum(epochs[: i + 1]) for i in range(len(epochs))]
     parts = None if steps is None else speed_module.time_parts(20.0, 10.0, list(epochs), steps)
     return RunTimes(
-        label=label, hardware=f"{workers} workers", workers=workers, cores_per_worker=share,
-        epochs=list(range(len(epochs))), epoch_ends=ends,
+        label=label,
+        hardware=f"{workers} workers",
+        workers=workers,
+        cores_per_worker=share,
+        epochs=list(range(len(epochs))),
+        epoch_ends=ends,
         accuracy=list(accuracy or [0.8] * len(epochs)),
-        start_up=20.0, training=ends[-1], after_training=10.0, images_per_second=speed,
-        busy_others=list(busy), parts=parts, others_core_seconds=others, cores=2,
+        start_up=20.0,
+        training=ends[-1],
+        after_training=10.0,
+        images_per_second=speed,
+        busy_others=list(busy),
+        parts=parts,
+        others_core_seconds=others,
+        cores=2,
     )
 
 

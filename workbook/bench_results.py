@@ -83,5 +83,8 @@ def figures(results_dir: Path = RESULTS_DIR) -> dict:
         for name in ACCURACY_CONFIGS:
             if name in summary and accuracy_time_key(0.9) in summary[name]:
                 found[f"time to 90%, {name}"] = summary[name][accuracy_time_key(0.9)]
-    return {name: (s.get("median"), s.get("min"), s.get("max")) for name, s in found.items()
-            if s.get("median") is not None}
+    return {
+        name: (s.get("median"), s.get("min"), s.get("max"))
+        for name, s in found.items()
+        if s.get("median") is not None
+    }

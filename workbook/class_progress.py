@@ -39,8 +39,10 @@ class Record:
     time: float  # seconds since the epoch, as the attendee's kernel saw it
 
     def line(self) -> str:
-        return json.dumps({"step": self.step, "status": self.status,
-                           "time": round(self.time, 3)}) + "\n"
+        return (
+            json.dumps({"step": self.step, "status": self.status, "time": round(self.time, 3)})
+            + "\n"
+        )
 
 
 def parse(line: str | bytes) -> Record | None:

@@ -74,7 +74,9 @@ def expand_ranges(ranges: str, what: str) -> list[str]:
     for item in ranges.split(","):
         match = RANGE.match(item.strip())
         if not match:
-            raise SlurmError(f"{what}: {item!r} in [{ranges}] is not a number or a range like 01-03")
+            raise SlurmError(
+                f"{what}: {item!r} in [{ranges}] is not a number or a range like 01-03"
+            )
         first, last = match.group(1), match.group(2) or match.group(1)
         if int(last) < int(first):
             raise SlurmError(f"{what}: the range {item!r} in [{ranges}] runs backwards")
@@ -86,8 +88,10 @@ def expand_ranges(ranges: str, what: str) -> list[str]:
 def expand_hostname(pattern: str, what: str) -> list[str]:
     """One name, possibly with several bracket groups: rack[1-2]-node[01-02] -> 4 names."""
     pieces = re.split(r"\[([^\]]*)\]", pattern)  # text, ranges, text, ranges, ..., text
-    choices = [[piece] if index % 2 == 0 else expand_ranges(piece, what)
-               for index, piece in enumerate(pieces)]
+    choices = [
+        [piece] if index % 2 == 0 else expand_ranges(piece, what)
+        for index, piece in enumerate(pieces)
+    ]
     return ["".join(parts) for parts in product(*choices)]
 
 
@@ -153,8 +157,10 @@ def slots_per_node(env: Mapping[str, str], hosts: list[str]) -> tuple[list[int],
     if tasks:
         counts = expand_tasks_per_node(tasks)
         if len(counts) != len(hosts):
-            raise SlurmError(f"SLURM_TASKS_PER_NODE={tasks!r} gives {len(counts)} node(s) but the "
-                             f"node list has {len(hosts)}")
+            raise SlurmError(
+                f"SLURM_TASKS_PER_NODE={tasks!r} gives {len(counts)} node(s) but the "
+                f"node list has {len(hosts)}"
+            )
         return counts, "SLURM_TASKS_PER_NODE"
     for name in ("SLURM_NTASKS_PER_NODE", "SLURM_GPUS_ON_NODE"):
         count = positive_int(env, name)
@@ -163,20 +169,26 @@ def slots_per_node(env: Mapping[str, str], hosts: list[str]) -> tuple[list[int],
     total = positive_int(env, "SLURM_NTASKS")
     if total:
         if total % len(hosts):
-            raise SlurmError(f"SLURM_NTASKS={total} does not split evenly over {len(hosts)} "
-                             "nodes; set --ntasks-per-node in the job script")
+            raise SlurmError(
+                f"SLURM_NTASKS={total} does not split evenly over {len(hosts)} "
+                "nodes; set --ntasks-per-node in the job script"
+            )
         return [total // len(hosts)] * len(hosts), "SLURM_NTASKS"
-    raise SlurmError("none of SLURM_TASKS_PER_NODE, SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE, "
-                     "SLURM_NTASKS is set: run this inside a Slurm job (sbatch or salloc) that "
-                     "asks for tasks, e.g. #SBATCH --ntasks-per-node=4")
+    raise SlurmError(
+        "none of SLURM_TASKS_PER_NODE, SLURM_NTASKS_PER_NODE, SLURM_GPUS_ON_NODE, "
+        "SLURM_NTASKS is set: run this inside a Slurm job (sbatch or salloc) that "
+        "asks for tasks, e.g. #SBATCH --ntasks-per-node=4"
+    )
 
 
 def slurm_layout(env: Mapping[str, str]) -> SlurmLayout:
     """horovodrun's -np and -H for the Slurm allocation described by env."""
     name = next((n for n in NODELIST_VARIABLES if env.get(n, "").strip()), None)
     if name is None:
-        raise SlurmError("SLURM_JOB_NODELIST is not set: run this inside a Slurm job "
-                         "(sbatch or salloc), or set it, e.g. SLURM_JOB_NODELIST='node[01-02]'")
+        raise SlurmError(
+            "SLURM_JOB_NODELIST is not set: run this inside a Slurm job "
+            "(sbatch or salloc), or set it, e.g. SLURM_JOB_NODELIST='node[01-02]'"
+        )
     hosts = expand_hostlist(env[name], name)
     if len(set(hosts)) != len(hosts):
         raise SlurmError(f"{name}={env[name]!r} names a node twice")
@@ -187,8 +199,10 @@ def slurm_layout(env: Mapping[str, str]) -> SlurmLayout:
         raise SlurmError(f"{source} gives no tasks on any node")
     workers = positive_int(env, "SLURM_NTASKS") or capacity
     if workers > capacity:
-        raise SlurmError(f"SLURM_NTASKS={workers} is more than the {capacity} slots that "
-                         f"{source} gives on {len(slots)} node(s)")
+        raise SlurmError(
+            f"SLURM_NTASKS={workers} is more than the {capacity} slots that "
+            f"{source} gives on {len(slots)} node(s)"
+        )
     return SlurmLayout(slots=slots, workers=workers, source=source)
 
 
@@ -201,8 +215,10 @@ COMMANDS = {
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] not in COMMANDS:
-        print(f"usage: python -m workbook.cluster {{{','.join(COMMANDS)}}}  (inside a Slurm job)",
-              file=sys.stderr)
+        print(
+            f"usage: python -m workbook.cluster {{{','.join(COMMANDS)}}}  (inside a Slurm job)",
+            file=sys.stderr,
+        )
         return 2
     try:
         layout = slurm_layout(os.environ if env is None else env)

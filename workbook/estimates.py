@@ -58,11 +58,15 @@ def _now(load: machine_load.Load, quiet_low: float, quiet_high: float) -> str:
     """The quiet machine's range at this load: `about 5.1-5.6 min here` on a quiet machine,
     `up to about 9.4 min here now (...)` on a busy one."""
     if not load.busy:
-        return (f"this machine is quiet now ({load.describe()}): about "
-                f"{_range(quiet_low, quiet_high)} here if it is as fast")
-    return (f"now {load.describe()}: up to about "
-            f"{_range(quiet_low * load.slowdown, quiet_high * load.slowdown)} here, "
-            f"{load.slowdown:.1f}x, if they go on so")
+        return (
+            f"this machine is quiet now ({load.describe()}): about "
+            f"{_range(quiet_low, quiet_high)} here if it is as fast"
+        )
+    return (
+        f"now {load.describe()}: up to about "
+        f"{_range(quiet_low * load.slowdown, quiet_high * load.slowdown)} here, "
+        f"{load.slowdown:.1f}x, if they go on so"
+    )
 
 
 def _range(low: float, high: float) -> str:
@@ -71,24 +75,33 @@ def _range(low: float, high: float) -> str:
     return f"{low / 60:.1f}-{high / 60:.1f} min"
 
 
-def before_baseline(results_dir: Path = BENCH_RESULTS,
-                    load: machine_load.Load | None = None) -> str:
+def before_baseline(
+    results_dir: Path = BENCH_RESULTS, load: machine_load.Load | None = None
+) -> str:
     """The welcome notebook's baseline, before it starts: `make bench`'s on its quiet 2-core
     machine, scaled by what other programs take of this one's CPU now."""
     measured = _bench_seconds(results_dir, "accuracy", "baseline")
     load = load or machine_load.load_now()
     if measured is None:
-        return (f"No benchmark of the baseline in {results_dir}; {load.describe()}. The peek "
-                "cell estimates it from its own pace once its first epoch has ended.")
+        return (
+            f"No benchmark of the baseline in {results_dir}; {load.describe()}. The peek "
+            "cell estimates it from its own pace once its first epoch has ended."
+        )
     _, low, high = measured
-    return (f"On the README's benchmark machine (a quiet 2-core virtual machine) the baseline "
-            f"took {_range(low, high)} from launch to end; {_now(load, low, high)}. Once its "
-            "first epoch has ended, the peek cell below estimates the rest from its own pace on "
-            "this machine.")
+    return (
+        f"On the README's benchmark machine (a quiet 2-core virtual machine) the baseline "
+        f"took {_range(low, high)} from launch to end; {_now(load, low, high)}. Once its "
+        "first epoch has ended, the peek cell below estimates the rest from its own pace on "
+        "this machine."
+    )
 
 
-def check_run(launches: int, timeout: float, results_dir: Path = BENCH_RESULTS,
-              load: machine_load.Load | None = None) -> str:
+def check_run(
+    launches: int,
+    timeout: float,
+    results_dir: Path = BENCH_RESULTS,
+    load: machine_load.Load | None = None,
+) -> str:
     """How long the check's run of `launches` launches takes, for the line that announces it:
     `make bench`'s run profile (2 launches on its quiet machine; one launch takes less, but
     more than half: its start-up is the same) scaled to this machine's load now; the limit of
@@ -99,11 +112,12 @@ def check_run(launches: int, timeout: float, results_dir: Path = BENCH_RESULTS,
     if measured is None:
         return f"{load.describe()}; {limit}"
     _, low, high = measured
-    quiet = (f"{_range(low, high)} on the benchmark's quiet 2-core machine"
-             + ("" if launches == 2 else " for 2 launches, less for one"))
+    quiet = f"{_range(low, high)} on the benchmark's quiet 2-core machine" + (
+        "" if launches == 2 else " for 2 launches, less for one"
+    )
     if not load.busy:
         return f"{quiet}, and this one is quiet now; {limit}"
-    return (f"{quiet}; {_now(load, low, high)}; {limit}")
+    return f"{quiet}; {_now(load, low, high)}; {limit}"
 
 
 def planned_epochs(run_dir: Path) -> int | None:
@@ -121,24 +135,30 @@ def so_far(run_dir: str | Path, label: str = "Your baseline") -> str:
     try:
         run = run_times.read_run(run_dir)
     except run_times.NotTimed:
-        return (f"{label}: no epoch has finished yet, so no estimate from this machine yet; "
-                "run this cell again in a minute or two.")
+        return (
+            f"{label}: no epoch has finished yet, so no estimate from this machine yet; "
+            "run this cell again in a minute or two."
+        )
     epochs = planned_epochs(run_dir) or run.epochs_trained
     done = run.epochs_trained
     since_launch = run_times.run_seconds(run)
     if run.finished and run.after_training is not None and since_launch is not None:
-        return (f"{label} has finished: {_minutes(since_launch)} from its launch to its end, "
-                f"{_minutes(run.training)} of it training ({done} epochs).")
+        return (
+            f"{label} has finished: {_minutes(since_launch)} from its launch to its end, "
+            f"{_minutes(run.training)} of it training ({done} epochs)."
+        )
     first, later = run_times.epoch_split(run)
     pace = later if later is not None else first
     left = pace * (epochs - done)
     start = run.start_up or 0.0
-    text = (f"{label}: epoch {done} of {epochs} done, {_minutes(start + run.training)} after its "
-            f"launch; at its own pace ({pace:.0f} s per epoch"
-            + (", its first epoch's, which also built the graph" if later is None else "")
-            + f") the training ends in about {_minutes(left)}, about "
-            f"{_minutes(start + run.training + left)} after the launch, then the test set's "
-            "evaluation.")
+    text = (
+        f"{label}: epoch {done} of {epochs} done, {_minutes(start + run.training)} after its "
+        f"launch; at its own pace ({pace:.0f} s per epoch"
+        + (", its first epoch's, which also built the graph" if later is None else "")
+        + f") the training ends in about {_minutes(left)}, about "
+        f"{_minutes(start + run.training + left)} after the launch, then the test set's "
+        "evaluation."
+    )
     return text
 
 
@@ -148,19 +168,23 @@ def short_runs(logs_dir: Path, images_one: int, images_two: int, batch: int) -> 
     step is slower per image, so this is the short side) plus each run's start-up there."""
     pair = run_times.newest_pair(Path(logs_dir))
     if pair is None:
-        return (f"No runs of {notebook_label('run_distributed')} yet, so no estimate from this "
-                "machine: the two runs train for seconds to minutes, each after its start-up.")
+        return (
+            f"No runs of {notebook_label('run_distributed')} yet, so no estimate from this "
+            "machine: the two runs train for seconds to minutes, each after its start-up."
+        )
     reference, workers = pair
     if not reference.images_per_second or not workers.images_per_second:
         return ""
     one = (reference.start_up or 0) + images_one / reference.images_per_second
     two = (workers.start_up or 0) + images_two / workers.images_per_second
     run_distributed = notebook_label("run_distributed")
-    return (f"Estimate from {run_distributed}'s runs on this machine: about {_minutes(one)} for "
-            f"the 1-worker run and {_minutes(two)} for the 2 workers (their steps at "
-            f"{run_distributed}'s images/s, {reference.images_per_second:,.0f} and "
-            f"{workers.images_per_second:,.0f}, plus its start-up; {batch} images a step "
-            "instead of 64 make them slower per image, so expect somewhat more).")
+    return (
+        f"Estimate from {run_distributed}'s runs on this machine: about {_minutes(one)} for "
+        f"the 1-worker run and {_minutes(two)} for the 2 workers (their steps at "
+        f"{run_distributed}'s images/s, {reference.images_per_second:,.0f} and "
+        f"{workers.images_per_second:,.0f}, plus its start-up; {batch} images a step "
+        "instead of 64 make them slower per image, so expect somewhat more)."
+    )
 
 
 def _in_minutes(seconds: float) -> str:
@@ -173,8 +197,10 @@ def _fit_end_cause(run: RunTimes) -> str:
     run's own, as the one known cause left; else that it is not known."""
     load = run_times.load_in(run.others_after_training, run.after_training)
     if load is None:
-        return ("with the CPU to itself: tf.data's autotuner thread, which a script with its "
-                "training data autotuned waits for there, from nothing to about a minute")
+        return (
+            "with the CPU to itself: tf.data's autotuner thread, which a script with its "
+            "training data autotuned waits for there, from nothing to about a minute"
+        )
     if load == "not measured":
         return "its cause was not measured"
     return f"{load}: they can explain it"
@@ -185,8 +211,11 @@ def at_load_now(run: RunTimes, seconds: float, load: machine_load.Load) -> float
     (its CPU samples), as they would be at `load`: back to a quiet machine, then slowed by now."""
     cores = run.cores or load.cores
     took = run.others_core_seconds or 0.0
-    then = machine_load.Load(share=min(1.0, took / (cores * run.training)) if run.training else 0,
-                             cores=cores, load_average=None)  # fmt: skip
+    then = machine_load.Load(
+        share=min(1.0, took / (cores * run.training)) if run.training else 0,
+        cores=cores,
+        load_average=None,
+    )
     return seconds / then.slowdown * load.slowdown
 
 
@@ -200,26 +229,34 @@ def _load_now_note(run: RunTimes, seconds: float, load: machine_load.Load | None
     return f" At this moment's load ({load.describe()}): about {_in_minutes(now)}."
 
 
-def expect_like_baseline(baseline: RunTimes | None, workers: int = 2,
-                         load: machine_load.Load | None = None) -> str:
+def expect_like_baseline(
+    baseline: RunTimes | None, workers: int = 2, load: machine_load.Load | None = None
+) -> str:
     """What to expect of the distributed run, from the learner's own baseline and, when it was
     run under another load than now's (`load`: measured now when not given), scaled to now's."""
     if baseline is None or run_times.run_seconds(baseline) is None:
-        return ("No finished baseline yet, so no estimate from your machine: the run takes "
-                f"minutes on a CPU ({notebook_label('welcome')}'s baseline shows how many).")
+        return (
+            "No finished baseline yet, so no estimate from your machine: the run takes "
+            f"minutes on a CPU ({notebook_label('welcome')}'s baseline shows how many)."
+        )
     wait = run_times.fit_end_wait(baseline)
-    end = (f"; its end took {baseline.after_training:.0f} s"
-           + (f", {wait:.0f} s of it at the end of model.fit ({_fit_end_cause(baseline)})"
-              if wait is not None and wait >= run_times.FIT_END_NOTED_S else "")
-           if baseline.after_training is not None else "")
+    end = (
+        f"; its end took {baseline.after_training:.0f} s"
+        + (
+            f", {wait:.0f} s of it at the end of model.fit ({_fit_end_cause(baseline)})"
+            if wait is not None and wait >= run_times.FIT_END_NOTED_S
+            else ""
+        )
+        if baseline.after_training is not None
+        else ""
+    )
     return (
         f"Your baseline ({notebook_label('welcome')}) took "
         f"{_in_minutes(run_times.run_seconds(baseline))} from its launch to its end, "
         f"{_in_minutes(baseline.training)} of it training{end}. Your {workers} workers share "
         "the same cores, so expect about as long for the training: what they gain or lose is "
         "the subject of section 4."
-        + _load_now_note(baseline, run_times.run_seconds(baseline),
-                         load or machine_load.load_now())
+        + _load_now_note(baseline, run_times.run_seconds(baseline), load or machine_load.load_now())
         + " After training, each worker evaluates the test set on its own share of the cores."
     )
 
@@ -233,25 +270,37 @@ def estimate_reference(run: RunTimes, epochs: int, results_dir: Path | None = No
     split = run_times.split_training(run, run.epochs_trained)
     if seconds is None or split is None:
         return ""
-    measured = (bench_results.figures(results_dir).get(f"scaling efficiency, {run.workers} workers")
-                if results_dir is not None else None)
+    measured = (
+        bench_results.figures(results_dir).get(f"scaling efficiency, {run.workers} workers")
+        if results_dir is not None
+        else None
+    )
     efficiency = measured[0] if measured else None  # the median
     factor = run.workers * (efficiency or 1.0)
     worker_epoch = (split["steps"] + split["between"]) / run.epochs_trained
     # The end without model.fit's wait for tf.data's autotuner: that wait is any run's own,
     # from nothing to about a minute, not the workers' to copy.
     wait = run_times.fit_end_wait(run) or 0.0
-    total = (run.start_up + split["extra"] + factor * worker_epoch * epochs
-             + run.after_training - wait)
-    work = (f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
-            f"{worker_epoch:.0f} s, the time one of them took per epoch")
-    how = (f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured on the "
-           f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
-           "sharing the machine" if efficiency else f"{work}, at most")
+    total = (
+        run.start_up + split["extra"] + factor * worker_epoch * epochs + run.after_training - wait
+    )
+    work = (
+        f"each epoch, one worker does the work of your {run.workers}: {run.workers} x "
+        f"{worker_epoch:.0f} s, the time one of them took per epoch"
+    )
+    how = (
+        f"{work}, x {efficiency:.2f}, the scaling efficiency `make bench` measured on the "
+        f"README's benchmark machine: one worker alone is faster than each of {run.workers} "
+        "sharing the machine"
+        if efficiency
+        else f"{work}, at most"
+    )
     waited = ""
     if wait >= run_times.FIT_END_NOTED_S:
-        waited = (f" Your workers also waited {wait:.0f} s at the end of model.fit "
-                  f"({_fit_end_cause(run)}); the estimate leaves it out.")
+        waited = (
+            f" Your workers also waited {wait:.0f} s at the end of model.fit "
+            f"({_fit_end_cause(run)}); the estimate leaves it out."
+        )
     return (
         f"Estimate from your {run.workers} workers' own pace: about {_in_minutes(total)} for "
         f"{plural(epochs, 'epoch')} ({how}; plus the start-up and the end).{waited}"
@@ -270,31 +319,52 @@ def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
         if key not in bench:
             return "-"
         median, low, high = bench[key]
-        return f"{median:.2f} [{low:.2f}-{high:.2f}]" if median < 10 else \
-            f"{median:.0f} [{low:.0f}-{high:.0f}]"
+        return (
+            f"{median:.2f} [{low:.2f}-{high:.2f}]"
+            if median < 10
+            else f"{median:.0f} [{low:.0f}-{high:.0f}]"
+        )
 
     def yours(value, digits=0):
         """As the bench column writes it: whole images/s and seconds, efficiency to 0.01."""
         return "-" if value is None else f"{value:.{digits}f}"
 
-    reference, distributed, baseline = (runs.get(k) for k in
-                                        ("reference", "distributed", "baseline"))
+    reference, distributed, baseline = (
+        runs.get(k) for k in ("reference", "distributed", "baseline")
+    )
     rows = []
-    for run, key in ((baseline, "python, 1 process"), (reference, "1 worker, 1 core"),
-                     (distributed, "2 workers, 1 core each")):
+    for run, key in (
+        (baseline, "python, 1 process"),
+        (reference, "1 worker, 1 core"),
+        (distributed, "2 workers, 1 core each"),
+    ):
         if run is not None:
-            rows.append((f"{run.images_label}: {run.label}",
-                         yours(run.images_per_second), shown(key)))
+            rows.append(
+                (f"{run.images_label}: {run.label}", yours(run.images_per_second), shown(key))
+            )
     if reference is not None and distributed is not None:
         efficiency = run_times.scaling_efficiency(reference, distributed)
-        rows.append((f"scaling efficiency ({speed.SCALING_EFFICIENCY})",
-                     yours(efficiency, 2),
-                     shown(f"scaling efficiency, {distributed.workers} workers")))
-    for run, name in ((distributed, "distributed"), (baseline, "baseline"),
-                      (reference, "reference")):
+        rows.append(
+            (
+                f"scaling efficiency ({speed.SCALING_EFFICIENCY})",
+                yours(efficiency, 2),
+                shown(f"scaling efficiency, {distributed.workers} workers"),
+            )
+        )
+    for run, name in (
+        (distributed, "distributed"),
+        (baseline, "baseline"),
+        (reference, "reference"),
+    ):
         if run is not None:
             reached = run.time_to(target)
-            rows.append((f"{speed.TIME_TO_ACCURACY.format(target=target)} (s): {run.label}",
-                         yours(reached), shown(f"time to 90%, {name}")))
-    return pd.DataFrame(rows, columns=["figure", "yours", "make bench (median [min-max])"]) \
-        .set_index("figure")
+            rows.append(
+                (
+                    f"{speed.TIME_TO_ACCURACY.format(target=target)} (s): {run.label}",
+                    yours(reached),
+                    shown(f"time to 90%, {name}"),
+                )
+            )
+    return pd.DataFrame(
+        rows, columns=["figure", "yours", "make bench (median [min-max])"]
+    ).set_index("figure")

@@ -108,6 +108,7 @@ def notebook_label(slug: str) -> str:
     """How texts name a notebook: 'notebook 13'."""
     return f"notebook {notebook(slug).number:02d}"
 
+
 # The bonus exercises (the source's `#@ bonus NAME` blocks) and their reference scripts,
 # relative to solutions/.
 BONUSES = {

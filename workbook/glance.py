@@ -17,11 +17,17 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.run_times import (RunTimes, first_epoch_load, fit_end_wait, load_in, speed_up,
-                                split_training)
-from workbook.verdict_text import fairness, kind, verdict
-from workbook.runner.layout import plural
 from workbook.prose import WIDTH, code_html, paragraph_html
+from workbook.run_times import (
+    RunTimes,
+    first_epoch_load,
+    fit_end_wait,
+    load_in,
+    speed_up,
+    split_training,
+)
+from workbook.runner.layout import plural
+from workbook.verdict_text import fairness, kind, verdict
 
 # Seconds under which a part's difference is not the reason for a verdict.
 NOT_A_REASON_S = 2.0
@@ -49,11 +55,15 @@ def reason(reference: RunTimes, run: RunTimes) -> str:
     if steps * total > 0 and (abs(steps) >= abs(outside) or outside * total <= 0):
         rates = ""
         if run.images_per_second and reference.images_per_second:
-            rates = (f" ({run.images_per_second:,.0f} against "
-                     f"{reference.images_per_second:,.0f} images/s)")
+            rates = (
+                f" ({run.images_per_second:,.0f} against "
+                f"{reference.images_per_second:,.0f} images/s)"
+            )
         return f"the training steps, {more(steps)}{rates}"
-    return (f"the time outside the steps, {more(outside)} (validation, checkpoints, the first "
-            "epoch's extra)")
+    return (
+        f"the time outside the steps, {more(outside)} (validation, checkpoints, the first "
+        "epoch's extra)"
+    )
 
 
 def line(reference: RunTimes, run: RunTimes) -> str:
@@ -62,9 +72,13 @@ def line(reference: RunTimes, run: RunTimes) -> str:
     why = reason(reference, run)
     if kind(ratio) == "about the same":
         return f"Against {reference.label}: about the same ({ratio:.2f}x)" + (
-            f": {why}." if why else ".")
-    said = (f"{ratio:.2f}x as fast" if kind(ratio) == "speed-up"
-            else f"a slow-down, {1 / ratio:.2f}x as long")
+            f": {why}." if why else "."
+        )
+    said = (
+        f"{ratio:.2f}x as fast"
+        if kind(ratio) == "speed-up"
+        else f"a slow-down, {1 / ratio:.2f}x as long"
+    )
     return f"Against {reference.label}: {said}." + (f" What mattered: {why}." if why else "")
 
 
@@ -82,9 +96,11 @@ def flags(comparisons: list[RunTimes], run: RunTimes) -> list[str]:
                 unfinished.append(each.label)
     lines = []
     if unfair:
-        lines.append(f"Not a fair measure: other processes took enough CPU during "
-                     f"{' and '.join(unfair)} to change a verdict above (the detail says how "
-                     "much). Run again when nothing else runs.")
+        lines.append(
+            f"Not a fair measure: other processes took enough CPU during "
+            f"{' and '.join(unfair)} to change a verdict above (the detail says how "
+            "much). Run again when nothing else runs."
+        )
     if unfinished:
         lines.append(f"Not finished: {' and '.join(unfinished)}; times cover finished epochs.")
     return lines
@@ -99,14 +115,24 @@ class Glance:
         self.comparisons = [c for c in comparisons if c is not None]
         self.lines = [line(c, run) for c in self.comparisons]
         self.flags = flags(self.comparisons, run)
-        self.details = [(f"{run.label} against {c.label}, over "
-                         f"{plural(max(c.epochs_trained, run.epochs_trained), 'epoch')}",
-                         verdict(c, run).split("\n")) for c in self.comparisons]
+        self.details = [
+            (
+                f"{run.label} against {c.label}, over "
+                f"{plural(max(c.epochs_trained, run.epochs_trained), 'epoch')}",
+                verdict(c, run).split("\n"),
+            )
+            for c in self.comparisons
+        ]
 
     def __str__(self) -> str:
         wrap = lambda text, indent="": textwrap.fill(  # noqa: E731
-            text, WIDTH, initial_indent=indent, subsequent_indent=indent or "  ",
-            break_long_words=False, break_on_hyphens=False)
+            text,
+            WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent or "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
         parts = [wrap(text) for text in self.lines + self.flags]
         for title, sentences in self.details:
             parts.append("")
@@ -124,12 +150,15 @@ class Glance:
         top = "".join(paragraph_html(text, "font-weight:bold;") for text in self.lines)
         top += "".join(paragraph_html(text, "color:#cf222e;") for text in self.flags)
         folded = "".join(
-            f"<p style=\"margin:0.6em 0 0.2em 0;\"><i>{html.escape(title)}</i></p>"
+            f'<p style="margin:0.6em 0 0.2em 0;"><i>{html.escape(title)}</i></p>'
             + "".join(paragraph_html(sentence) for sentence in sentences)
-            for title, sentences in self.details)
-        return (f'<div class="workbook-glance" style="max-width:60em;">{top}'
-                f"<details><summary>The detail: each comparison in numbers</summary>"
-                f"{folded}</details></div>")
+            for title, sentences in self.details
+        )
+        return (
+            f'<div class="workbook-glance" style="max-width:60em;">{top}'
+            f"<details><summary>The detail: each comparison in numbers</summary>"
+            f"{folded}</details></div>"
+        )
 
 
 def glance(one_worker: RunTimes, yours: RunTimes, baseline: RunTimes | None = None) -> Glance:
@@ -142,28 +171,30 @@ def glance(one_worker: RunTimes, yours: RunTimes, baseline: RunTimes | None = No
 # same for everyone, the numbers are the learner's (how_to_read).
 PART_WHY = {
     "steps": "the training steps at their steady pace: where data parallelism pays (the "
-             "reference has one worker's share, your workers N times it; the baseline has the "
-             "same cores as your workers, in one process)",
+    "reference has one worker's share, your workers N times it; the baseline has the "
+    "same cores as your workers, in one process)",
     "between": "between the steps, per epoch: each worker validates its own 1/N of the test "
-               "images on its share (step 6), the workers average their metrics (step 7), and "
-               "rank 0 writes the checkpoint and TensorBoard's logs",
+    "images on its share (step 6), the workers average their metrics (step 7), and "
+    "rank 0 writes the checkpoint and TensorBoard's logs",
     "extra": "the first epoch's extra: building TensorFlow's graph (on one core for a worker), "
-             "the first broadcast of rank 0's weights, filling the shuffle buffer",
+    "the first broadcast of rank 0's weights, filling the shuffle buffer",
     "start_up": "start-up: starting the workers (each imports TensorFlow on its own share at "
-                "the same time), loading the data, building the model",
+    "the same time), loading the data, building the model",
     "after": "after training: the end of model.fit (deleting the training data's iterator; "
-             "with tf.data's autotuner on, it waits for the autotuner's thread, which wakes at "
-             "growing intervals up to a minute apart, so from nothing to a minute: the "
-             "workbook's script turns it off), the evaluation of the test set on each "
-             "worker's share, rank 0's per-class report, the exit",
+    "with tf.data's autotuner on, it waits for the autotuner's thread, which wakes at "
+    "growing intervals up to a minute apart, so from nothing to a minute: the "
+    "workbook's script turns it off), the evaluation of the test set on each "
+    "worker's share, rank 0's per-class report, the exit",
 }
 
 
 def _figures(runs: list[RunTimes], value, unit: str) -> str:
     shown = [(run.label, value(run)) for run in runs]
-    return ", ".join(f"{label} {figure:,.0f}{unit}" if unit == " images/s"
-                     else f"{label} {figure:.1f}{unit}"
-                     for label, figure in shown if figure is not None)
+    return ", ".join(
+        f"{label} {figure:,.0f}{unit}" if unit == " images/s" else f"{label} {figure:.1f}{unit}"
+        for label, figure in shown
+        if figure is not None
+    )
 
 
 def _loaded(runs: list[RunTimes], name: str) -> str:
@@ -171,12 +202,16 @@ def _loaded(runs: list[RunTimes], name: str) -> str:
     if name == "extra":
         loads = [(run.label, first_epoch_load(run)) for run in runs]
     elif name == "after":
-        loads = [(run.label, load_in(run.others_after_training, run.after_training))
-                 for run in runs]
+        loads = [
+            (run.label, load_in(run.others_after_training, run.after_training)) for run in runs
+        ]
     else:
         return ""
-    said = [f"during the {'first epoch' if name == 'extra' else 'end'} of {label} {load}"
-            for label, load in loads if load not in (None, "not measured")]
+    said = [
+        f"during the {'first epoch' if name == 'extra' else 'end'} of {label} {load}"
+        for label, load in loads
+        if load not in (None, "not measured")
+    ]
     return "; ".join(said)
 
 
@@ -187,9 +222,17 @@ class Reading:
         self.bullets = bullets
 
     def __str__(self) -> str:
-        return "\n".join(textwrap.fill(b, WIDTH, initial_indent="- ", subsequent_indent="  ",
-                                       break_long_words=False, break_on_hyphens=False)
-                         for b in self.bullets)
+        return "\n".join(
+            textwrap.fill(
+                b,
+                WIDTH,
+                initial_indent="- ",
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            for b in self.bullets
+        )
 
     __repr__ = __str__
 
@@ -204,8 +247,16 @@ class Reading:
 def how_to_read(runs: list[RunTimes], yours: RunTimes, reference: RunTimes) -> Reading:
     """The bars' parts, each with what it holds and the learner's own numbers (per run)."""
     measured = [run for run in runs if run.parts is not None]
-    per_epoch = lambda name: (lambda run: None if run.parts is None or getattr(  # noqa: E731
-        run.parts, name) is None else getattr(run.parts, name) / run.epochs_trained)
+
+    def per_epoch(name: str):
+        """A run's part `name` per epoch trained (None where the run has no parts)."""
+
+        def value(run: RunTimes) -> float | None:
+            part = None if run.parts is None else getattr(run.parts, name)
+            return None if part is None else part / run.epochs_trained
+
+        return value
+
     bullets = []
     if all(run.images_per_second for run in (yours, reference)):
         ratio = yours.images_per_second / reference.images_per_second
@@ -213,19 +264,23 @@ def how_to_read(runs: list[RunTimes], yours: RunTimes, reference: RunTimes) -> R
             f"{PART_WHY['steps'][0].upper()}{PART_WHY['steps'][1:]}. Images/s of the steps: "
             f"{_figures(runs, lambda r: r.images_per_second, ' images/s')}; your workers' "
             f"steps went {ratio:.2f}x as fast as the reference's (at most "
-            f"{yours.workers / reference.workers:.0f}x).")
+            f"{yours.workers / reference.workers:.0f}x)."
+        )
     for name, field, unit, value in (
-            ("between", "between_steps", " s per epoch", per_epoch("between_steps")),
-            ("extra", "first_epoch_extra", " s", lambda r: r.parts and r.parts.first_epoch_extra),
-            ("start_up", "start_up", " s", lambda r: r.start_up),
-            ("after", "after_training", " s", lambda r: r.after_training)):
+        ("between", "between_steps", " s per epoch", per_epoch("between_steps")),
+        ("extra", "first_epoch_extra", " s", lambda r: r.parts and r.parts.first_epoch_extra),
+        ("start_up", "start_up", " s", lambda r: r.start_up),
+        ("after", "after_training", " s", lambda r: r.after_training),
+    ):
         figures = _figures(measured or runs, value, unit)
         if figures:
             why = PART_WHY[name]
             loaded = _loaded(runs, name)
-            bullets.append(f"{why[0].upper()}{why[1:]}: {figures}"
-                           + (f" (but {loaded}: that can explain it too)" if loaded else "")
-                           + ".")
+            bullets.append(
+                f"{why[0].upper()}{why[1:]}: {figures}"
+                + (f" (but {loaded}: that can explain it too)" if loaded else "")
+                + "."
+            )
     waits = _figures(runs, fit_end_wait, " s")
     if waits and bullets and bullets[-1].startswith("After training"):
         bullets[-1] = bullets[-1][:-1] + f"; of it, the end of model.fit: {waits}."

@@ -41,17 +41,29 @@ STRIPPED_NOTEBOOKS = "/notebooks/*.ipynb"
 # What running and saving a notebook adds besides outputs and counts (nbstripout strips those):
 # JupyterLab's language details (the committed notebooks keep only its name) and a cell's
 # folded/scrolled state. Cell ids are kept (--keep-id): the builder's ids are the committed ones.
-STRIPPED_KEYS = " ".join([
-    *(f"metadata.language_info.{key}" for key in (
-        "codemirror_mode", "file_extension", "mimetype", "nbconvert_exporter", "pygments_lexer",
-        "version")),
-    "cell.metadata.jupyter", "cell.metadata.trusted",
-])
+STRIPPED_KEYS = " ".join(
+    [
+        *(
+            f"metadata.language_info.{key}"
+            for key in (
+                "codemirror_mode",
+                "file_extension",
+                "mimetype",
+                "nbconvert_exporter",
+                "pygments_lexer",
+                "version",
+            )
+        ),
+        "cell.metadata.jupyter",
+        "cell.metadata.trusted",
+    ]
+)
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=check)
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=check
+    )
 
 
 def strip_outputs_in_git(repo: Path = REPO) -> str:
@@ -72,11 +84,13 @@ def strip_outputs_in_git(repo: Path = REPO) -> str:
     # per notebook: a learner's first `git status` took 20-30 s. Done now, it hashes.
     git(repo, "update-index", "-q", "--refresh", check=False)
     command = f'"{sys.executable}" -m nbstripout --keep-id'
-    for key, value in (("filter.nbstripout.clean", command),
-                       ("filter.nbstripout.smudge", "cat"),
-                       ("filter.nbstripout.required", "true"),
-                       ("filter.nbstripout.extrakeys", STRIPPED_KEYS),
-                       ("diff.ipynb.textconv", f"{command} -t")):
+    for key, value in (
+        ("filter.nbstripout.clean", command),
+        ("filter.nbstripout.smudge", "cat"),
+        ("filter.nbstripout.required", "true"),
+        ("filter.nbstripout.extrakeys", STRIPPED_KEYS),
+        ("diff.ipynb.textconv", f"{command} -t"),
+    ):
         git(repo, "config", "--local", key, value)
     attributes = Path(repo, git(repo, "rev-parse", "--git-path", "info/attributes").stdout.strip())
     lines = attributes.read_text().splitlines() if attributes.exists() else []
@@ -100,8 +114,9 @@ def forget_outputs(notebook: Path) -> bool:
         staged = git(notebook.parent, "ls-files", "--stage", "--", notebook.name).stdout.split()
         if not staged:
             return False
-        stripped = git(notebook.parent, "hash-object", "--path", notebook.name, "--",
-                       notebook.name).stdout.strip()
+        stripped = git(
+            notebook.parent, "hash-object", "--path", notebook.name, "--", notebook.name
+        ).stdout.strip()
         if stripped != staged[1]:
             return False
         # The content is the staged one: `git add` only refreshes the size and time it keeps.
@@ -130,8 +145,11 @@ def ensure_learner_script() -> Path:
 
 def running_servers() -> list[dict]:
     """Jupyter servers of this environment, as `jupyter server list --json` reports them."""
-    result = subprocess.run([sys.executable, "-m", "jupyter", "server", "list", "--json"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "jupyter", "server", "list", "--json"],
+        capture_output=True,
+        text=True,
+    )
     servers = []
     for line in result.stdout.splitlines():
         try:
@@ -149,8 +167,11 @@ def server_for_repo() -> dict | None:
 
 
 def lab_url(server: dict) -> str:
-    path = WELCOME_NOTEBOOK.relative_to(REPO) if WELCOME_NOTEBOOK.exists() else \
-        NOTEBOOKS_DIR.relative_to(REPO)
+    path = (
+        WELCOME_NOTEBOOK.relative_to(REPO)
+        if WELCOME_NOTEBOOK.exists()
+        else NOTEBOOKS_DIR.relative_to(REPO)
+    )
     token = f"?token={server['token']}" if server.get("token") else ""
     return f"{server['url'].rstrip('/')}/lab/tree/{path.as_posix()}{token}"
 
@@ -164,12 +185,22 @@ def print_banner(server: dict, tensorboard: str, lab_moved: str = "") -> None:
 
 
 def start_lab(ip: str, port: int) -> subprocess.Popen:
-    default_url = "/lab/tree/" + (WELCOME_NOTEBOOK if WELCOME_NOTEBOOK.exists()
-                                  else NOTEBOOKS_DIR).relative_to(REPO).as_posix()
+    default_url = (
+        "/lab/tree/"
+        + (WELCOME_NOTEBOOK if WELCOME_NOTEBOOK.exists() else NOTEBOOKS_DIR)
+        .relative_to(REPO)
+        .as_posix()
+    )
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser",
-        f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
-        f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url={default_url}",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--ServerApp.ip={ip}",
+        f"--ServerApp.port={port}",
+        f"--ServerApp.root_dir={REPO}",
+        f"--LabApp.default_url={default_url}",
         "--ServerApp.contents_manager_class=workbook.lab_contents.WorkbookContentsManager",
         "--ContentsManager.post_save_hook=workbook.lab.refresh_git_index",
         *LAB_ARGS,
@@ -192,8 +223,9 @@ def wait_for_server(process: subprocess.Popen) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ip", default="127.0.0.1",
-                        help="address to listen on (0.0.0.0 on a shared workshop VM)")
+    parser.add_argument(
+        "--ip", default="127.0.0.1", help="address to listen on (0.0.0.0 on a shared workshop VM)"
+    )
     parser.add_argument("--port", type=int, default=8888)
     parser.add_argument("--tensorboard-port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
@@ -227,14 +259,24 @@ def main(argv: list[str] | None = None) -> int:
             code = process.poll()
             process.terminate()
             waited = time.monotonic() - started
-            why = (f"exited with code {code} after {waited:.0f} s" if code is not None
-                   else f"did not answer in the {waited:.0f} s it was given")
-            cause = (f"; {lab_port_taken} was taken: stop that program or pick another port "
-                     f"(make lab LAB_ARGS='--port {args.port + 100}')" if lab_port_taken else "")
+            why = (
+                f"exited with code {code} after {waited:.0f} s"
+                if code is not None
+                else f"did not answer in the {waited:.0f} s it was given"
+            )
+            cause = (
+                f"; {lab_port_taken} was taken: stop that program or pick another port "
+                f"(make lab LAB_ARGS='--port {args.port + 100}')"
+                if lab_port_taken
+                else ""
+            )
             print(f"error: JupyterLab {why} (its messages are above){cause}.", file=sys.stderr)
             return 1
-        moved = (f"{lab_port_taken} was taken; this one is on {server.get('port')}"
-                 if lab_port_taken and server.get("port") != args.port else "")
+        moved = (
+            f"{lab_port_taken} was taken; this one is on {server.get('port')}"
+            if lab_port_taken and server.get("port") != args.port
+            else ""
+        )
         print_banner(server, shown_tensorboard, moved)
         # Ctrl-C reaches JupyterLab too (same process group); SIGTERM is passed on explicitly.
         signal.signal(signal.SIGTERM, lambda *_: process.terminate())

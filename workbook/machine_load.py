@@ -57,8 +57,10 @@ class Load:
 
     def describe(self, past: bool = False) -> str:
         load = f", load {self.load_average:.1f}" if self.load_average is not None else ""
-        return (f"other programs {'took' if past else 'are taking'} {self.share:.0%} of the CPU "
-                f"({plural(self.cores, 'core')}{load})")
+        return (
+            f"other programs {'took' if past else 'are taking'} {self.share:.0%} of the CPU "
+            f"({plural(self.cores, 'core')}{load})"
+        )
 
 
 def _own_pids() -> set[int]:
@@ -104,8 +106,9 @@ class Meter:
             average = os.getloadavg()[0]
         except (AttributeError, OSError):
             average = None
-        return Load(share=min(1.0, took / (self.cores * elapsed)), cores=self.cores,
-                    load_average=average)
+        return Load(
+            share=min(1.0, took / (self.cores * elapsed)), cores=self.cores, load_average=average
+        )
 
 
 def load_now(seconds: float = SAMPLE_S) -> Load:

@@ -88,8 +88,13 @@ def open_next(notebook: str, title: str) -> None:
     note_id = f"workbook-next-{kernel_id() or 'none'}-{re.sub(r'[^A-Za-z0-9]', '-', notebook)}"
     fallback = _FALLBACK.format(href=html.escape(notebook), title=html.escape(title))
     display(HTML(f'<div id="{note_id}">{fallback}</div>'))
-    display(Javascript(_SCRIPT % {
-        "kernel_id": json.dumps(kernel_id()),
-        "notebook": json.dumps(notebook),
-        "note_selector": json.dumps(f"#{note_id}"),
-    }))
+    display(
+        Javascript(
+            _SCRIPT
+            % {
+                "kernel_id": json.dumps(kernel_id()),
+                "notebook": json.dumps(notebook),
+                "note_selector": json.dumps(f"#{note_id}"),
+            }
+        )
+    )

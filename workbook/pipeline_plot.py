@@ -15,7 +15,6 @@ Uses matplotlib's object API only (no pyplot), so it never changes a notebook's 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 

@@ -57,8 +57,11 @@ def _listening_inodes(port: int) -> set[str]:
         for line in lines:
             fields = line.split()
             # sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-            if len(fields) > 9 and fields[3] == _LISTEN and \
-                    int(fields[1].rsplit(":", 1)[1], 16) == port:  # fmt: skip
+            if (
+                len(fields) > 9
+                and fields[3] == _LISTEN
+                and int(fields[1].rsplit(":", 1)[1], 16) == port
+            ):
                 inodes.add(fields[9])
     return inodes
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -95,8 +94,10 @@ class Report:
             return ""
         text = f"It took {self.seconds:.0f} s"
         if self.load is not None and self.load.busy:
-            text += (f"; {self.load.describe(past=True)} meanwhile, which slows every import and run "
-                     f"(up to {self.load.slowdown:.1f}x)")
+            text += (
+                f"; {self.load.describe(past=True)} meanwhile, which slows every import and run "
+                f"(up to {self.load.slowdown:.1f}x)"
+            )
         return text + "."
 
     @property
@@ -105,8 +106,11 @@ class Report:
 
     def text(self) -> str:
         lines = [check.line() for check in self.checks]
-        verdict = ("Ready: the workbook can run here." if self.can_run else
-                   "Not ready: fix the FAIL lines above, then run the preflight again.")
+        verdict = (
+            "Ready: the workbook can run here."
+            if self.can_run
+            else "Not ready: fix the FAIL lines above, then run the preflight again."
+        )
         return "\n".join(lines + ["", verdict] + ([self.took()] if self.took() else []))
 
     def _repr_html_(self) -> str:
@@ -114,11 +118,15 @@ class Report:
         rows = "".join(
             f"<tr><td style='color:{colour[c.status]};font-weight:bold'>{c.status}</td>"
             f"<td>{html.escape(c.name)}</td><td>{html.escape(c.detail)}</td>"
-            f"<td><code>{html.escape(c.fix)}</code></td></tr>" for c in self.checks)
+            f"<td><code>{html.escape(c.fix)}</code></td></tr>"
+            for c in self.checks
+        )
         verdict = "Ready to go." if self.can_run else "Not ready: fix the red lines first."
         took = f"<p>{html.escape(self.took())}</p>" if self.took() else ""
-        return (f"<table><tr><th></th><th>check</th><th>result</th><th>fix</th></tr>{rows}"
-                f"</table><p><b>{verdict}</b></p>{took}")
+        return (
+            f"<table><tr><th></th><th>check</th><th>result</th><th>fix</th></tr>{rows}"
+            f"</table><p><b>{verdict}</b></p>{took}"
+        )
 
     def __str__(self) -> str:
         return self.text()
@@ -146,7 +154,7 @@ def read_probe(process: subprocess.Popen) -> dict:
         return {"crash": f"importing TensorFlow/Horovod took over {PROBE_TIMEOUT_S} s"}
     for line in out.splitlines():
         if line.startswith("PROBE-JSON "):
-            return json.loads(line[len("PROBE-JSON "):])
+            return json.loads(line[len("PROBE-JSON ") :])
     last = (err.strip().splitlines() or ["no output"])[-1]
     return {"crash": f"the import crashed (exit {code}): {last}"}
 
@@ -155,8 +163,12 @@ def check_python() -> Check:
     version = platform.python_version()
     if sys.version_info[:2] == EXPECTED_PYTHON:
         return Check("Python", OK, f"{version} ({sys.executable})")
-    return Check("Python", WARN, f"{version}; the workbook is tested with 3.11",
-                 "make env  (creates .venv with Python 3.11)")
+    return Check(
+        "Python",
+        WARN,
+        f"{version}; the workbook is tested with 3.11",
+        "make env  (creates .venv with Python 3.11)",
+    )
 
 
 def check_tensorflow(probe: dict) -> Check:
@@ -165,12 +177,16 @@ def check_tensorflow(probe: dict) -> Check:
         return Check("TensorFlow", FAIL, f"cannot import: {first_line(error)}", "make env")
     info = probe["tensorflow"]
     if info["keras"].startswith("3."):
-        return Check("TensorFlow", FAIL, f"{info['version']} ships Keras 3, which "
-                     "horovod.tensorflow.keras does not support",
-                     "make env  (installs tensorflow-cpu==2.15.1 with Keras 2)")
+        return Check(
+            "TensorFlow",
+            FAIL,
+            f"{info['version']} ships Keras 3, which horovod.tensorflow.keras does not support",
+            "make env  (installs tensorflow-cpu==2.15.1 with Keras 2)",
+        )
     if not info["version"].startswith(EXPECTED_TF):
-        return Check("TensorFlow", WARN, f"{info['version']}; the workbook is tested with "
-                     "2.15.1", "make env")
+        return Check(
+            "TensorFlow", WARN, f"{info['version']}; the workbook is tested with 2.15.1", "make env"
+        )
     return Check("TensorFlow", OK, f"{info['version']} (Keras {info['keras']})")
 
 
@@ -178,17 +194,30 @@ def check_horovod(probe: dict) -> Check:
     if "horovod" in probe:
         info = probe["horovod"]
         if info["version"] != EXPECTED_HOROVOD:
-            return Check("Horovod", WARN, f"{info['version']}; the workbook is tested with "
-                         f"{EXPECTED_HOROVOD}", "make env")
+            return Check(
+                "Horovod",
+                WARN,
+                f"{info['version']}; the workbook is tested with {EXPECTED_HOROVOD}",
+                "make env",
+            )
         return Check("Horovod", OK, f"{info['version']} (horovod.tensorflow.keras imports)")
     error = probe.get("horovod_error") or probe.get("crash", "not importable")
     if "No module named 'horovod'" in error:
         return Check("Horovod", FAIL, "not installed", "make env")
     if "has not been built" in error or "undefined symbol" in error:
-        return Check("Horovod", FAIL, "installed, but built without TensorFlow support or "
-                     f"against another TensorFlow ({first_line(error)[:120]})", REBUILD_HOROVOD)
-    return Check("Horovod", FAIL, f"cannot import horovod.tensorflow.keras: "
-                 f"{first_line(error)[:160]}", REBUILD_HOROVOD)
+        return Check(
+            "Horovod",
+            FAIL,
+            "installed, but built without TensorFlow support or "
+            f"against another TensorFlow ({first_line(error)[:120]})",
+            REBUILD_HOROVOD,
+        )
+    return Check(
+        "Horovod",
+        FAIL,
+        f"cannot import horovod.tensorflow.keras: {first_line(error)[:160]}",
+        REBUILD_HOROVOD,
+    )
 
 
 def check_addons(probe: dict) -> Check:
@@ -210,7 +239,7 @@ def parse_check_build(output: str) -> dict[str, list[str]]:
     for line in output.splitlines():
         stripped = line.strip()
         if stripped.startswith("Available ") and stripped.endswith(":"):
-            current = stripped[len("Available "):-1]
+            current = stripped[len("Available ") : -1]
             sections[current] = []
         elif current and stripped.startswith("[X] "):
             sections[current].append(stripped[4:])
@@ -234,14 +263,24 @@ def check_build(process: subprocess.Popen | None) -> Check:
     frameworks = [name for name in sections.get("Frameworks", []) if name == "TensorFlow"]
     controllers = sections.get("Controllers", [])
     operations = sections.get("Tensor Operations", [])
-    detail = (f"TensorFlow: {'yes' if frameworks else 'NO'}; controllers: "
-              f"{', '.join(controllers) or 'none'}; operations: {', '.join(operations) or 'none'}")
+    detail = (
+        f"TensorFlow: {'yes' if frameworks else 'NO'}; controllers: "
+        f"{', '.join(controllers) or 'none'}; operations: {', '.join(operations) or 'none'}"
+    )
     if "TensorFlow" not in frameworks:
-        return Check("horovodrun", FAIL, "Horovod was built without TensorFlow (" + detail + ")",
-                     REBUILD_HOROVOD)
+        return Check(
+            "horovodrun",
+            FAIL,
+            "Horovod was built without TensorFlow (" + detail + ")",
+            REBUILD_HOROVOD,
+        )
     if not controllers:
-        return Check("horovodrun", FAIL, "no controller (Gloo or MPI) built (" + detail + ")",
-                     REBUILD_HOROVOD)
+        return Check(
+            "horovodrun",
+            FAIL,
+            "no controller (Gloo or MPI) built (" + detail + ")",
+            REBUILD_HOROVOD,
+        )
     return Check("horovodrun", OK, detail)
 
 
@@ -252,8 +291,12 @@ def check_gpus(probe: dict) -> Check:
     if not gpus:
         return Check("GPUs", OK, "none: training runs on the CPU (the small CPU preset)")
     if not probe.get("horovod", {}).get("nccl"):
-        return Check("GPUs", WARN, f"{len(gpus)} seen, but Horovod has no NCCL: GPU allreduce "
-                     "goes through the CPU", "make env DEVICE=gpu REBUILD_HOROVOD=1")
+        return Check(
+            "GPUs",
+            WARN,
+            f"{len(gpus)} seen, but Horovod has no NCCL: GPU allreduce goes through the CPU",
+            "make env DEVICE=gpu REBUILD_HOROVOD=1",
+        )
     return Check("GPUs", OK, f"{len(gpus)} seen ({', '.join(gpus)}), NCCL built")
 
 
@@ -281,19 +324,27 @@ def check_data() -> list[Check]:
     except ImportError as error:
         return [Check("data", FAIL, f"cannot load the data module: {error}", "make env")]
     sample = fashion_data.SAMPLE_DIR
-    checks = data_checks("data (sample)", fashion_data.verify(sample),
-                         f"{sample} verified (quick runs)")
+    checks = data_checks(
+        "data (sample)", fashion_data.verify(sample), f"{sample} verified (quick runs)"
+    )
     full = fashion_data.DEFAULT_DIR
     if not full.exists():
-        return checks + [Check("data (full)", WARN, f"{full} not prepared yet (quick runs use "
-                               "the sample)", "make data")]
+        return checks + [
+            Check(
+                "data (full)",
+                WARN,
+                f"{full} not prepared yet (quick runs use the sample)",
+                "make data",
+            )
+        ]
     problems = fashion_data.verify(full)
     if problems:
         return checks + data_checks("data (full)", problems, "")
     about = fashion_data.describe(fashion_data.read_manifest(full))
     if not fashion_data.is_official(full):  # e.g. a sample written there
-        return checks + [Check("data (full)", WARN, f"{full} holds {about}, not the official "
-                               "files", "make data")]
+        return checks + [
+            Check("data (full)", WARN, f"{full} holds {about}, not the official files", "make data")
+        ]
     return checks + [Check("data (full)", OK, f"{full} verified: {about}")]
 
 
@@ -307,8 +358,16 @@ def run_preflight() -> Report:
     probe_process = start([sys.executable, "-c", PROBE])
     build_process = start_check_build()
     probe = read_probe(probe_process)
-    checks = [check_python(), check_tensorflow(probe), check_horovod(probe), check_addons(probe),
-              check_build(build_process), check_gpus(probe), check_cores(), *check_data()]
+    checks = [
+        check_python(),
+        check_tensorflow(probe),
+        check_horovod(probe),
+        check_addons(probe),
+        check_build(build_process),
+        check_gpus(probe),
+        check_cores(),
+        *check_data(),
+    ]
     return Report(checks, meter.seconds, meter.load())
 
 

@@ -33,9 +33,14 @@ def code_html(text: str) -> str:
 
 def wrapped(text: str, indent: str = "", subsequent: str | None = None) -> str:
     """`text` wrapped at WIDTH between words (never inside one, nor at a hyphen)."""
-    return textwrap.fill(text, WIDTH, initial_indent=indent,
-                         subsequent_indent=indent if subsequent is None else subsequent,
-                         break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent if subsequent is None else subsequent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 class Said:

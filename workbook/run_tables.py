@@ -44,7 +44,8 @@ def table(runs: list[RunTimes], reference: RunTimes, target: float = TARGET):
             # A run stopped early (the reference) counts as its first epoch plus its later
             # epochs' pace for the rest: the figure the speed column divides.
             f"training over {epochs} epochs (s; shorter runs projected)": rounded(
-                training_for(run, epochs)),
+                training_for(run, epochs)
+            ),
             "after training (s)": rounded(run.after_training),
             speed.IMAGES_PER_SECOND_COLUMN: rounded(run.images_per_second, 0),
             f"to {target:.0%}, from the launch (s)": rounded(reached),
@@ -65,8 +66,11 @@ def plot(runs: list[RunTimes], ax=None, target: float = TARGET):
     for run in runs:
         ends = run.launch_ends or run.epoch_ends
         reached = run.time_to(target)
-        label = (f"{run.label}: {target:.0%} at {reached / 60:.1f} min" if reached is not None
-                 else f"{run.label}: not {target:.0%} in {plural(run.epochs_trained, 'epoch')}")
+        label = (
+            f"{run.label}: {target:.0%} at {reached / 60:.1f} min"
+            if reached is not None
+            else f"{run.label}: not {target:.0%} in {plural(run.epochs_trained, 'epoch')}"
+        )
         ax.plot([end / 60 for end in ends], run.accuracy, "o-", label=label)
     ax.axhline(target, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("minutes since the launch (start-up included)")
@@ -95,13 +99,25 @@ def plot_parts(runs: list[RunTimes], ax=None):
         bars = ax.barh(labels, widths, left=left, color=PART_COLORS[index], label=name)
         for bar, value in zip(bars, values):
             if value and value >= 12:
-                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2,
-                        f"{value:.0f}", ha="center", va="center", color="white", fontsize=8)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    bar.get_y() + bar.get_height() / 2,
+                    f"{value:.0f}",
+                    ha="center",
+                    va="center",
+                    color="white",
+                    fontsize=8,
+                )
         left = [a + b for a, b in zip(left, widths)]
     ax.invert_yaxis()
     ax.set_xlabel("seconds from the launch to the end of the run")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(runs) < 3 else -0.25),
-              ncol=5, fontsize=8, frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.35 if len(runs) < 3 else -0.25),
+        ncol=5,
+        fontsize=8,
+        frameon=False,
+    )
     ax.grid(axis="x", alpha=0.3)
     return ax
 
@@ -118,8 +134,9 @@ def parts_table(runs: list[RunTimes]):
         # The measured epochs: the verdict projects a shorter run (the 2-epoch reference) to
         # the longest run's epochs, this table does not.
         row = {"epochs": n}
-        row.update({name: (None if value is None else round(value, 1))
-                    for name, value in parts.items()})
+        row.update(
+            {name: (None if value is None else round(value, 1)) for name, value in parts.items()}
+        )
         if run.parts and run.parts.steps is not None:
             row["steps per epoch"] = round(run.parts.steps / n, 1)
             row["between the steps per epoch"] = round(run.parts.between_steps / n, 1)

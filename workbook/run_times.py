@@ -87,8 +87,9 @@ class RunTimes:
         """workbook.speed's time to `target`: from the launch to the end of the first epoch that
         reached it (None: not reached, or the start is unknown)."""
         ends = self.launch_ends
-        return None if ends is None else speed.time_to_accuracy(
-            list(zip(ends, self.accuracy)), target)
+        return (
+            None if ends is None else speed.time_to_accuracy(list(zip(ends, self.accuracy)), target)
+        )
 
     @property
     def images_label(self) -> str:
@@ -147,8 +148,9 @@ def scaling_efficiency(reference: RunTimes, run: RunTimes) -> float | None:
         return None
     if not reference.images_per_second or not run.images_per_second:
         return None
-    return speed.scaling_efficiency(run.images_per_second, run.workers / reference.workers,
-                                    reference.images_per_second)
+    return speed.scaling_efficiency(
+        run.images_per_second, run.workers / reference.workers, reference.images_per_second
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,12 +197,21 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
         started, ended, [wall for wall, _, _ in seconds], seconds[0][2]
     )
     epochs = [epoch for _, epoch, _ in seconds]
-    accuracy = dict((e, v) for w, e, v in epoch_scalars(run_dir, "validation", "epoch_accuracy")
-                    if started is None or w >= started)
-    speeds = [v for w, _, v in epoch_scalars(run_dir, "train", "epoch_images_per_second")
-              if started is None or w >= started]
-    steps = [v for w, _, v in epoch_scalars(run_dir, "train", "epoch_step_seconds")
-             if started is None or w >= started]
+    accuracy = dict(
+        (e, v)
+        for w, e, v in epoch_scalars(run_dir, "validation", "epoch_accuracy")
+        if started is None or w >= started
+    )
+    speeds = [
+        v
+        for w, _, v in epoch_scalars(run_dir, "train", "epoch_images_per_second")
+        if started is None or w >= started
+    ]
+    steps = [
+        v
+        for w, _, v in epoch_scalars(run_dir, "train", "epoch_step_seconds")
+        if started is None or w >= started
+    ]
     walls = [wall for wall, _, _ in seconds]
     return RunTimes(
         label=label or run_dir.name,
@@ -222,8 +233,9 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunTimes:
         parts=speed.time_parts(start_up, after, [s for _, _, s in seconds], steps),
         others_core_seconds=others_during(record, walls[0] - seconds[0][2], walls[-1]),
         others_first_epoch=others_during(record, walls[0] - seconds[0][2], walls[0]),
-        others_after_training=(others_during(record, walls[-1], ended)
-                               if ended is not None else None),
+        others_after_training=(
+            others_during(record, walls[-1], ended) if ended is not None else None
+        ),
         cores=(record.contention and record.contention.cores) or record.cores,
     )
 
@@ -262,8 +274,10 @@ def newest_pair(logs_dir: Path, stem: str = "fashion_mnist") -> tuple[RunTimes, 
         return None
     try:
         run_distributed = notebook_label("run_distributed")
-        return (read_run(found[True][1], f"{run_distributed}'s reference"),
-                read_run(found[False][1], f"{run_distributed}'s workers"))
+        return (
+            read_run(found[True][1], f"{run_distributed}'s reference"),
+            read_run(found[False][1], f"{run_distributed}'s workers"),
+        )
     except NotTimed:
         return None
 
@@ -280,8 +294,11 @@ def split_training(run: RunTimes, epochs: int) -> dict | None:
     if parts is None or parts.steps is None:
         return None
     scale = epochs / run.epochs_trained
-    return {"steps": parts.steps * scale, "between": parts.between_steps * scale,
-            "extra": parts.first_epoch_extra}
+    return {
+        "steps": parts.steps * scale,
+        "between": parts.between_steps * scale,
+        "extra": parts.first_epoch_extra,
+    }
 
 
 def epoch_split(run: RunTimes) -> tuple[float, float | None]:
@@ -312,8 +329,9 @@ def load_in(others: float | None, seconds: float | None) -> str | None:
         return "not measured"
     if speed.worst_case_slowdown(others, seconds) < LOAD_EXPLAINS:
         return None
-    return (f"other programs took {plural(round(others), 'core-second')} of CPU in its "
-            f"{seconds:.0f} s")
+    return (
+        f"other programs took {plural(round(others), 'core-second')} of CPU in its {seconds:.0f} s"
+    )
 
 
 def first_epoch_load(run: RunTimes) -> str | None:

@@ -69,8 +69,10 @@ def images_per_second_label(epochs: int, first: int = 1) -> str:
 def time_to_accuracy(curve: list[tuple[float, float]], target: float) -> float | None:
     """Seconds since the launch at the end of the first epoch whose validation accuracy reached
     `target`; curve: [(seconds since the launch, accuracy)] in epoch order. None: never."""
-    return next((seconds for seconds, accuracy in curve
-                 if accuracy is not None and accuracy >= target), None)
+    return next(
+        (seconds for seconds, accuracy in curve if accuracy is not None and accuracy >= target),
+        None,
+    )
 
 
 def scaling_efficiency(rate: float, workers: int, one_worker_rate: float) -> float:

@@ -116,9 +116,23 @@ def _start(logdir: Path, port: int, log_path: Path) -> tuple[TensorBoard | None,
     with log_path.open("a") as log_file:
         # A session of its own: TensorBoard outlives the notebook cell that started it.
         process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1", "--reload_interval", "5"],
-            stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                str(logdir),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                "--reload_interval",
+                "5",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = started + START_TIMEOUT_S
     while time.monotonic() < deadline and process.poll() is None:
         if serving_logdir(port) is not None:
@@ -136,15 +150,18 @@ def _start(logdir: Path, port: int, log_path: Path) -> tuple[TensorBoard | None,
     code = process.returncode
     if code is not None and code >= 0 and waited < START_TIMEOUT_S:
         last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
-        return None, f"exited with code {code} after {waited:.0f} s" + (
-            f": {last}" if last else "")
+        return None, f"exited with code {code} after {waited:.0f} s" + (f": {last}" if last else "")
     return None, f"did not answer in the {waited:.0f} s it was given"
 
 
 def _failure_line(problem: str, port: int, log_path: Path) -> str:
     if problem == "taken":
-        return (f"TensorBoard could not start: {holder_words(port)} was taken as it started, "
-                f"twice; stop that program, or start with another port "
-                f"(make lab LAB_ARGS='--tensorboard-port {port + PORTS_TRIED}'); log: {log_path}")
-    return (f"TensorBoard {problem}; its log: {log_path} (a busy machine starts it slowly: "
-            "run this again once it is quieter)")
+        return (
+            f"TensorBoard could not start: {holder_words(port)} was taken as it started, "
+            f"twice; stop that program, or start with another port "
+            f"(make lab LAB_ARGS='--tensorboard-port {port + PORTS_TRIED}'); log: {log_path}"
+        )
+    return (
+        f"TensorBoard {problem}; its log: {log_path} (a busy machine starts it slowly: "
+        "run this again once it is quieter)"
+    )

@@ -100,7 +100,8 @@ class Timeline:
         """The allreduces of the gradients (none with one worker: hvd.DistributedOptimizer
         skips them when hvd.size() is 1)."""
         return [
-            c for c in self.collectives
+            c
+            for c in self.collectives
             if c.kind == "ALLREDUCE" and c.end is not None and GRADIENT_SCOPE.search(c.tensor)
         ]
 
@@ -132,8 +133,9 @@ class Timeline:
             first = min(c.asked_first for c in this)
             # Other collectives between the steps: the broadcast after the first step, the
             # metric averaging at the end of an epoch, with validation before it.
-            busy = any(begin <= o.asked_first <= first or begin <= (o.end or -1) <= first
-                       for o in others)
+            busy = any(
+                begin <= o.asked_first <= first or begin <= (o.end or -1) <= first for o in others
+            )
             steps.append(Step(k + 1, begin, asked, agreed, done, other_work=busy))
         return steps
 
@@ -180,7 +182,7 @@ def parse_events(events: list[dict], path: Path | None = None) -> Timeline:
         elif phase == "B":
             stack = depth[pid]
             if not stack and name.startswith("NEGOTIATE_"):
-                op = Collective(names.get(pid, str(pid)), name[len("NEGOTIATE_"):], seconds)
+                op = Collective(names.get(pid, str(pid)), name[len("NEGOTIATE_") :], seconds)
                 open_ops[pid] = op
                 collectives.append(op)
             elif not stack and pid in open_ops:
@@ -244,8 +246,9 @@ def summary_table(timeline: Timeline):
     table.columns = [f"{phase} (ms)" for phase in (*PHASES, "step")]
     table.index.name = "rank"
     for phase in PHASES:
-        table[f"{phase} (%)"] = pd.Series({rank: values[f"{phase}_percent"]
-                                           for rank, values in ranks.items()})
+        table[f"{phase} (%)"] = pd.Series(
+            {rank: values[f"{phase}_percent"] for rank, values in ranks.items()}
+        )
     return table
 
 
@@ -261,7 +264,7 @@ def whole_percents(shares: list, digits: int = 0) -> list:
     total = sum(shares)
     if not total:
         return [0 for _ in shares]
-    scale = 10 ** digits
+    scale = 10**digits
     exact = [100 * scale * share / total for share in shares]
     whole = [int(value) for value in exact]
     by_remainder = sorted(range(len(exact)), key=lambda i: exact[i] - whole[i], reverse=True)
@@ -284,8 +287,14 @@ def plot_steps(timeline: Timeline, axes=None):
             "worker allreduces none, and the script must use hvd.DistributedOptimizer"
         )
     if axes is None:
-        _, axes = plt.subplots(len(ranks), 1, figsize=(10, 2.2 * len(ranks) + 0.6),
-                               sharex=True, sharey=True, squeeze=False)
+        _, axes = plt.subplots(
+            len(ranks),
+            1,
+            figsize=(10, 2.2 * len(ranks) + 0.6),
+            sharex=True,
+            sharey=True,
+            squeeze=False,
+        )
         axes = axes[:, 0]
     numbers = [s.number for s in steps]
     plain = [s for s in steps if not s.other_work]

@@ -17,8 +17,16 @@ sentences folded below its short lines.
 from __future__ import annotations
 
 from workbook.facts import notebook_label
-from workbook.run_times import (TARGET, RunTimes, epoch_split, first_epoch_load,
-                                scaling_efficiency, split_training, speed_up, training_for)
+from workbook.run_times import (
+    TARGET,
+    RunTimes,
+    epoch_split,
+    first_epoch_load,
+    scaling_efficiency,
+    speed_up,
+    split_training,
+    training_for,
+)
 from workbook.runner.layout import plural
 from workbook.speed import SAME_SPEED, worst_case_slowdown
 
@@ -51,8 +59,10 @@ def verdict(reference: RunTimes, run: RunTimes, target: float = TARGET) -> str:
         if each is run:
             text += f" for {plural(epochs, 'epoch')}"
         if each.epochs_trained != epochs:
-            text += (f" (it trained {plural(each.epochs_trained, 'epoch')}: its first, then its "
-                     "later epochs' pace for the rest)")
+            text += (
+                f" (it trained {plural(each.epochs_trained, 'epoch')}: its first, then its "
+                "later epochs' pace for the rest)"
+            )
         lines.append(text + ".")
     if kind(ratio) == "speed-up":
         lines.append(f"A speed-up: {run.label} trained {ratio:.2f}x as fast.")
@@ -65,8 +75,10 @@ def verdict(reference: RunTimes, run: RunTimes, target: float = TARGET) -> str:
                 f"each would be {run.workers / reference.workers:.0f}x at best."
             )
     elif kind(ratio) == "about the same":
-        lines.append(f"About the same speed: {ratio:.2f}x (differences under {SAME_SPEED:.0%} "
-                     "are noise between two runs).")
+        lines.append(
+            f"About the same speed: {ratio:.2f}x (differences under {SAME_SPEED:.0%} "
+            "are noise between two runs)."
+        )
     else:
         lines.append(
             f"A slow-down: {run.label} took {1 / ratio:.2f}x as long as {reference.label} "
@@ -106,11 +118,16 @@ def _where(reference: RunTimes, run: RunTimes, epochs: int) -> list[str]:
         return [text]
     # The part that moved the total most in its own direction.
     in_steps = steps * total > 0 and (abs(steps) >= abs(outside) or outside * total <= 0)
-    part, there, rest = (("the training steps", steps, outside) if in_steps
-                         else ("the time outside the steps", outside, steps))
-    text += (f" What made the difference: {part}, {_seconds(abs(there))} "
-             f"{'less' if there < 0 else 'more'} on {run.label} (the other part: "
-             f"{_seconds(abs(rest))} {'less' if rest < 0 else 'more'}).")
+    part, there, rest = (
+        ("the training steps", steps, outside)
+        if in_steps
+        else ("the time outside the steps", outside, steps)
+    )
+    text += (
+        f" What made the difference: {part}, {_seconds(abs(there))} "
+        f"{'less' if there < 0 else 'more'} on {run.label} (the other part: "
+        f"{_seconds(abs(rest))} {'less' if rest < 0 else 'more'})."
+    )
     return [text]
 
 
@@ -120,11 +137,16 @@ def _extra_cause(reference: RunTimes, run: RunTimes, mine: float, theirs: float)
     was measured to be the run's own; nothing when it was not measured."""
     if max(mine, theirs) < 1:
         return ""
-    loads = {each.label: first_epoch_load(each) for each, extra in ((run, mine),
-                                                                     (reference, theirs))
-             if extra >= 1}  # fmt: skip
-    loaded = [f"the first epoch of {label}: {load}" for label, load in loads.items()
-              if load not in (None, "not measured")]
+    loads = {
+        each.label: first_epoch_load(each)
+        for each, extra in ((run, mine), (reference, theirs))
+        if extra >= 1
+    }
+    loaded = [
+        f"the first epoch of {label}: {load}"
+        for label, load in loads.items()
+        if load not in (None, "not measured")
+    ]
     if loaded:
         return f" ({'; '.join(loaded)}: that, not only the graph, can explain it)"
     if all(load is None for load in loads.values()):
@@ -139,12 +161,15 @@ def _to_target(reference: RunTimes, run: RunTimes, target: float) -> list[str]:
     text = f"To {target:.0%} validation accuracy, from the launch (start-up included): "
     if mine is not None and theirs is not None:
         ratio = theirs / mine
-        text += (f"{run.label} {_seconds(mine)}, {reference.label} {_seconds(theirs)}: "
-                 + (f"{ratio:.2f}x sooner." if ratio >= 1 else f"{1 / ratio:.2f}x later."))
+        text += f"{run.label} {_seconds(mine)}, {reference.label} {_seconds(theirs)}: " + (
+            f"{ratio:.2f}x sooner." if ratio >= 1 else f"{1 / ratio:.2f}x later."
+        )
     else:
         reached, missed = (run, reference) if mine is not None else (reference, run)
-        text += (f"{reached.label} {_seconds(reached.time_to(target))}; {missed.label} did not "
-                 f"reach it in its {plural(missed.epochs_trained, 'epoch')}.")
+        text += (
+            f"{reached.label} {_seconds(reached.time_to(target))}; {missed.label} did not "
+            f"reach it in its {plural(missed.epochs_trained, 'epoch')}."
+        )
     return [text]
 
 
@@ -173,7 +198,8 @@ def _others_took(run: RunTimes) -> tuple[float, str] | None:
     return worst_case_slowdown(used, seconds), (
         f"other processes took {used / (cores * seconds):.0%} of the CPU during the training "
         f"of {run.label} ({plural(round(used), 'core-second')} in {seconds:.0f} s on "
-        f"{plural(cores, 'core')})")
+        f"{plural(cores, 'core')})"
+    )
 
 
 def fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
@@ -183,8 +209,11 @@ def fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
     if each.others_core_seconds is None:  # no CPU samples (a short run): the runner's findings
         if not each.busy_others:
             return []
-        return [f"Not a fair measure: during {each.label}, other processes used the CPU: "
-                + "; ".join(each.busy_others) + ". Run it again when nothing else runs."]
+        return [
+            f"Not a fair measure: during {each.label}, other processes used the CPU: "
+            + "; ".join(each.busy_others)
+            + ". Run it again when nothing else runs."
+        ]
     taken = _others_took(each)
     if taken is None:
         return []
@@ -197,16 +226,22 @@ def fairness(each: RunTimes, ratio: float, is_run: bool) -> list[str]:
     # call; a few percent could tip it either way, and that is said, not flagged.
     if after is None or (before != "about the same" and after != before):
         names = [b for b in each.busy_others if b.startswith("`")]
-        return [f"Not a fair measure: {what}; without them it could have been up to "
-                f"{worst:.0%} faster, enough to change this verdict"
-                + (f" ({'; '.join(names)})" if names else "")
-                + ". Run it again when nothing else runs."]
+        return [
+            f"Not a fair measure: {what}; without them it could have been up to "
+            f"{worst:.0%} faster, enough to change this verdict"
+            + (f" ({'; '.join(names)})" if names else "")
+            + ". Run it again when nothing else runs."
+        ]
     if after != before:
-        return [f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, "
-                f"which would tip this close call to a {after} of at most "
-                f"{max(adjusted, 1 / adjusted):.2f}x."]
-    return [f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, which "
-            "would not change this verdict."]
+        return [
+            f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, "
+            f"which would tip this close call to a {after} of at most "
+            f"{max(adjusted, 1 / adjusted):.2f}x."
+        ]
+    return [
+        f"{what[0].upper()}{what[1:]}: it could have been up to {worst:.0%} faster, which "
+        "would not change this verdict."
+    ]
 
 
 # A figure with no verdict (the where_does_the_time_go notebook's efficiency) is called not a
@@ -223,8 +258,10 @@ def contention_note(run: RunTimes) -> str | None:
         return None
     worst, what = taken
     if worst >= UNFAIR_SLOWDOWN:
-        return (f"Not a fair measure: {what}; without them its images/s could have been up to "
-                f"{worst:.0%} higher. Run it again when nothing else runs.")
+        return (
+            f"Not a fair measure: {what}; without them its images/s could have been up to "
+            f"{worst:.0%} higher. Run it again when nothing else runs."
+        )
     return f"{what[0].upper()}{what[1:]}: its images/s could have been up to {worst:.0%} higher."
 
 
@@ -244,14 +281,19 @@ def _by_epoch(reference: RunTimes, run: RunTimes) -> list[str]:
 def _why_not_faster(reference: RunTimes, run: RunTimes) -> list[str]:
     """Why a run is no faster than its reference, as far as the numbers say."""
     reasons = []
-    steps_slower = (reference.images_per_second and run.images_per_second
-                    and run.images_per_second < (1 - SAME_SPEED) * reference.images_per_second)
+    steps_slower = (
+        reference.images_per_second
+        and run.images_per_second
+        and run.images_per_second < (1 - SAME_SPEED) * reference.images_per_second
+    )
     if scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         per_worker = run.images_per_second / run.workers
         reference_per_worker = reference.images_per_second / reference.workers
         if per_worker < reference_per_worker:
-            reasons.append(f"Each worker went at {per_worker / reference_per_worker:.0%} of the "
-                           f"pace of {reference.label} during the steps.")
+            reasons.append(
+                f"Each worker went at {per_worker / reference_per_worker:.0%} of the "
+                f"pace of {reference.label} during the steps."
+            )
     if reference.cores_per_worker is None and run.cores_per_worker is not None:
         text = (
             f"{reference.label} had all the cores in one process; {run.label} split them "
@@ -260,8 +302,10 @@ def _why_not_faster(reference: RunTimes, run: RunTimes) -> list[str]:
             "more machines."
         )
         if steps_slower:
-            text += (" Every step also waits for its allreduce "
-                     f"({notebook_label('where_does_the_time_go')} measures it).")
+            text += (
+                " Every step also waits for its allreduce "
+                f"({notebook_label('where_does_the_time_go')} measures it)."
+            )
         reasons.append(text)
     elif scaling_efficiency(reference, run) is not None and run.workers > reference.workers:
         reasons.append(

@@ -13,8 +13,16 @@ from grader.report import FAILED, PASSED, Result
 from workbook.paths import REPO
 
 SAMPLE_DATA = REPO / "data" / "sample"
-SMOKE_ARGS = ["--train-images", "1024", "--test-images", "256", "--epochs", "1",
-              "--steps-per-epoch", "8"]  # fmt: skip
+SMOKE_ARGS = [
+    "--train-images",
+    "1024",
+    "--test-images",
+    "256",
+    "--epochs",
+    "1",
+    "--steps-per-epoch",
+    "8",
+]
 WORKERS = 2
 TIMEOUT_S = 900  # TensorFlow starts slowly on a busy machine; a quiet one needs about a minute
 
@@ -78,7 +86,7 @@ def verdict(name: str, run, timeout: float) -> tuple:
     model = metrics.get("model")
     if model is None:
         return (
-            'the RESULT line does not say which model trained: keep "model": model.name ' "in it"
+            'the RESULT line does not say which model trained: keep "model": model.name in it'
         ), False
     if name not in str(model).lower():
         return (

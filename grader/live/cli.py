@@ -42,10 +42,20 @@ def add_parser(commands) -> None:
         ),
     )
     run.add_argument("file", metavar="FILE", help="the script, e.g. notebooks/fashion_mnist.py")
-    run.add_argument("--step", type=int, default=LAST_STEP, metavar="N",
-                     help=f"the last step done ({FIRST_STEP}..{LAST_STEP}; default {LAST_STEP})")  # fmt: skip
-    run.add_argument("--timeout", type=positive_seconds, default=TIMEOUT_S, metavar="S",
-                     help=f"stop the run after S seconds (default {TIMEOUT_S:g})")  # fmt: skip
+    run.add_argument(
+        "--step",
+        type=int,
+        default=LAST_STEP,
+        metavar="N",
+        help=f"the last step done ({FIRST_STEP}..{LAST_STEP}; default {LAST_STEP})",
+    )
+    run.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=TIMEOUT_S,
+        metavar="S",
+        help=f"stop the run after S seconds (default {TIMEOUT_S:g})",
+    )
     run.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

@@ -36,8 +36,10 @@ class Recipe:
         """The learning rate of `batch` (from 0) of `epoch` (from 0)."""
         if self.warmup_epochs and epoch < self.warmup_epochs:
             progress = epoch + (batch + 1) / steps_per_epoch
-            return self.scaled_lr / self.workers * (
-                progress * (self.workers - 1) / self.warmup_epochs + 1
+            return (
+                self.scaled_lr
+                / self.workers
+                * (progress * (self.workers - 1) / self.warmup_epochs + 1)
             )
         return self.scaled_lr * 0.1 ** sum(epoch >= drop for drop in self.lr_drops)
 
@@ -64,8 +66,11 @@ def preset_value(script_path, preset: str, key: str):
 
     tree = ast.parse(Path(script_path).read_text(encoding="utf-8"))
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
-                and any(getattr(t, "id", None) == "PRESETS" for t in node.targets)):  # fmt: skip
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and any(getattr(t, "id", None) == "PRESETS" for t in node.targets)
+        ):
             for name, table in zip(node.value.keys, node.value.values):
                 if isinstance(name, ast.Constant) and name.value == preset:
                     entries = table.keywords if isinstance(table, ast.Call) else []

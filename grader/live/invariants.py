@@ -87,8 +87,9 @@ def parsed(evidence: Evidence, name: str, setting: Setting, rank: int = 0, run: 
     return (setting.asked.get(name) if run == 1 else None) if value is None else value
 
 
-def recipe(evidence: Evidence, setting: Setting, scaled_lr: float | None = None,
-           run: int = 1) -> Recipe | None:  # fmt: skip
+def recipe(
+    evidence: Evidence, setting: Setting, scaled_lr: float | None = None, run: int = 1
+) -> Recipe | None:
     """The rates the lesson's recipe gives for the options launch `run` parsed (None without
     a --base-lr); `scaled_lr`, when given, in place of base_lr x N. A script without
     --warmup-epochs (before step 11) is held to the warmup the check asked for."""
@@ -109,8 +110,11 @@ def recipe(evidence: Evidence, setting: Setting, scaled_lr: float | None = None,
 
 
 def _ranks_with(evidence: Evidence, run: int, what) -> dict:
-    return {rank: value for rank, record in sorted(evidence.ranks(run).items())
-            if (value := what(record)) is not None}  # fmt: skip
+    return {
+        rank: value
+        for rank, record in sorted(evidence.ranks(run).items())
+        if (value := what(record)) is not None
+    }
 
 
 def _ranks_text(ranks: list) -> str:
@@ -160,31 +164,56 @@ def rounding_excess(before: dict, updates: dict) -> tuple:
 
 def _errors(evidence: Evidence) -> list:
     """[(run, rank, error)] of every rank that stopped with an error."""
-    return [(run, rank, record.error) for run in sorted(evidence.runs)
-            for rank, record in sorted(evidence.ranks(run).items()) if record.error]  # fmt: skip
+    return [
+        (run, rank, record.error)
+        for run in sorted(evidence.runs)
+        for rank, record in sorted(evidence.ranks(run).items())
+        if record.error
+    ]
 
 
 def horovod_initialized(evidence: Evidence, setting: Setting) -> Result:
-    hint = ("Call hvd.init() once, near the top, before anything else of Horovod (hvd.rank(), "
-            "hvd.size(), a callback, DistributedOptimizer).")  # fmt: skip
+    hint = (
+        "Call hvd.init() once, near the top, before anything else of Horovod (hvd.rank(), "
+        "hvd.size(), a callback, DistributedOptimizer)."
+    )
     for run, rank, error in _errors(evidence):
         if NOT_INITIALIZED in (error.get("message") or ""):
-            return finding(1, FAILED, f"rank {rank} used Horovod before hvd.init()"
-                           f"{line_and_code(error)}: {error['message']}", hint)  # fmt: skip
+            return finding(
+                1,
+                FAILED,
+                f"rank {rank} used Horovod before hvd.init()"
+                f"{line_and_code(error)}: {error['message']}",
+                hint,
+            )
     states = _ranks_with(evidence, 1, lambda r: r.data.get("horovod"))
     if len(states) < evidence.np:
         return not_shown(1, _not_reached(evidence, states, "reached model.fit"))
     alone = [rank for rank, state in states.items() if not state.get("initialized")]
     if alone:
-        return finding(1, FAILED, f"at model.fit Horovod was not initialized on "
-                       f"{_ranks_text(alone)}: each worker trained alone, on its own", hint)  # fmt: skip
+        return finding(
+            1,
+            FAILED,
+            f"at model.fit Horovod was not initialized on "
+            f"{_ranks_text(alone)}: each worker trained alone, on its own",
+            hint,
+        )
     sizes = {state.get("size") for state in states.values()}
     ranks = sorted(state.get("rank") for state in states.values())
     if sizes != {setting.np} or ranks != list(range(setting.np)):
-        return finding(1, FAILED, f"the {setting.np} workers did not form one job: they saw "
-                       f"sizes {sorted(sizes)} and ranks {ranks}", hint)  # fmt: skip
-    return finding(1, PASSED, f"every worker initialized Horovod before training: ranks "
-                   f"{ranks[0]}..{ranks[-1]} of {setting.np}")  # fmt: skip
+        return finding(
+            1,
+            FAILED,
+            f"the {setting.np} workers did not form one job: they saw "
+            f"sizes {sorted(sizes)} and ranks {ranks}",
+            hint,
+        )
+    return finding(
+        1,
+        PASSED,
+        f"every worker initialized Horovod before training: ranks "
+        f"{ranks[0]}..{ranks[-1]} of {setting.np}",
+    )
 
 
 def one_gpu_each(evidence: Evidence, setting: Setting) -> Result:
@@ -192,21 +221,31 @@ def one_gpu_each(evidence: Evidence, setting: Setting) -> Result:
     states = _ranks_with(evidence, 1, lambda r: r.data.get("horovod"))
     if len(gpus) < evidence.np:
         if len(_ranks_with(evidence, 1, lambda r: r.fit)) == evidence.np:
-            return finding(2, CANT_TELL, "can't tell: this machine has GPUs of its own, and the "
-                           "check only simulates them where there are none")  # fmt: skip
+            return finding(
+                2,
+                CANT_TELL,
+                "can't tell: this machine has GPUs of its own, and the "
+                "check only simulates them where there are none",
+            )
         return not_shown(2, _not_reached(evidence, gpus, "reached model.fit"))
     count = next(iter(gpus.values()))["count"]
     seen = "; ".join(f"rank {rank} {_gpu_list(state['visible'])}" for rank, state in gpus.items())
-    hint = ("List the GPUs with tf.config.list_physical_devices('GPU') and make one visible per "
-            "worker: tf.config.set_visible_devices(gpus[hvd.local_rank()], 'GPU').")  # fmt: skip
+    hint = (
+        "List the GPUs with tf.config.list_physical_devices('GPU') and make one visible per "
+        "worker: tf.config.set_visible_devices(gpus[hvd.local_rank()], 'GPU')."
+    )
     wrong = []
     for rank, state in gpus.items():
         local = (states.get(rank) or {}).get("local_rank", rank)
         if state["visible"] != [local]:
             wrong.append(rank)
     if not wrong:
-        return finding(2, PASSED, f"with {count} GPUs simulated per host, each worker made only "
-                       f"the GPU of its local rank visible ({seen})")  # fmt: skip
+        return finding(
+            2,
+            PASSED,
+            f"with {count} GPUs simulated per host, each worker made only "
+            f"the GPU of its local rank visible ({seen})",
+        )
     rank = wrong[0]
     visible = gpus[rank]["visible"]
     if not gpus[rank]["set"]:
@@ -227,26 +266,45 @@ def _gpu_list(visible: list) -> str:
 
 
 def one_rank_prints(evidence: Evidence, setting: Setting) -> Result:
-    printed = {rank: record.data.get("printed") or {}
-               for run in sorted(evidence.runs) for rank, record in evidence.ranks(run).items()
-               if (record.data.get("printed") or {}).get("chars")}  # fmt: skip
+    printed = {
+        rank: record.data.get("printed") or {}
+        for run in sorted(evidence.runs)
+        for rank, record in evidence.ranks(run).items()
+        if (record.data.get("printed") or {}).get("chars")
+    }
     others = [rank for rank in sorted(printed) if rank]
-    hint = ("Print on rank 0 only: verbose = 1 if hvd.rank() == 0 else 0, passed to model.fit "
-            "and to every callback that prints; other prints under `if hvd.rank() == 0:`.")  # fmt: skip
+    hint = (
+        "Print on rank 0 only: verbose = 1 if hvd.rank() == 0 else 0, passed to model.fit "
+        "and to every callback that prints; other prints under `if hvd.rank() == 0:`."
+    )
     if others:
         first = " ".join(printed[others[0]].get("first", "").split())[:80]
-        return finding(3, FAILED, f"rank {others[0]} printed too ({printed[others[0]]['chars']} "
-                       f"characters, beginning `{first}`): every worker shows the same progress",
-                       hint)  # fmt: skip
+        return finding(
+            3,
+            FAILED,
+            f"rank {others[0]} printed too ({printed[others[0]]['chars']} "
+            f"characters, beginning `{first}`): every worker shows the same progress",
+            hint,
+        )
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if 0 not in fits or not evidence.ranks(1)[0].finished:
-        return not_shown(3, "can't tell: rank 0 did not finish the first run, and the "
-                       "others printed nothing before that")  # fmt: skip
+        return not_shown(
+            3,
+            "can't tell: rank 0 did not finish the first run, and the "
+            "others printed nothing before that",
+        )
     if 0 not in printed:
-        return finding(3, FAILED, "no rank printed anything: rank 0 should show the training's "
-                       "progress and results", hint)  # fmt: skip
-    return finding(3, PASSED, f"only rank 0 printed ({printed[0]['chars']} characters); the "
-                   "other ranks printed nothing")  # fmt: skip
+        return finding(
+            3,
+            FAILED,
+            "no rank printed anything: rank 0 should show the training's progress and results",
+            hint,
+        )
+    return finding(
+        3,
+        PASSED,
+        f"only rank 0 printed ({printed[0]['chars']} characters); the other ranks printed nothing",
+    )
 
 
 def identical_updates(evidence: Evidence, setting: Setting) -> Result:
@@ -256,17 +314,25 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
         return not_shown(4, _not_reached(evidence, updates, "finished a training step"))
     first = updates[0]
     if not first.size or not first.any():
-        return finding(4, CANT_TELL, "can't tell: the first training step did not change rank "
-                       "0's weights")  # fmt: skip
+        return finding(
+            4, CANT_TELL, "can't tell: the first training step did not change rank 0's weights"
+        )
     if any(update.shape != first.shape for update in updates.values()):
         return finding(4, FAILED, "the ranks train models of different sizes")
     rank, excess = rounding_excess(before, updates)
     if excess <= 1:
         return averaged_not_summed(evidence)
-    plain = [rank for rank, record in sorted(evidence.ranks(1).items())
-             if record.fit and not record.fit.get("distributed_optimizer")]  # fmt: skip
-    why = (f" ({_ranks_text(plain)}: a plain {evidence.ranks(1)[plain[0]].fit.get('optimizer')}"
-           ", not wrapped)" if plain else "")  # fmt: skip
+    plain = [
+        rank
+        for rank, record in sorted(evidence.ranks(1).items())
+        if record.fit and not record.fit.get("distributed_optimizer")
+    ]
+    why = (
+        f" ({_ranks_text(plain)}: a plain {evidence.ranks(1)[plain[0]].fit.get('optimizer')}"
+        ", not wrapped)"
+        if plain
+        else ""
+    )
     return finding(
         4,
         FAILED,
@@ -286,13 +352,17 @@ def averaged_not_summed(evidence: Evidence) -> Result:
     if len(local) < evidence.np or 0 not in reduced:
         return finding(4, PASSED, f"{same_update} (up to float32 rounding)")
     if len({vector.shape for vector in local.values()}) > 1:
-        return finding(4, CANT_TELL, f"can't tell: {same_update}, but the ranks' gradients have "
-                       "different sizes")  # fmt: skip
+        return finding(
+            4,
+            CANT_TELL,
+            f"can't tell: {same_update}, but the ranks' gradients have different sizes",
+        )
     total = sum(local.values())
     mean = total / evidence.np
     if _relative(mean, reduced[0]) <= SAME_GRADIENT:
-        return finding(4, PASSED, f"{same_update}: the average of the {evidence.np} ranks' "
-                       "gradients")  # fmt: skip
+        return finding(
+            4, PASSED, f"{same_update}: the average of the {evidence.np} ranks' gradients"
+        )
     if _relative(total, reduced[0]) <= SAME_GRADIENT:
         return finding(
             4,
@@ -302,9 +372,13 @@ def averaged_not_summed(evidence: Evidence) -> Result:
             "Average the gradients: hvd.DistributedOptimizer(opt) with its default op "
             "(hvd.Average), not op=hvd.Sum.",
         )
-    return finding(4, CANT_TELL, f"can't tell: {same_update}, but by neither the average nor "
-                   "the sum of the ranks' gradients of that step (gradients accumulated over "
-                   "several steps?)")  # fmt: skip
+    return finding(
+        4,
+        CANT_TELL,
+        f"can't tell: {same_update}, but by neither the average nor "
+        "the sum of the ranks' gradients of that step (gradients accumulated over "
+        "several steps?)",
+    )
 
 
 def on_some_ranks(evidence: Evidence, callback: str, step: int) -> Result | None:
@@ -314,11 +388,16 @@ def on_some_ranks(evidence: Evidence, callback: str, step: int) -> Result | None
     having, others = split_by_callback(fits, callback)
     if not having or not others or len(fits) < evidence.np:
         return None
-    return finding(step, FAILED, f"{_ranks_text(having)} passed hvd.callbacks.{callback} to "
-                   f"model.fit and {_ranks_text(others)} did not: it waits for every rank, so "
-                   "the ranks that have it wait forever", f"Pass hvd.callbacks.{callback} to "
-                   "model.fit on every rank: only the writers belong under `if hvd.rank() == "
-                   "0:`.")  # fmt: skip
+    return finding(
+        step,
+        FAILED,
+        f"{_ranks_text(having)} passed hvd.callbacks.{callback} to "
+        f"model.fit and {_ranks_text(others)} did not: it waits for every rank, so "
+        "the ranks that have it wait forever",
+        f"Pass hvd.callbacks.{callback} to "
+        "model.fit on every rank: only the writers belong under `if hvd.rank() == "
+        "0:`.",
+    )
 
 
 def same_weights(evidence: Evidence, setting: Setting) -> Result:
@@ -329,13 +408,23 @@ def same_weights(evidence: Evidence, setting: Setting) -> Result:
     if len(weights) < evidence.np:
         return not_shown(5, _not_reached(evidence, weights, "finished a training step"))
     first = weights[0]
-    different = [rank for rank, values in weights.items()
-                 if values.shape != first.shape or _relative(first, values) > 0]  # fmt: skip
+    different = [
+        rank
+        for rank, values in weights.items()
+        if values.shape != first.shape or _relative(first, values) > 0
+    ]
     if not different:
         return _same_weights_resumed(evidence) or finding(
-            5, PASSED, "after the first training step every rank has the same weights"
-            + (", in the resumed launch too" if len(_ranks_with(
-                evidence, 2, lambda r: r.weights_after_first_step)) == evidence.np else ""))  # fmt: skip
+            5,
+            PASSED,
+            "after the first training step every rank has the same weights"
+            + (
+                ", in the resumed launch too"
+                if len(_ranks_with(evidence, 2, lambda r: r.weights_after_first_step))
+                == evidence.np
+                else ""
+            ),
+        )
     return finding(
         5,
         FAILED,
@@ -355,8 +444,11 @@ def _same_weights_resumed(evidence: Evidence) -> Result | None:
     if len(weights) < evidence.np:
         return None
     first = weights[0]
-    different = [rank for rank, values in weights.items()
-                 if values.shape != first.shape or _relative(first, values) > 0]  # fmt: skip
+    different = [
+        rank
+        for rank, values in weights.items()
+        if values.shape != first.shape or _relative(first, values) > 0
+    ]
     if not different:
         return None
     return finding(
@@ -372,13 +464,19 @@ def _same_weights_resumed(evidence: Evidence) -> Result | None:
     )
 
 
-SPLIT_HINT = ("Shard the training dataset before shuffling it: "
-              "train_dataset.shard(hvd.size(), hvd.rank()) gives each worker its own part.")
-STEPS_HINT = ("Divide the steps once: steps_per_epoch = steps_per_epoch // hvd.size() (each worker "
-              "trains 1/N of them, on its own 1/N of the data), and keep --epochs as it is.")
-VALIDATION_HINT = ("Shard the validation dataset as well (validation_dataset.shard(hvd.size(), "
-                   "hvd.rank())) and divide validation_steps by hvd.size(), so that together "
-                   "the workers validate on each test image once.")
+SPLIT_HINT = (
+    "Shard the training dataset before shuffling it: "
+    "train_dataset.shard(hvd.size(), hvd.rank()) gives each worker its own part."
+)
+STEPS_HINT = (
+    "Divide the steps once: steps_per_epoch = steps_per_epoch // hvd.size() (each worker "
+    "trains 1/N of them, on its own 1/N of the data), and keep --epochs as it is."
+)
+VALIDATION_HINT = (
+    "Shard the validation dataset as well (validation_dataset.shard(hvd.size(), "
+    "hvd.rank())) and divide validation_steps by hvd.size(), so that together "
+    "the workers validate on each test image once."
+)
 
 
 def epoch_keys(record, kind: str) -> list | None:
@@ -419,20 +517,26 @@ def split_problem(keys: dict, total: int, batch: int, doing: str, whole: bool) -
     per_rank = ", ".join(f"rank {rank} {len(seen)}" for rank, seen in sorted(keys.items()))
     together = sum(len(seen) for seen in keys.values())
     data = "training set" if doing == "trained" else "test set"
-    seen = (f"in epoch 1 the ranks together {doing} on {together} images ({per_rank}), and "
-            f"the check's {data} has {total}")  # fmt: skip
+    seen = (
+        f"in epoch 1 the ranks together {doing} on {together} images ({per_rank}), and "
+        f"the check's {data} has {total}"
+    )
     if keys_name_images(keys, total):
         ranks = sorted(keys)
         for first in ranks:
-            for second in ranks[ranks.index(first) + 1:]:
+            for second in ranks[ranks.index(first) + 1 :]:
                 shared = set(keys[first]) & set(keys[second])
                 if shared:
-                    return SHARED, (f"{seen}: rank {first} and rank {second} both {doing} "
-                                    f"on {len(shared)} of the same images")  # fmt: skip
+                    return SHARED, (
+                        f"{seen}: rank {first} and rank {second} both {doing} "
+                        f"on {len(shared)} of the same images"
+                    )
         for rank, images in sorted(keys.items()):
             if len(images) - len(set(images)) > batch:
-                return OVER, (f"{seen}: rank {rank} went over its {len(set(images))} images "
-                              f"{len(images) / len(set(images)):.3g} times")  # fmt: skip
+                return OVER, (
+                    f"{seen}: rank {rank} went over its {len(set(images))} images "
+                    f"{len(images) / len(set(images)):.3g} times"
+                )
         distinct = len(set().union(*keys.values()))
         if whole and distinct < total - len(keys) * batch:
             return SHORT, f"{seen}: the epoch covers only {distinct / total:.0%} of the data"
@@ -453,20 +557,32 @@ def different_batches(evidence: Evidence, setting: Setting) -> Result:
     epochs = {rank: fit.get("epochs") for rank, fit in fits.items()}
     if any(value != asked for value in epochs.values()):
         rank = next(rank for rank, value in epochs.items() if value != asked)
-        return finding(6, FAILED, f"rank {rank} trained until epoch {epochs[rank]}, though "
-                       f"--epochs asked for {asked}: an epoch of N workers already goes over "
-                       "the whole data set", STEPS_HINT)  # fmt: skip
+        return finding(
+            6,
+            FAILED,
+            f"rank {rank} trained until epoch {epochs[rank]}, though "
+            f"--epochs asked for {asked}: an epoch of N workers already goes over "
+            "the whole data set",
+            STEPS_HINT,
+        )
     records = evidence.ranks(1)
     train = {rank: epoch_keys(record, "train") for rank, record in records.items()}
     if any(keys is None for keys in train.values()):
-        if not any(fit.get("dataset") or records[rank].data.get("array_keys") is not None
-                   for rank, fit in fits.items()):  # fmt: skip
-            return finding(6, CANT_TELL, "can't tell: model.fit got neither a tf.data.Dataset "
-                           "nor arrays, whose images this check can name")  # fmt: skip
+        if not any(
+            fit.get("dataset") or records[rank].data.get("array_keys") is not None
+            for rank, fit in fits.items()
+        ):
+            return finding(
+                6,
+                CANT_TELL,
+                "can't tell: model.fit got neither a tf.data.Dataset "
+                "nor arrays, whose images this check can name",
+            )
         return not_shown(6, "can't tell: not every rank finished its first epoch")
     if not all(train.values()):
-        return finding(6, CANT_TELL, "can't tell: the training batches were not images this "
-                       "check can name")  # fmt: skip
+        return finding(
+            6, CANT_TELL, "can't tell: the training batches were not images this check can name"
+        )
     images = int(parsed(evidence, "train_images", setting))
     batch = int(parsed(evidence, "batch_size", setting))
     kind, problem = split_problem(train, images, batch, "trained", whole=True)
@@ -475,9 +591,13 @@ def different_batches(evidence: Evidence, setting: Setting) -> Result:
     validated = {rank: epoch_keys(record, "val") for rank, record in records.items()}
     shown = "every rank trained on images of its own, the data once per epoch"
     if all(validated.values()):
-        _, problem = split_problem(validated, int(parsed(evidence, "test_images", setting)),
-                                int(parsed(evidence, "val_batch_size", setting)), "validated",
-                                whole=False)  # fmt: skip
+        _, problem = split_problem(
+            validated,
+            int(parsed(evidence, "test_images", setting)),
+            int(parsed(evidence, "val_batch_size", setting)),
+            "validated",
+            whole=False,
+        )
         if problem:
             return finding(6, FAILED, problem, VALIDATION_HINT)
         shown += ", and validated on test images of its own"
@@ -513,17 +633,25 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
     shown = ", ".join(f"{name} {logs[0][name]:.4f}" for name in names)
     summed = _summed_metric(evidence, logs, names)
     if summed:
-        return finding(7, FAILED, summed, "Average the metrics, not sum them: "
-                       "hvd.callbacks.MetricAverageCallback() does (or hvd.allreduce's default "
-                       "op, hvd.Average).")  # fmt: skip
+        return finding(
+            7,
+            FAILED,
+            summed,
+            "Average the metrics, not sum them: "
+            "hvd.callbacks.MetricAverageCallback() does (or hvd.allreduce's default "
+            "op, hvd.Average).",
+        )
     averaged = _averaged(evidence, logs, names)
     value = "the average" if averaged else "the value every rank ended the epoch with"
     for rank, record in sorted(evidence.ranks(1).items()):
         for seen in record.data.get("seen_logs") or []:
             if not seen.get("reads", True):
                 continue  # the script's own callbacks: what they saw on entry is no record
-            differ = [name for name in names if name in seen["logs"]
-                      and not _same_metric(seen["logs"][name], logs[rank][name])]  # fmt: skip
+            differ = [
+                name
+                for name in names
+                if name in seen["logs"] and not _same_metric(seen["logs"][name], logs[rank][name])
+            ]
             if differ:
                 name = differ[0]
                 return finding(
@@ -536,16 +664,21 @@ def averaged_metrics(evidence: Evidence, setting: Setting) -> Result:
                     "the metrics, right after the broadcast callback.",
                 )
     how = " (the average of the ranks' own)" if averaged else ""
-    return finding(7, PASSED, f"every rank ended epoch 1 with the same metrics ({shown}){how}, "
-                   "and the callbacks that record them saw them so")  # fmt: skip
+    return finding(
+        7,
+        PASSED,
+        f"every rank ended epoch 1 with the same metrics ({shown}){how}, "
+        "and the callbacks that record them saw them so",
+    )
 
 
 def _own_metrics(evidence: Evidence, names: list) -> dict | None:
     """{rank: {metric: its own value}} at epoch 1's end, before any callback averaged them;
     None when a rank's records lack them."""
     own = {rank: record.data.get("own_logs") or {} for rank, record in evidence.ranks(1).items()}
-    if len(own) < evidence.np or any(not all(name in values for name in names)
-                                     for values in own.values()):  # fmt: skip
+    if len(own) < evidence.np or any(
+        not all(name in values for name in names) for values in own.values()
+    ):
         return None
     return own
 
@@ -555,7 +688,8 @@ def _averaged(evidence: Evidence, logs: dict, names: list) -> bool:
     own = _own_metrics(evidence, names)
     return own is not None and all(
         _same_metric(logs[0][name], sum(values[name] for values in own.values()) / len(own))
-        for name in names)  # fmt: skip
+        for name in names
+    )
 
 
 def _summed_metric(evidence: Evidence, logs: dict, names: list) -> str:
@@ -568,8 +702,10 @@ def _summed_metric(evidence: Evidence, logs: dict, names: list) -> str:
         total = sum(values)
         if _same_metric(logs[0][name], total) and not _same_metric(total, total / len(values)):
             each = ", ".join(f"rank {rank} {own[rank][name]:.4f}" for rank in sorted(own))
-            return (f"every rank ended epoch 1 with {name} {logs[0][name]:.4f}, the sum of the "
-                    f"ranks' own ({each}), not their average {total / len(values):.4f}")
+            return (
+                f"every rank ended epoch 1 with {name} {logs[0][name]:.4f}, the sum of the "
+                f"ranks' own ({each}), not their average {total / len(values):.4f}"
+            )
     return ""
 
 
@@ -578,58 +714,86 @@ def _same_metric(a: float, b: float) -> bool:
 
 
 def agreed_resume_epoch(evidence: Evidence, setting: Setting) -> Result:
-    scene = (f"a second run, asked for {setting.final_epochs} epochs, went on from the first "
-             f"run's checkpoints, which only rank 0 could see (the others had an empty --log-dir, "
-             "as on another machine)")  # fmt: skip
-    hint = ("Let rank 0 look for the checkpoint and broadcast its epoch to every rank: "
-            'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").')  # fmt: skip
+    scene = (
+        f"a second run, asked for {setting.final_epochs} epochs, went on from the first "
+        f"run's checkpoints, which only rank 0 could see (the others had an empty --log-dir, "
+        "as on another machine)"
+    )
+    hint = (
+        "Let rank 0 look for the checkpoint and broadcast its epoch to every rank: "
+        'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch").'
+    )
     second = evidence.ranks(2)
     if not second:
         return not_shown(8, "can't tell: there was no second run to resume")
     reached = _ranks_with(evidence, 2, lambda r: r.fit)
     starts = {rank: fit.get("initial_epoch") or 0 for rank, fit in reached.items()}
     if len(set(starts.values())) > 1:
-        shown = ", ".join(f"rank {rank} {_resumed(epoch)}" for rank, epoch in sorted(starts.items()))
+        shown = ", ".join(
+            f"rank {rank} {_resumed(epoch)}" for rank, epoch in sorted(starts.items())
+        )
         return finding(8, FAILED, f"{scene}; the ranks disagree on where to go on: {shown}", hint)
     crashed = [(rank, record.error) for rank, record in sorted(second.items()) if record.error]
     if crashed:  # whose fault it is, the line tells (grader/judge.py blames a step by it)
         rank, error = crashed[0]
-        return not_shown(8, f"can't tell: the second run, which was to go on from the "
-                       f"first one's checkpoint, stopped: rank {rank} with an error"
-                       f"{line_and_code(error)}: {error['type']}: {error.get('message', '')}")  # fmt: skip
+        return not_shown(
+            8,
+            f"can't tell: the second run, which was to go on from the "
+            f"first one's checkpoint, stopped: rank {rank} with an error"
+            f"{line_and_code(error)}: {error['type']}: {error.get('message', '')}",
+        )
     if len(reached) < evidence.np:
         return not_shown(8, _not_reached(evidence, reached, "reached model.fit", 2))
     epoch = next(iter(starts.values()))
     first = evidence.ranks(1).get(0)
     wrote = (first.data.get("saved") or []) if first else []
     if not wrote:
-        return not_shown(8, f"can't tell: {scene}, but the first run wrote no "
-                       "checkpoint")  # fmt: skip
+        return not_shown(8, f"can't tell: {scene}, but the first run wrote no checkpoint")
     newest = _newest_epoch(wrote, setting.first_epochs)
     if epoch != newest:
         said = "started from scratch" if epoch == 0 else f"went on after epoch {epoch}"
-        return finding(8, FAILED, f"{scene}; every rank {said}, but the newest checkpoint, "
-                       f"{_names(wrote)[-1]}, is of epoch {newest}", hint)  # fmt: skip
-    unfinished = [rank for rank, record in sorted(second.items())
-                  if not record.learning_rates().get(epoch) or not record.data.get("finished")]  # fmt: skip
+        return finding(
+            8,
+            FAILED,
+            f"{scene}; every rank {said}, but the newest checkpoint, "
+            f"{_names(wrote)[-1]}, is of epoch {newest}",
+            hint,
+        )
+    unfinished = [
+        rank
+        for rank, record in sorted(second.items())
+        if not record.learning_rates().get(epoch) or not record.data.get("finished")
+    ]
     if unfinished:
-        return not_shown(8, f"can't tell: {scene}; every rank {_resumed(epoch)}, but "
-                       f"rank {unfinished[0]} {second[unfinished[0]].where()} in the second "
-                       "run, which never ended")  # fmt: skip
+        return not_shown(
+            8,
+            f"can't tell: {scene}; every rank {_resumed(epoch)}, but "
+            f"rank {unfinished[0]} {second[unfinished[0]].where()} in the second "
+            "run, which never ended",
+        )
     finals = {rank: fit.get("epochs") for rank, fit in reached.items()}
     if set(finals.values()) != {setting.final_epochs}:
         rank = next(r for r, value in finals.items() if value != setting.final_epochs)
-        return finding(8, FAILED, f"{scene}; rank {rank} resumed after epoch {epoch} but trained "
-                       f"until epoch {finals[rank]}, not the {setting.final_epochs} asked for",
-                       "Pass initial_epoch=resume_from_epoch and epochs=args.epochs to "
-                       "model.fit: epochs is the last epoch, not how many more.")  # fmt: skip
-    return finding(8, PASSED, f"{scene}; every rank {_resumed(epoch)} and trained until epoch "
-                   f"{setting.final_epochs}")  # fmt: skip
+        return finding(
+            8,
+            FAILED,
+            f"{scene}; rank {rank} resumed after epoch {epoch} but trained "
+            f"until epoch {finals[rank]}, not the {setting.final_epochs} asked for",
+            "Pass initial_epoch=resume_from_epoch and epochs=args.epochs to "
+            "model.fit: epochs is the last epoch, not how many more.",
+        )
+    return finding(
+        8,
+        PASSED,
+        f"{scene}; every rank {_resumed(epoch)} and trained until epoch {setting.final_epochs}",
+    )
 
 
 def _newest_epoch(paths, default: int) -> int:
     """The highest epoch number in the checkpoints' names (checkpoint-2.h5: 2), else `default`."""
-    numbers = [int(found[-1]) for name in _names(paths) if (found := re.findall(r"(?<![A-Za-z])\d+", name))]
+    numbers = [
+        int(found[-1]) for name in _names(paths) if (found := re.findall(r"(?<![A-Za-z])\d+", name))
+    ]
     return max(numbers) if numbers else default
 
 
@@ -660,15 +824,18 @@ def one_writer(evidence: Evidence, setting: Setting) -> Result:
         for rank, record in sorted(evidence.ranks(run).items()):
             saved.setdefault(rank, []).extend(record.data.get("saved") or [])
             if rank:
-                private.setdefault(rank, []).extend(_files_under(setting.private_log_dir(rank, run)))
+                private.setdefault(rank, []).extend(
+                    _files_under(setting.private_log_dir(rank, run))
+                )
     writers = {}
     for rank in sorted(set(saved) | set(private)):
         wrote = writers.setdefault(rank, [])
         if saved.get(rank):
             wrote.append("checkpoints (" + ", ".join(_names(saved[rank])) + ")")
         if private.get(rank):
-            wrote.append(f"{len(private[rank])} files into its own --log-dir "
-                         f"({_names(private[rank])[0]}...)")  # fmt: skip
+            wrote.append(
+                f"{len(private[rank])} files into its own --log-dir ({_names(private[rank])[0]}...)"
+            )
     if logs.get(0):
         writers.setdefault(0, []).append("TensorBoard logs")
     others = [rank for rank, wrote in writers.items() if rank and wrote]
@@ -685,8 +852,11 @@ def one_writer(evidence: Evidence, setting: Setting) -> Result:
     if not writers.get(0):
         return not_shown(9, "can't tell: no rank wrote checkpoints or TensorBoard logs")
     if not saved.get(0):  # TensorBoard's logs alone: that checkpoints stay on rank 0 is unseen
-        return not_shown(9, f"can't tell: rank 0 wrote {' and '.join(writers[0])} but no "
-                         "checkpoint, so the run did not show that only rank 0 writes them")
+        return not_shown(
+            9,
+            f"can't tell: rank 0 wrote {' and '.join(writers[0])} but no "
+            "checkpoint, so the run did not show that only rank 0 writes them",
+        )
     return finding(9, PASSED, f"only rank 0 wrote {' and '.join(writers[0])}")
 
 
@@ -739,25 +909,45 @@ def scaled_learning_rate(evidence: Evidence, setting: Setting) -> Result:
     wanted = recipe(evidence, setting)
     if wanted is None:
         return finding(10, CANT_TELL, "can't tell: the script has no --base-lr to scale")
-    full = [epoch for _, epoch, _ in epochs
-            if epoch >= wanted.warmup_epochs and not any(epoch >= d for d in wanted.lr_drops)]  # fmt: skip
+    full = [
+        epoch
+        for _, epoch, _ in epochs
+        if epoch >= wanted.warmup_epochs and not any(epoch >= d for d in wanted.lr_drops)
+    ]
     if not full:
-        return not_shown(10, "can't tell: rank 0 finished no epoch that trains at the "
-                       "full rate (after the warmup, before a drop)")  # fmt: skip
+        return not_shown(
+            10,
+            "can't tell: rank 0 finished no epoch that trains at the "
+            "full rate (after the warmup, before a drop)",
+        )
     base_lr = wanted.base_lr
     scaled = base_lr * setting.np
     highest = max(max(rates) for _, _, rates in epochs)
     schedule = _schedule(epochs)
     if abs(highest - scaled) <= SAME_RATE * scaled:
-        return finding(10, PASSED, f"the learning rate reached {scaled:.4g} = --base-lr "
-                       f"{base_lr:g} × {setting.np} workers ({schedule})")  # fmt: skip
+        return finding(
+            10,
+            PASSED,
+            f"the learning rate reached {scaled:.4g} = --base-lr "
+            f"{base_lr:g} × {setting.np} workers ({schedule})",
+        )
     hint = "Multiply it by the number of workers: scaled_lr = args.base_lr * hvd.size()."
     if abs(highest - base_lr) <= SAME_RATE * base_lr:
-        return finding(10, FAILED, f"the learning rate stays at --base-lr {base_lr:g} "
-                       f"({schedule}), though every step averages {setting.np} workers' "
-                       "batches", hint)  # fmt: skip
-    return finding(10, FAILED, f"the learning rate peaked at {highest:.4g}, not {scaled:.4g} = "
-                   f"--base-lr {base_lr:g} × {setting.np} workers ({schedule})", hint)  # fmt: skip
+        return finding(
+            10,
+            FAILED,
+            f"the learning rate stays at --base-lr {base_lr:g} "
+            f"({schedule}), though every step averages {setting.np} workers' "
+            "batches",
+            hint,
+        )
+    return finding(
+        10,
+        FAILED,
+        f"the learning rate peaked at {highest:.4g}, not {scaled:.4g} = "
+        f"--base-lr {base_lr:g} × {setting.np} workers ({schedule})",
+        hint,
+    )
 
 
 def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
@@ -767,27 +957,38 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
     schedule = _schedule(epochs[0])
     ours = {(run, epoch): rates for run, epoch, rates in epochs[0]}
     for rank, seen in sorted(epochs.items()):
-        differ = [(run, epoch, rates) for run, epoch, rates in seen
-                  if rank and (run, epoch) in ours and ours[run, epoch] != rates]  # fmt: skip
+        differ = [
+            (run, epoch, rates)
+            for run, epoch, rates in seen
+            if rank and (run, epoch) in ours and ours[run, epoch] != rates
+        ]
         if differ:
             run, epoch, rates = differ[0]
-            return finding(11, FAILED, f"rank {rank} used other learning rates than rank 0 in "
-                           f"epoch {epoch + 1}: {_rate_list(rates)}, and rank 0 "
-                           f"{_rate_list(ours[run, epoch])}",
-                           "Give every rank the same callbacks for the learning rate.")  # fmt: skip
+            return finding(
+                11,
+                FAILED,
+                f"rank {rank} used other learning rates than rank 0 in "
+                f"epoch {epoch + 1}: {_rate_list(rates)}, and rank 0 "
+                f"{_rate_list(ours[run, epoch])}",
+                "Give every rank the same callbacks for the learning rate.",
+            )
     # The schedule's shape against the script's own scaled rate (step 10 judges that rate),
     # each launch against the options it parsed.
-    scaled = {run: _own_scaled_rate(evidence, run) or _own_scaled_rate(evidence)
-              for run in sorted(evidence.runs)}  # fmt: skip
+    scaled = {
+        run: _own_scaled_rate(evidence, run) or _own_scaled_rate(evidence)
+        for run in sorted(evidence.runs)
+    }
     recipes = {run: recipe(evidence, setting, scaled[run], run) for run in scaled}
     wanted = recipes.get(1)
     if wanted is None:
         return finding(11, CANT_TELL, "can't tell: the script has no --base-lr to follow")
     told = _recipe_words(wanted)
-    hint = ("hvd.callbacks.LearningRateWarmupCallback(initial_lr=scaled_lr, warmup_epochs="
-            "args.warmup_epochs), then hvd.callbacks.LearningRateScheduleCallback(initial_lr="
-            "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
-            "itself, not step_decay(...) or a number.")  # fmt: skip
+    hint = (
+        "hvd.callbacks.LearningRateWarmupCallback(initial_lr=scaled_lr, warmup_epochs="
+        "args.warmup_epochs), then hvd.callbacks.LearningRateScheduleCallback(initial_lr="
+        "scaled_lr, start_epoch=args.warmup_epochs, multiplier=step_decay): the function "
+        "itself, not step_decay(...) or a number."
+    )
     for run, epoch, rates in epochs[0]:
         steps, launch = _steps_per_epoch(evidence, run), recipes.get(run)
         if launch is None:
@@ -800,28 +1001,43 @@ def warmup_and_schedule(evidence: Evidence, setting: Setting) -> Result:
                 where = f"epoch {epoch + 1}" + (" (after resuming)" if run == 2 else "")
                 why = _schedule_mistake(epoch, rates, expected, launch)
                 words = told if launch == wanted else _recipe_words(launch) + " (its defaults)"
-                return finding(11, FAILED, f"in {where}, step {batch + 1}, the learning rate was "
-                               f"{got:.4g} where {words} gives {want:.4g}{why} (rank 0: "
-                               f"{schedule})", hint)  # fmt: skip
+                return finding(
+                    11,
+                    FAILED,
+                    f"in {where}, step {batch + 1}, the learning rate was "
+                    f"{got:.4g} where {words} gives {want:.4g}{why} (rank 0: "
+                    f"{schedule})",
+                    hint,
+                )
     seen = {(run, epoch) for run, epoch, _ in _rates(evidence, 0, finished=True)}
     wanted_epochs = [(1, epoch) for epoch in range(setting.first_epochs)]
     if evidence.ranks(2):
         wanted_epochs.append((2, setting.final_epochs - 1))
     missing = [epoch for run, epoch in wanted_epochs if (run, epoch) not in seen]
     if missing:
-        return not_shown(11, f"can't tell: the rates so far followed {told}, but rank 0 "
-                       f"never trained epoch {missing[0] + 1} ({schedule})")  # fmt: skip
+        return not_shown(
+            11,
+            f"can't tell: the rates so far followed {told}, but rank 0 "
+            f"never trained epoch {missing[0] + 1} ({schedule})",
+        )
     resumed = any(run == 2 for run, _, _ in epochs[0])
     after = ", and after resuming" if resumed else " (the resumed run showed no rates)"
-    return finding(11, PASSED, f"every step's learning rate followed {told}{after}; on every "
-                   f"rank alike{_momentum_note(evidence, setting)} ({schedule})")  # fmt: skip
+    return finding(
+        11,
+        PASSED,
+        f"every step's learning rate followed {told}{after}; on every "
+        f"rank alike{_momentum_note(evidence, setting)} ({schedule})",
+    )
 
 
 def _recipe_words(wanted: Recipe) -> str:
     drops = [str(d + 1) for d in wanted.lr_drops]
-    return (f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
-            f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
-            + (f", then ×0.1 from epoch {' and '.join(drops)}" if drops else "") + ")")  # fmt: skip
+    return (
+        f"the recipe (a warmup over {_count(wanted.warmup_epochs, 'epoch')} from "
+        f"{wanted.base_lr:g} towards {wanted.scaled_lr:.4g}"
+        + (f", then ×0.1 from epoch {' and '.join(drops)}" if drops else "")
+        + ")"
+    )
 
 
 def _count(number: float, word: str) -> str:
@@ -834,13 +1050,14 @@ def _schedule_mistake(epoch: int, rates: list, expected: list, wanted: Recipe) -
         if rates[0] >= 0.75 * wanted.scaled_lr:
             return ": no warmup"
         if len(rates) > 1 and rates[-1] < expected[-1] and rates[-1] > rates[0]:
-            return (": the warmup rises too slowly (told more steps per epoch than each worker "
-                    "trains?)")  # fmt: skip
+            return (
+                ": the warmup rises too slowly (told more steps per epoch than each worker trains?)"
+            )
     return ""
 
 
 def _momentum_note(evidence: Evidence, setting: Setting) -> str:
-    """", with Horovod's momentum correction" or "" (no momentum to correct, or none made)."""
+    """ ", with Horovod's momentum correction" or "" (no momentum to correct, or none made)."""
     record = evidence.ranks(1).get(0)
     momenta = (record.data.get("momentum") or {}) if record else {}
     base = parsed(evidence, "momentum", setting)
@@ -855,38 +1072,57 @@ def _momentum_note(evidence: Evidence, setting: Setting) -> str:
     return ", with Horovod's momentum correction" if corrected else ""
 
 
-NOVOGRAD_HINT = ("opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, ...), then wrap it in "
-                 "hvd.DistributedOptimizer as before.")  # fmt: skip
+NOVOGRAD_HINT = (
+    "opt = tfa.optimizers.NovoGrad(learning_rate=scaled_lr, ...), then wrap it in "
+    "hvd.DistributedOptimizer as before."
+)
 
 
 def novograd(evidence: Evidence, setting: Setting) -> Result:
     fits = _ranks_with(evidence, 1, lambda r: r.fit)
     if len(fits) < evidence.np:
         return not_shown(12, _not_reached(evidence, fits, "reached model.fit"))
-    others = {rank: fit.get("optimizer") for rank, fit in fits.items()
-              if "novograd" not in str(fit.get("optimizer")).lower()}  # fmt: skip
+    others = {
+        rank: fit.get("optimizer")
+        for rank, fit in fits.items()
+        if "novograd" not in str(fit.get("optimizer")).lower()
+    }
     if others:
         rank, name = next(iter(others.items()))
         return finding(12, FAILED, f"rank {rank} trains with {name}, not NovoGrad", NOVOGRAD_HINT)
     bare = [rank for rank, fit in fits.items() if not fit.get("distributed_optimizer")]
-    wrapped = {name for record in evidence.ranks(1).values()
-               for name in record.data.get("wrapped") or []}  # fmt: skip
+    wrapped = {
+        name for record in evidence.ranks(1).values() for name in record.data.get("wrapped") or []
+    }
     if bare and wrapped and not any("novograd" in name.lower() for name in wrapped):
-        return finding(12, FAILED, f"{_ranks_text(bare)} train with a bare NovoGrad, made after "
-                       f"hvd.DistributedOptimizer wrapped {' and '.join(sorted(wrapped))}: no "
-                       "step averages the workers' gradients", NOVOGRAD_HINT)  # fmt: skip
+        return finding(
+            12,
+            FAILED,
+            f"{_ranks_text(bare)} train with a bare NovoGrad, made after "
+            f"hvd.DistributedOptimizer wrapped {' and '.join(sorted(wrapped))}: no "
+            "step averages the workers' gradients",
+            NOVOGRAD_HINT,
+        )
     if bare:  # never wrapped at all: step 4's mistake, which its own finding names
-        return finding(12, PASSED, "every rank trains with NovoGrad (not wrapped in "
-                       "hvd.DistributedOptimizer: step 4's part)")  # fmt: skip
+        return finding(
+            12,
+            PASSED,
+            "every rank trains with NovoGrad (not wrapped in "
+            "hvd.DistributedOptimizer: step 4's part)",
+        )
     base_lr, sgd_lr = parsed(evidence, "base_lr", setting), setting.sgd_preset_lr
     if sgd_lr is not None and isinstance(base_lr, (int, float)) and same(base_lr, sgd_lr):
-        return finding(12, FAILED, f"every rank trains with NovoGrad, but --preset "
-                       f"{setting.asked.get('preset')} still gives SGD's --base-lr {base_lr:g}: "
-                       "NovoGrad's normalized steps are bigger than SGD's at one rate",
-                       "Halve base_lr in the preset for NovoGrad, as the lesson's step 12 "
-                       "does.")  # fmt: skip
-    return finding(12, PASSED, "every rank trains with NovoGrad, wrapped in "
-                   "hvd.DistributedOptimizer")
+        return finding(
+            12,
+            FAILED,
+            f"every rank trains with NovoGrad, but --preset "
+            f"{setting.asked.get('preset')} still gives SGD's --base-lr {base_lr:g}: "
+            "NovoGrad's normalized steps are bigger than SGD's at one rate",
+            "Halve base_lr in the preset for NovoGrad, as the lesson's step 12 does.",
+        )
+    return finding(
+        12, PASSED, "every rank trains with NovoGrad, wrapped in hvd.DistributedOptimizer"
+    )
 
 
 # The invariant of each step, checked once the step is done.
@@ -915,6 +1151,11 @@ def findings(evidence: Evidence, setting: Setting, step: int) -> list:
         try:
             found.append(INVARIANTS[number](evidence, setting))
         except Exception as error:  # a bug here must read as one, never as the learner's
-            found.append(finding(number, CANT_TELL, f"can't tell: the check failed "
-                                 f"({type(error).__name__}: {error})"))  # fmt: skip
+            found.append(
+                finding(
+                    number,
+                    CANT_TELL,
+                    f"can't tell: the check failed ({type(error).__name__}: {error})",
+                )
+            )
     return found

@@ -66,8 +66,7 @@ def read_regular(path, most: int, folder_fd: int | None = None) -> bytes | None:
 
 def write_plain(path: Path, data: bytes) -> None:
     """A new file of the grader's own, 0600, at `path` (never through a link)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)  # fmt: skip
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as file:
         file.write(data)
 
@@ -87,8 +86,11 @@ def _entries(folder_fd: int):
             if seen >= MAX_ENTRIES_SEEN:
                 return
             try:
-                yield (entry.name, entry.is_dir(follow_symlinks=False),
-                       entry.is_file(follow_symlinks=False))  # fmt: skip
+                yield (
+                    entry.name,
+                    entry.is_dir(follow_symlinks=False),
+                    entry.is_file(follow_symlinks=False),
+                )
             except OSError:
                 continue
 
@@ -101,8 +103,11 @@ def keep_records(source: Path, target: Path) -> int:
         return 0
     kept, total = 0, 0
     try:
-        names = sorted(name for name, _, regular in _entries(folder_fd)
-                       if regular and RECORD_NAME.fullmatch(name))  # fmt: skip
+        names = sorted(
+            name
+            for name, _, regular in _entries(folder_fd)
+            if regular and RECORD_NAME.fullmatch(name)
+        )
         for name in names[:MAX_RECORDS]:
             data = read_regular(name, MAX_RECORD_BYTES, folder_fd)
             if data is None or total + len(data) > MAX_RECORDS_BYTES:
@@ -178,8 +183,11 @@ def keep_run(box: Path, kept: Path, log_dir_name: str) -> None:
     if box_fd is None:
         return
     try:
-        folders = sorted(name for name, is_dir, _ in _entries(box_fd)
-                         if is_dir and (name == log_dir_name or private.fullmatch(name)))
+        folders = sorted(
+            name
+            for name, is_dir, _ in _entries(box_fd)
+            if is_dir and (name == log_dir_name or private.fullmatch(name))
+        )
     finally:
         os.close(box_fd)
     for name in folders[:MAX_RECORDS]:

@@ -124,8 +124,10 @@ def mismatched_callbacks(evidence: Evidence) -> str | None:
     for callback in COLLECTIVE_CALLBACKS:
         having, others = split_by_callback(fits, callback)
         if having and others:
-            return (f"rank {having[0]} passed hvd.callbacks.{callback} to model.fit and rank "
-                    f"{others[0]} did not; it waits for every rank")  # fmt: skip
+            return (
+                f"rank {having[0]} passed hvd.callbacks.{callback} to model.fit and rank "
+                f"{others[0]} did not; it waits for every rank"
+            )
     return None
 
 
@@ -164,11 +166,22 @@ def judge(
     """The outcome of a finished RunResult; `stuck` is why the watcher stopped it (doomed())."""
     stuck = stuck or doomed(evidence, runs)
     if stuck:
-        waiting = next((record.waiting for _, record in _current(evidence).values()
-                        if record.waiting), None) or {}  # fmt: skip
+        waiting = (
+            next(
+                (record.waiting for _, record in _current(evidence).values() if record.waiting),
+                None,
+            )
+            or {}
+        )
         resumed = any(run == 2 for run, _ in _current(evidence).values())
-        return Outcome(HUNG, stuck, HANG_HINT, line=waiting.get("line"),
-                       code=waiting.get("code") or "", resumed=resumed)  # fmt: skip
+        return Outcome(
+            HUNG,
+            stuck,
+            HANG_HINT,
+            line=waiting.get("line"),
+            code=waiting.get("code") or "",
+            resumed=resumed,
+        )
     if run.timed_out:
         return Outcome(
             UNFINISHED,
@@ -180,8 +193,11 @@ def judge(
         return Outcome(UNFINISHED, f"the run was stopped: {_where_all(evidence, np)}")
     if not run.ok and not evidence.runs:  # no worker started the probe: this machine's fault
         lines = run.error.strip().splitlines()
-        return Outcome(NOT_RUN, f"the workers never started: {lines[-1] if lines else run.status()}",
-                       error=run.error)  # fmt: skip
+        return Outcome(
+            NOT_RUN,
+            f"the workers never started: {lines[-1] if lines else run.status()}",
+            error=run.error,
+        )
     if not run.ok:
         return _crash(run, evidence)
     missing = [
@@ -227,7 +243,8 @@ def _in_culprit(culprit: dict | None) -> str:
     if culprit.get("kind") == "callback class":
         return f", in {culprit['class']}, passed as a class where model.fit needs an instance"
     return f", in the {culprit.get('kind')} {culprit['class']}" + (
-        f" built{line_and_code(culprit)}" if culprit.get("line") else "")
+        f" built{line_and_code(culprit)}" if culprit.get("line") else ""
+    )
 
 
 def from_the_script_on(error: str, script: str) -> str:
@@ -236,8 +253,9 @@ def from_the_script_on(error: str, script: str) -> str:
     first = next((i for i, line in enumerate(lines) if f'File "{script}"' in line), None)
     if not script or first is None:
         return error
-    header = max((i for i in range(first) if "Traceback (most recent call last)" in lines[i]),
-                 default=None)  # fmt: skip
+    header = max(
+        (i for i in range(first) if "Traceback (most recent call last)" in lines[i]), default=None
+    )
     if header is None:
         return error
     return "\n".join([*lines[: header + 1], *lines[first:]])

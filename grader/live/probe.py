@@ -48,9 +48,19 @@ PRIVATE_LOG_DIR_VARIABLE = "WORKBOOK_PROBE_PRIVATE_LOG_DIR"
 RUN_NUMBER_VARIABLE = "WORKBOOK_PROBE_RUN"
 SIMULATED_GPUS_VARIABLE = "WORKBOOK_PROBE_GPUS"  # how many GPUs to simulate on this host
 PRINTED_KEPT = 200  # characters of the first output kept
-COLLECTIVES = ("allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall",
-               "reducescatter", "broadcast_object", "allgather_object", "broadcast_variables",
-               "join", "barrier")  # fmt: skip
+COLLECTIVES = (
+    "allreduce",
+    "grouped_allreduce",
+    "allgather",
+    "broadcast",
+    "alltoall",
+    "reducescatter",
+    "broadcast_object",
+    "allgather_object",
+    "broadcast_variables",
+    "join",
+    "barrier",
+)
 
 RANK = int(os.environ.get("HOROVOD_RANK", "0"))
 STARTED = time.monotonic()
@@ -121,8 +131,11 @@ def script_lines(script: str, frame) -> dict:
     inside = [s for s in traceback.extract_stack(frame) if os.path.abspath(s.filename) == script]
     if not inside:
         return {"line": None, "code": "", "top_line": None}
-    return {"line": inside[-1].lineno, "code": (inside[-1].line or "").strip(),
-            "top_line": inside[0].lineno}  # fmt: skip
+    return {
+        "line": inside[-1].lineno,
+        "code": (inside[-1].line or "").strip(),
+        "top_line": inside[0].lineno,
+    }
 
 
 def traceback_line(script: str, error: BaseException):
@@ -154,11 +167,13 @@ def failing_object(script: str, error: BaseException):
     while here is not None:
         frames.append(here.tb_frame)
         here = here.tb_next
-    inside = [i for i, frame in enumerate(frames) if os.path.abspath(frame.f_code.co_filename) == script]
+    inside = [
+        i for i, frame in enumerate(frames) if os.path.abspath(frame.f_code.co_filename) == script
+    ]
     if not inside:
         return None
     callback = tf.keras.callbacks.Callback
-    for frame in reversed(frames[inside[-1] + 1:]):
+    for frame in reversed(frames[inside[-1] + 1 :]):
         values = frame.f_locals
         own = values.get("self")
         for value in (own, *values.values()):
@@ -166,14 +181,26 @@ def failing_object(script: str, error: BaseException):
                 return {"kind": "callback class", "class": value.__name__, "line": None, "code": ""}
             if isinstance(value, callback):
                 built = getattr(value, BUILT_AT, None) or {"line": None, "code": ""}
-                return {"kind": "callback", "class": type(value).__name__,
-                        "line": built["line"], "code": built["code"]}  # fmt: skip
+                return {
+                    "kind": "callback",
+                    "class": type(value).__name__,
+                    "line": built["line"],
+                    "code": built["code"],
+                }
             if value is own and hasattr(value, "apply_gradients") and hasattr(value, "get_config"):
                 if "horovod" in frame.f_code.co_filename:  # in Horovod's wrapper: its allreduce
-                    return {"kind": "optimizer wrapper", "class": "DistributedOptimizer",
-                            "line": None, "code": ""}  # fmt: skip
-                return {"kind": "optimizer", "class": type(value).__name__, "line": None,
-                        "code": ""}  # fmt: skip
+                    return {
+                        "kind": "optimizer wrapper",
+                        "class": "DistributedOptimizer",
+                        "line": None,
+                        "code": "",
+                    }
+                return {
+                    "kind": "optimizer",
+                    "class": type(value).__name__,
+                    "line": None,
+                    "code": "",
+                }
     return None
 
 
@@ -238,8 +265,12 @@ def horovod_state() -> dict:
 
         if not hvd.is_initialized():
             return {"initialized": False}
-        return {"initialized": True, "size": hvd.size(), "rank": hvd.rank(),
-                "local_rank": hvd.local_rank()}  # fmt: skip
+        return {
+            "initialized": True,
+            "size": hvd.size(),
+            "rank": hvd.rank(),
+            "local_rank": hvd.local_rank(),
+        }
     except Exception as error:  # Horovod not importable: the check says so
         return {"initialized": False, "error": f"{type(error).__name__}: {error}"}
 
@@ -353,8 +384,12 @@ class SimulatedGpus:
     def state(self) -> dict:
         listed = [self.physical[d.name] for d in self.listed()]
         visible = listed if self.visible is None else self.visible
-        return {"count": self.count, "listed": listed, "visible": visible,
-                "set": self.visible is not None}  # fmt: skip
+        return {
+            "count": self.count,
+            "listed": listed,
+            "visible": visible,
+            "set": self.visible is not None,
+        }
 
     def install(self) -> None:
         import tensorflow as tf
@@ -380,8 +415,11 @@ class SimulatedGpus:
 
         def get_visible_devices(device_type=None):
             if device_type == "GPU":
-                return [d for d in self.listed() if self.visible is None
-                        or self.physical[d.name] in self.visible]  # fmt: skip
+                return [
+                    d
+                    for d in self.listed()
+                    if self.visible is None or self.physical[d.name] in self.visible
+                ]
             return original_get(device_type)
 
         def passed_over(original):
@@ -411,14 +449,26 @@ def watch_epoch_logs(callback, record, epoch: int) -> None:
     keras = tf.keras.callbacks
     # Keras's callbacks that record or act on the metrics (what they saw is what they wrote);
     # the script's own (an averaging callback, a LambdaCallback, a throughput meter) are not.
-    reads = isinstance(callback, (keras.ModelCheckpoint, keras.TensorBoard, keras.CSVLogger,
-                                  keras.EarlyStopping, keras.ReduceLROnPlateau,
-                                  keras.RemoteMonitor, keras.ProgbarLogger))  # fmt: skip
+    reads = isinstance(
+        callback,
+        (
+            keras.ModelCheckpoint,
+            keras.TensorBoard,
+            keras.CSVLogger,
+            keras.EarlyStopping,
+            keras.ReduceLROnPlateau,
+            keras.RemoteMonitor,
+            keras.ProgbarLogger,
+        ),
+    )
 
     def on_epoch_end(at, logs=None):
         if at == epoch and logs:
-            numbers = {key: float(value) for key, value in logs.items()
-                       if isinstance(value, (int, float)) or hasattr(value, "__float__")}  # fmt: skip
+            numbers = {
+                key: float(value)
+                for key, value in logs.items()
+                if isinstance(value, (int, float)) or hasattr(value, "__float__")
+            }
             record.data["seen_logs"].append({"callback": name, "logs": numbers, "reads": reads})
         return original(at, logs)
 
@@ -448,12 +498,16 @@ def keep_first_allreduce(optimizer, record) -> None:
 
     def allreduce(grads, variables):
         reduced = original(grads, variables)
-        pairs = [(g, r) for g, r in zip(grads, reduced)
-                 if isinstance(g, tf.Tensor) and isinstance(r, tf.Tensor)]  # fmt: skip
+        pairs = [
+            (g, r)
+            for g, r in zip(grads, reduced)
+            if isinstance(g, tf.Tensor) and isinstance(r, tf.Tensor)
+        ]
         if not pairs:
             return reduced
-        done = tf.numpy_function(keep, [flat([g for g, _ in pairs]), flat([r for _, r in pairs])],
-                                 Tout=tf.bool)  # fmt: skip
+        done = tf.numpy_function(
+            keep, [flat([g for g, _ in pairs]), flat([r for _, r in pairs])], Tout=tf.bool
+        )
         with tf.control_dependencies([done]):
             return [tf.identity(r) if isinstance(r, tf.Tensor) else r for r in reduced]
 
@@ -486,8 +540,9 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         def on_epoch_end(self, epoch, logs=None):
             """The metrics of this rank's own batches, before any callback averaged them."""
             if not self.record.data["own_logs"] and logs:
-                self.record.data["own_logs"] = {key: float(value) for key, value in logs.items()
-                                                if hasattr(value, "__float__")}  # fmt: skip
+                self.record.data["own_logs"] = {
+                    key: float(value) for key, value in logs.items() if hasattr(value, "__float__")
+                }
 
         def on_train_batch_end(self, batch, logs=None):
             if self.before is not None:
@@ -575,8 +630,10 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
             **script_lines(script, sys._getframe(1)),
         }
         if record.data["fit"]["line"] is None:
-            note_foreign(record, f"model.fit was called from {caller_file(sys._getframe(1))}, "
-                         "not from the script")  # fmt: skip
+            note_foreign(
+                record,
+                f"model.fit was called from {caller_file(sys._getframe(1))}, not from the script",
+            )
         record.data["horovod"] = horovod_state()
         if gpus is not None:
             record.data["gpus"] = gpus.state()
@@ -670,8 +727,11 @@ def install_collective_hooks(script: str) -> None:
         Current.record.data["wrapped"].append(type(optimizer).__name__)
         caller = sys._getframe(1)
         if not script_lines(script, caller)["top_line"]:
-            note_foreign(Current.record, f"hvd.DistributedOptimizer was called from "
-                         f"{caller_file(caller)}, not from the script")  # fmt: skip
+            note_foreign(
+                Current.record,
+                f"hvd.DistributedOptimizer was called from "
+                f"{caller_file(caller)}, not from the script",
+            )
         return original_wrap(optimizer, *args, **kwargs)
 
     hvd_keras.DistributedOptimizer = distributed_optimizer
@@ -728,9 +788,12 @@ def watch_foreign_code(script: str) -> None:
     busy = []
 
     def own_or_library(name: str) -> bool:
-        return (os.path.abspath(name) == script or name.startswith("<frozen")
-                or "__autograph_generated" in name
-                or os.path.realpath(name).startswith(folders))  # fmt: skip
+        return (
+            os.path.abspath(name) == script
+            or name.startswith("<frozen")
+            or "__autograph_generated" in name
+            or os.path.realpath(name).startswith(folders)
+        )
 
     def hook(event, args):
         if busy or Current.record is None:
@@ -747,8 +810,11 @@ def watch_foreign_code(script: str) -> None:
                     what = f"ran {name}"
             elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn"):
                 words = args[1] if event != "os.system" else args[0]
-                text = words.decode() if isinstance(words, bytes) else (
-                    words if isinstance(words, str) else " ".join(map(str, words or [])))
+                text = (
+                    words.decode()
+                    if isinstance(words, bytes)
+                    else (words if isinstance(words, str) else " ".join(map(str, words or [])))
+                )
                 if "python" in text or ".py" in text:
                     what = f"started {text[:160]}"
             if what:
@@ -770,9 +836,13 @@ def foreign_modules(script: str) -> list:
     found = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if (isinstance(path, str) and name not in MACHINERY and os.path.abspath(path) != script
-                and "__autograph_generated" not in name
-                and not os.path.realpath(path).startswith(folders)):  # fmt: skip
+        if (
+            isinstance(path, str)
+            and name not in MACHINERY
+            and os.path.abspath(path) != script
+            and "__autograph_generated" not in name
+            and not os.path.realpath(path).startswith(folders)
+        ):
             found.append(f"imported {name} from {path}")
     return found
 
@@ -790,8 +860,12 @@ def run_script(script: str, args: list, record: Record) -> None:
     except SystemExit as exit:
         if exit.code not in (None, 0):
             line, text = traceback_line(script, exit)
-            record.data["error"] = {"type": "SystemExit", "message": str(exit.code),
-                                    "line": line, "code": text}  # fmt: skip
+            record.data["error"] = {
+                "type": "SystemExit",
+                "message": str(exit.code),
+                "line": line,
+                "code": text,
+            }
             record.save()
             raise
     except BaseException as error:

@@ -22,25 +22,55 @@ def title(step: int, workers: int) -> str:
 def run_result(step: int, path, outcome, findings: list, *, seconds: float, workers: int) -> Result:
     """The verdict of a run that ended as `outcome` (grader.live.outcome.Outcome) with these
     findings of steps 4..step."""
-    run = Run(outcome.kind, seconds=seconds, workers=workers, error=outcome.error,
-              line=outcome.line, code=outcome.code, resumed=outcome.resumed,
-              exception=outcome.exception, culprit=outcome.culprit)  # fmt: skip
+    run = Run(
+        outcome.kind,
+        seconds=seconds,
+        workers=workers,
+        error=outcome.error,
+        line=outcome.line,
+        code=outcome.code,
+        resumed=outcome.resumed,
+        exception=outcome.exception,
+        culprit=outcome.culprit,
+    )
     # A step the script kept the run from showing earns nothing (grader/judge.py).
     shown = run.finished and not any(detail.withheld for detail in findings)
     status = worst(detail.status for detail in findings) if shown else FAILED
     message = _summary(outcome.message, findings, run)
-    return Result(status, title(step, workers), message, step=step, hint=outcome.hint,
-                  path=str(path), details=findings, run=run)  # fmt: skip
+    return Result(
+        status,
+        title(step, workers),
+        message,
+        step=step,
+        hint=outcome.hint,
+        path=str(path),
+        details=findings,
+        run=run,
+    )
 
 
-def not_run(step: int, path, reason: str, *, workers: int, unreadable: bool = False,
-            file_problem: bool = False) -> Result:
+def not_run(
+    step: int,
+    path,
+    reason: str,
+    *,
+    workers: int,
+    unreadable: bool = False,
+    file_problem: bool = False,
+) -> Result:
     """The verdict of a run refused before it started: failed, saying why. `file_problem`: the
     script's own fault (it can't be read or parsed), not this machine's."""
     message = NOT_RUN_SAYS + reason
-    return Result(FAILED, title(step, workers), message, step=step, path=str(path),
-                  file_problem=file_problem or unreadable, unreadable=unreadable,
-                  run=Run(NOT_RUN, workers=workers))  # fmt: skip
+    return Result(
+        FAILED,
+        title(step, workers),
+        message,
+        step=step,
+        path=str(path),
+        file_problem=file_problem or unreadable,
+        unreadable=unreadable,
+        run=Run(NOT_RUN, workers=workers),
+    )
 
 
 def _summary(message: str, findings: list, run: Run) -> str:
@@ -48,8 +78,9 @@ def _summary(message: str, findings: list, run: Run) -> str:
     took = f" ({run.seconds:.0f} s)"
     if not run.finished:
         return message + took
-    held, failed, unknown = (sum(f.status == status for f in findings)
-                             for status in (PASSED, FAILED, CANT_TELL))  # fmt: skip
+    held, failed, unknown = (
+        sum(f.status == status for f in findings) for status in (PASSED, FAILED, CANT_TELL)
+    )
     unshown = sum(f.withheld for f in findings)
     unknown -= unshown
     parts = [f"{held} of {len(findings)} hold"]

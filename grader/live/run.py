@@ -54,16 +54,19 @@ from grader.live.box_keeper import OUTPUT_CUT
 from grader.live.evidence import Evidence
 from grader.live.expected import preset_value
 from grader.live.invariants import FIRST_STEP, INVARIANTS, NOVOGRAD_STEP, Setting, findings
-from grader.live.keyed_data import write_keyed_data
 from grader.live.kept import keep_log, keep_run
+from grader.live.keyed_data import write_keyed_data
 from grader.live.outcome import UNFINISHED, doomed, judge
-from grader.live.probe import (PRIVATE_LOG_DIR_VARIABLE, PROBE_DIR_VARIABLE, RUN_NUMBER_VARIABLE,
-                               SIMULATED_GPUS_VARIABLE)  # fmt: skip
+from grader.live.probe import (
+    PRIVATE_LOG_DIR_VARIABLE,
+    PROBE_DIR_VARIABLE,
+    RUN_NUMBER_VARIABLE,
+    SIMULATED_GPUS_VARIABLE,
+)
 from grader.live.report import not_run, run_result
 from grader.live.run_clock import RunClock
 from grader.reference import reference_path
-from grader.report import FAILED, PASSED
-from grader.report import Result
+from grader.report import FAILED, PASSED, Result
 from workbook import estimates
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import SOLUTIONS_DIR
@@ -91,15 +94,39 @@ KEYED_TRAIN_IMAGES, KEYED_TEST_IMAGES = 192, 64
 # trains with the preset's own drop (from epoch 4, counted from 1), the same rate. 48 test
 # images in batches of 12: 2 validation steps per worker, so a worker that validates its part
 # twice shows. No --base-lr: the cpu preset's rate is step 12's to set.
-ASKED = {"warmup_epochs": 3, "lr_drops": [4], "train_images": 160, "test_images": 48,
-         "batch_size": 20, "val_batch_size": 12, "momentum": 0.9, "preset": "cpu",
-         "epochs": FIRST_EPOCHS}  # fmt: skip
+ASKED = {
+    "warmup_epochs": 3,
+    "lr_drops": [4],
+    "train_images": 160,
+    "test_images": 48,
+    "batch_size": 20,
+    "val_batch_size": 12,
+    "momentum": 0.9,
+    "preset": "cpu",
+    "epochs": FIRST_EPOCHS,
+}
 MODEL_ARGS = ["--depth", "4", "--width", "1"]  # the smallest WideResNet, in both launches
-RUN_ARGS = ["--train-images", str(ASKED["train_images"]), "--test-images",
-            str(ASKED["test_images"]), "--batch-size", str(ASKED["batch_size"]),
-            "--val-batch-size", str(ASKED["val_batch_size"]), *MODEL_ARGS, "--preset", "cpu",
-            "--momentum", "0.9", "--warmup-epochs", str(ASKED["warmup_epochs"]),
-            "--lr-drops", *map(str, ASKED["lr_drops"]), "--epochs", str(FIRST_EPOCHS)]  # fmt: skip
+RUN_ARGS = [
+    "--train-images",
+    str(ASKED["train_images"]),
+    "--test-images",
+    str(ASKED["test_images"]),
+    "--batch-size",
+    str(ASKED["batch_size"]),
+    "--val-batch-size",
+    str(ASKED["val_batch_size"]),
+    *MODEL_ARGS,
+    "--preset",
+    "cpu",
+    "--momentum",
+    "0.9",
+    "--warmup-epochs",
+    str(ASKED["warmup_epochs"]),
+    "--lr-drops",
+    *map(str, ASKED["lr_drops"]),
+    "--epochs",
+    str(FIRST_EPOCHS),
+]
 # The resume: the script's own defaults but the model's size and the epochs, as a notebook runs it.
 SECOND_RUN_ARGS = [*MODEL_ARGS, "--epochs", str(FINAL_EPOCHS)]
 # Two names of this machine, one worker each: rank 1 has local rank 0 (as the elastic lesson's
@@ -138,8 +165,14 @@ def run_step(
         raise ValueError(f"step must be one of {STEP_RANGE}, not {step!r}")
     problem = reading_problem(path)  # the static checker's guarded reading (grader/guard.py)
     if problem is not None:
-        return not_run(step, path, problem.message, workers=np, unreadable=problem.unreadable,
-                       file_problem=True)
+        return not_run(
+            step,
+            path,
+            problem.message,
+            workers=np,
+            unreadable=problem.unreadable,
+            file_problem=True,
+        )
 
     if work_dir is not None:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
@@ -162,16 +195,21 @@ def run_step(
             if say is not None:
                 say(f"the machine held the run back; running it again, alone ({attempt.cut})")
             shutil.rmtree(attempt.folder, ignore_errors=True)
-            attempt = _attempt(step, Path(path), runs, np, timeout, work_dir, sandbox, say,
-                               alone=True)  # fmt: skip
+            attempt = _attempt(
+                step, Path(path), runs, np, timeout, work_dir, sandbox, say, alone=True
+            )
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         result = not_run(step, path, f"the run could not start: {error}", workers=np)
         result.run.reruns = reruns
         return result
     if attempt.cut:  # alone too: no verdict may rest on it
         shutil.rmtree(attempt.folder, ignore_errors=True)
-        result = not_run(step, path, f"this machine was too busy to run the script, twice: "
-                         f"{attempt.cut}", workers=np)  # fmt: skip
+        result = not_run(
+            step,
+            path,
+            f"this machine was too busy to run the script, twice: {attempt.cut}",
+            workers=np,
+        )
         result.run.reruns = [*reruns, f"cut again: {attempt.cut}"]
         return result
     run, records = attempt.run, attempt.folder / "kept" / "records"
@@ -179,19 +217,20 @@ def run_step(
     outcome = judge(run, evidence, np, timeout, attempt.stuck, attempt.number)
     if attempt.stopped and outcome.kind == UNFINISHED:
         where = outcome.message.split(": ", 1)[-1]
-        outcome = replace(outcome, message=f"{attempt.stopped}: {where}",
-                          hint=attempt.stopped_hint)  # fmt: skip
-    setting = Setting(np=np, log_dir=str(attempt.folder / "kept" / "logs"),
-                      first_epochs=FIRST_EPOCHS,
-                      final_epochs=FINAL_EPOCHS, asked=ASKED,
-                      sgd_preset_lr=preset_value(reference_path(NOVOGRAD_STEP - 1),
-                                                 ASKED["preset"], "base_lr"))  # fmt: skip
+        outcome = replace(outcome, message=f"{attempt.stopped}: {where}", hint=attempt.stopped_hint)
+    setting = Setting(
+        np=np,
+        log_dir=str(attempt.folder / "kept" / "logs"),
+        first_epochs=FIRST_EPOCHS,
+        final_epochs=FINAL_EPOCHS,
+        asked=ASKED,
+        sgd_preset_lr=preset_value(reference_path(NOVOGRAD_STEP - 1), ASKED["preset"], "base_lr"),
+    )
     foreign = foreign_code(evidence)
     found = findings(evidence, setting, step)
     if foreign:
         found = [not_earned(finding, foreign) for finding in found]
-    result = run_result(step, path, outcome, found, seconds=attempt.seconds,
-                        workers=np)  # fmt: skip
+    result = run_result(step, path, outcome, found, seconds=attempt.seconds, workers=np)
     result.run.reruns = reruns
     result.run.foreign = foreign
     result.run.copy_of = copy_of_reference(Path(path))
@@ -222,8 +261,17 @@ class Attempt:
     cut: str = ""  # why the machine, not the script, cut it short ("" if it did not)
 
 
-def _attempt(step: int, path: Path, runs: int, np: int, timeout: float, work_dir, sandbox,
-             say, alone: bool = False) -> Attempt:  # fmt: skip
+def _attempt(
+    step: int,
+    path: Path,
+    runs: int,
+    np: int,
+    timeout: float,
+    work_dir,
+    sandbox,
+    say,
+    alone: bool = False,
+) -> Attempt:
     """Both launches (or the first), in a new folder; alone: with no other check beside it."""
     folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{step:02d}-", dir=work_dir))
     _remove_old_runs(folder.parent)
@@ -273,8 +321,9 @@ def _keep(box: Path, kept: Path, log_dir_name: str, sandbox) -> None:
     try:
         keep_run(box, kept, log_dir_name)
     except Exception as error:  # noqa: BLE001 (whatever the run left there)
-        raise RuntimeError(f"the run's records could not be read: {type(error).__name__}: "
-                           f"{error}") from error  # fmt: skip
+        raise RuntimeError(
+            f"the run's records could not be read: {type(error).__name__}: {error}"
+        ) from error
     if sandbox is not None:  # the grader's own bounded copies
         if any(OUTPUT_CUT.encode() in log.read_bytes() for log in kept.glob("launch-*.log")):
             sandbox.note("output")
@@ -303,8 +352,12 @@ def _launch(number: int, data: Path, env: dict) -> Launch:
     defaults, no GPU, one host."""
     env = {**env, RUN_NUMBER_VARIABLE: str(number)}
     if number == 1:
-        return Launch(number, [*RUN_ARGS, "--data-dir", str(data)],
-                      {**env, SIMULATED_GPUS_VARIABLE: "1"}, TWO_HOSTS)  # fmt: skip
+        return Launch(
+            number,
+            [*RUN_ARGS, "--data-dir", str(data)],
+            {**env, SIMULATED_GPUS_VARIABLE: "1"},
+            TWO_HOSTS,
+        )
     return Launch(number, [*SECOND_RUN_ARGS, "--data-dir", str(data)], env, [])
 
 
@@ -341,8 +394,17 @@ class Launch:
     hosts: list
 
 
-def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: float,
-                 records: Path, attempt: Attempt, sandbox=None, say=None) -> None:  # fmt: skip
+def _run_watched(
+    script: Path,
+    log_dir: Path,
+    launch: Launch,
+    np: int,
+    timeout: float,
+    records: Path,
+    attempt: Attempt,
+    sandbox=None,
+    say=None,
+) -> None:
     """Runs the probe under horovodrun and watches it; stops it early on a hang, at the
     script's own limits (the run's time, its CPU time, no progress), or when the machine cut
     it; notes how in `attempt`. `say`, when given, gets a line each time rank 0 gets further."""
@@ -352,8 +414,15 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
     name = log_dir.parent.name + ("" if launch.number == 1 else f"-run{launch.number}")
     clock = attempt.clock
     wall_left = max(1.0, timeout * WALL_CAP + WALL_SLACK_S - clock.wall)
-    options = RunOptions(np=np, timeout=wall_left, run_name=name, env=launch.env,
-                         cwd=script.parent, logs_root=log_dir.parent, sandbox=sandbox)  # fmt: skip
+    options = RunOptions(
+        np=np,
+        timeout=wall_left,
+        run_name=name,
+        env=launch.env,
+        cwd=script.parent,
+        logs_root=log_dir.parent,
+        sandbox=sandbox,
+    )
     run = start_in_background(command, options=options)
     clock.start()
     stuck, since, shown, known = None, None, "", {}
@@ -375,8 +444,11 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
             elif time.monotonic() - since >= HANG_SHOWN_S:
                 attempt.stuck = stuck
                 break
-            workers = {record.data.get("pid") for run_ in evidence.runs
-                       for record in evidence.ranks(run_).values()}  # fmt: skip
+            workers = {
+                record.data.get("pid")
+                for run_ in evidence.runs
+                for record in evidence.ranks(run_).values()
+            }
             stop = _over_a_limit(clock, timeout, np, still, workers)
             if stop:
                 attempt.stopped, attempt.stopped_hint = stop
@@ -386,8 +458,10 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
             if attempt.run.timed_out:  # the wall clock's cap, before the run had its time
                 attempt.cut = _machine_cut(clock, timeout)
             elif not attempt.run.ok and _killed_for_memory(clock, records, np, sandbox):
-                attempt.cut = (f"a worker was killed without an error of its own while this "
-                               f"machine's memory ran low ({clock.lowest_memory:.0%} left)")
+                attempt.cut = (
+                    f"a worker was killed without an error of its own while this "
+                    f"machine's memory ran low ({clock.lowest_memory:.0%} left)"
+                )
             return
         attempt.run = run.stop()
     except BaseException:  # an interrupt (or anything): nothing of the run may go on
@@ -395,9 +469,11 @@ def _run_watched(script: Path, log_dir: Path, launch: Launch, np: int, timeout: 
         raise
 
 
-LIMIT_HINT = ("If a rank waits for the others, look for a collective or a number of steps that "
-              "differs between ranks; a loop that never ends, or processes the script starts "
-              "beside its workers, use the run's time too.")  # fmt: skip
+LIMIT_HINT = (
+    "If a rank waits for the others, look for a collective or a number of steps that "
+    "differs between ranks; a loop that never ends, or processes the script starts "
+    "beside its workers, use the run's time too."
+)
 
 
 def _over_a_limit(clock: RunClock, timeout: float, np: int, still: float, workers=()):
@@ -405,20 +481,28 @@ def _over_a_limit(clock: RunClock, timeout: float, np: int, still: float, worker
     of the ranks' workers (the probe's records)."""
     others, beside = "", clock.others_cpu(workers)
     if beside > 0.25 * clock.cpu and beside > 5:
-        others = (f"; {beside:.0f} s of it went to processes beside the workers "
-                  f"({clock.busiest_other(workers)})")  # fmt: skip
+        others = (
+            f"; {beside:.0f} s of it went to processes beside the workers "
+            f"({clock.busiest_other(workers)})"
+        )
     if clock.counted >= timeout:
-        why = (f"the run did not finish within {timeout:g} s of the machine's time "
-               f"({clock.wall:.0f} s on the clock, {clock.share_given():.0%} of them given to the "
-               f"run; its processes used {clock.cpu:.0f} s of CPU time{others})")
+        why = (
+            f"the run did not finish within {timeout:g} s of the machine's time "
+            f"({clock.wall:.0f} s on the clock, {clock.share_given():.0%} of them given to the "
+            f"run; its processes used {clock.cpu:.0f} s of CPU time{others})"
+        )
         return why, LIMIT_HINT
     if clock.cpu >= np * timeout:
-        why = (f"the run's processes used {clock.cpu:.0f} s of CPU time, more than "
-               f"{np * timeout:g} s for {np} workers{others}")
+        why = (
+            f"the run's processes used {clock.cpu:.0f} s of CPU time, more than "
+            f"{np * timeout:g} s for {np} workers{others}"
+        )
         return why, LIMIT_HINT
     if still >= STALL_S:
-        why = (f"no rank got any further for {STALL_S} s while the machine let it run "
-               f"(the run's processes used {clock.cpu:.0f} s of CPU time{others})")
+        why = (
+            f"no rank got any further for {STALL_S} s while the machine let it run "
+            f"(the run's processes used {clock.cpu:.0f} s of CPU time{others})"
+        )
         return why, LIMIT_HINT
     return None
 
@@ -434,23 +518,29 @@ def _killed_for_memory(clock: RunClock, records: Path, np: int, sandbox) -> bool
     if sandbox is not None and "memory" in getattr(sandbox, "hit", list)():
         return False  # the script's own limit: its own doing
     evidence = Evidence.read(records, np)
-    current = {rank: record for run in sorted(evidence.runs)
-               for rank, record in evidence.ranks(run).items()}  # fmt: skip
+    current = {
+        rank: record
+        for run in sorted(evidence.runs)
+        for rank, record in evidence.ranks(run).items()
+    }
     return any(not record.finished and not record.error for record in current.values())
 
 
 def _machine_cut(clock: RunClock, timeout: float) -> str:
     """Why the machine cut the run: in its wall time, the run had only part of its own."""
-    return (f"in {clock.wall:.0f} s on the clock the machine gave the run only "
-            f"{clock.counted:.0f} s of its {timeout:g} s ({clock.share_given():.0%}: other "
-            f"processes held the cores for {clock.starved:.0f} s)")  # fmt: skip
+    return (
+        f"in {clock.wall:.0f} s on the clock the machine gave the run only "
+        f"{clock.counted:.0f} s of its {timeout:g} s ({clock.share_given():.0%}: other "
+        f"processes held the cores for {clock.starved:.0f} s)"
+    )
 
 
 def _progress_mark(records: Path) -> tuple:
     """What changes whenever a rank gets further: the records' names, sizes and times."""
     try:
-        return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                            for p in records.glob("*.json")))  # fmt: skip
+        return tuple(
+            sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in records.glob("*.json"))
+        )
     except OSError:
         return ()
 
@@ -511,9 +601,12 @@ def not_earned(finding: Result, foreign: list) -> Result:
     """A finding the script's own code did not show: a pass earns nothing."""
     if finding.status != PASSED:
         return finding
-    return replace(finding, status=FAILED,
-                   message=f"not the script's own work: {foreign[0]}; only the script's own code "
-                   f"earns points (the run showed: {finding.message})")  # fmt: skip
+    return replace(
+        finding,
+        status=FAILED,
+        message=f"not the script's own work: {foreign[0]}; only the script's own code "
+        f"earns points (the run showed: {finding.message})",
+    )
 
 
 def _shape(text: str) -> str | None:

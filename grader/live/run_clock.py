@@ -93,13 +93,19 @@ class RunClock:
 
     def others_cpu(self, workers) -> float:
         """The CPU time of the run's processes but `workers` (pids) and those of the launcher."""
-        return sum(seconds for pid, (seconds, launcher) in self._cpu.items()
-                   if pid not in workers and not launcher)  # fmt: skip
+        return sum(
+            seconds
+            for pid, (seconds, launcher) in self._cpu.items()
+            if pid not in workers and not launcher
+        )
 
     def busiest_other(self, workers) -> str:
         """The command line of the busiest process counted by others_cpu ("" if none)."""
-        others = [(seconds, pid) for pid, (seconds, launcher) in self._cpu.items()
-                  if pid not in workers and not launcher]  # fmt: skip
+        others = [
+            (seconds, pid)
+            for pid, (seconds, launcher) in self._cpu.items()
+            if pid not in workers and not launcher
+        ]
         return self._names.get(max(others)[1], "") if others else ""
 
     def start(self) -> None:
@@ -143,8 +149,9 @@ class RunClock:
             if pid not in self._cpu:
                 command = process.cmdline()
                 launcher = any(word.endswith(LAUNCHERS) for word in command[:3])
-                self._names[pid] = " ".join(os.path.basename(w) if w.endswith(".py") else w
-                                            for w in command[:5])[:100]  # fmt: skip
+                self._names[pid] = " ".join(
+                    os.path.basename(w) if w.endswith(".py") else w for w in command[:5]
+                )[:100]
             else:
                 launcher = self._cpu[pid][1]
         except (psutil.Error, OSError):

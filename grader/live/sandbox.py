@@ -82,10 +82,21 @@ SYSTEM = ("/usr", "/etc", "/sys", "/opt")
 PROBE_FOLDER = "WORKBOOK_PROBE_DIR"
 # The variables a run may get (every other one is taken out): the locale and the run's own
 # settings. PATH, HOME, TMPDIR, USER and LOGNAME are set by the box.
-ALLOWED_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "PYTHONUNBUFFERED", "PYTHONHASHSEED",
-                           "PYTHONDONTWRITEBYTECODE"})  # fmt: skip
-ALLOWED_PREFIXES = ("LC_", "HOROVOD_", "WORKBOOK_", "OMP_", "TF_", "KMP_", "MKL_", "OPENBLAS_",
-                    "CUDA_", "HWLOC_")  # fmt: skip
+ALLOWED_NAMES = frozenset(
+    {"LANG", "LANGUAGE", "TZ", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+)
+ALLOWED_PREFIXES = (
+    "LC_",
+    "HOROVOD_",
+    "WORKBOOK_",
+    "OMP_",
+    "TF_",
+    "KMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "CUDA_",
+    "HWLOC_",
+)
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Set by the box (not root, USER and LOGNAME stay the caller's, whom the run runs as).
 BOX_SETS = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME")
@@ -148,15 +159,20 @@ class Sandbox:
         releases what both made)."""
         writable = tuple(dict.fromkeys(Path(p).resolve() for p in (*self.writable, *writable)))
         readable = (Path(p).resolve() for p in (*self.readable, *readable))
-        return replace(self, writable=writable,
-                       readable=tuple(dict.fromkeys(p for p in readable if p not in writable)))
+        return replace(
+            self,
+            writable=writable,
+            readable=tuple(dict.fromkeys(p for p in readable if p not in writable)),
+        )
 
     @property
     def outer_writable(self) -> tuple[Path, ...]:
         """The writable folders that are not inside another one (each gets its own tmpfs)."""
-        return tuple(folder for folder in self.writable
-                     if not any(folder != other and folder.is_relative_to(other)
-                                for other in self.writable))  # fmt: skip
+        return tuple(
+            folder
+            for folder in self.writable
+            if not any(folder != other and folder.is_relative_to(other) for other in self.writable)
+        )
 
     @property
     def as_root(self) -> bool:
@@ -167,14 +183,22 @@ class Sandbox:
         """Why this box is weaker than the full one ("" as root)."""
         if self.as_root:
             return ""
-        return ("not root: the script runs as the calling user in a user namespace; memory and "
-                "processes are limited per process and per user (rlimits), not for the whole "
-                "run, and the writable folders only per file (RLIMIT_FSIZE)")  # fmt: skip
+        return (
+            "not root: the script runs as the calling user in a user namespace; memory and "
+            "processes are limited per process and per user (rlimits), not for the whole "
+            "run, and the writable folders only per file (RLIMIT_FSIZE)"
+        )
 
     # --- the command -----------------------------------------------------------------------
 
-    def wrap(self, argv: list[str], env: Mapping[str, str] | None = None, *,
-             cwd: str | Path | None = None, writable: Iterable = ()) -> list[str]:
+    def wrap(
+        self,
+        argv: list[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        cwd: str | Path | None = None,
+        writable: Iterable = (),
+    ) -> list[str]:
         """The command that runs `argv` in the box, as the runner calls it (RunOptions.sandbox):
         `env` the environment it will get (only allowed variables reach the box; the folders
         named by `writable_variables` in it are writable), `cwd` the folder it starts in (shown
@@ -189,23 +213,41 @@ class Sandbox:
     def _wrap(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
         bwrap = self._check()
         limits = self.limits
-        rlimits = [f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
-                   f"--nofile={limits.open_files}", "--core=0"]  # fmt: skip
+        rlimits = [
+            f"--cpu={limits.cpu_seconds}",
+            f"--fsize={limits.file_bytes}",
+            f"--nofile={limits.open_files}",
+            "--core=0",
+        ]
         if self.as_root:
             release_orphans()
             uid, gid = ensure_user(self.user)
             for folder in self.outer_writable:
                 if folder not in self._held["mounts"]:  # a second launch: the same tmpfs
                     self._held["mounts"].append(
-                        mount_tmpfs(folder, limits.disk_bytes, limits.inodes, uid, gid))
+                        mount_tmpfs(folder, limits.disk_bytes, limits.inodes, uid, gid)
+                    )
             for folder in set(self.writable) - set(self.outer_writable):
                 make_owned(folder, uid, gid)  # inside one of those: that tmpfs bounds it
             procs = make_cgroups(limits)
             self._held["cgroups"].append(procs)
-            enter = ["/bin/sh", "-c", 'for p in $1; do echo $$ > "$p"; done; shift; exec "$@"',
-                     "workbook-sandbox", " ".join(str(p) for p in procs)]  # fmt: skip
-            drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]  # fmt: skip
+            enter = [
+                "/bin/sh",
+                "-c",
+                'for p in $1; do echo $$ > "$p"; done; shift; exec "$@"',
+                "workbook-sandbox",
+                " ".join(str(p) for p in procs),
+            ]
+            drop = [
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={gid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         else:
             for folder in self.writable:
                 Path(folder).mkdir(parents=True, exist_ok=True)
@@ -218,8 +260,16 @@ class Sandbox:
 
     def _namespaces(self) -> list[str]:
         user = [] if self.as_root else ["--unshare-user", "--disable-userns"]
-        return [*user, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--die-with-parent", "--new-session"]  # fmt: skip
+        return [
+            *user,
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+        ]
 
     def _files(self) -> list[str]:
         args = []
@@ -240,12 +290,16 @@ class Sandbox:
         # Outer folders first, so that each mount lands on the ones around it: the course hidden
         # inside the repository, the student's folder shown again inside the course.
         shown = [*sorted(python_folders()), *CODE, *self.readable, *self.outer_writable]
-        hidden = [Path(p) for p in self.hidden
-                  if any(Path(p).is_relative_to(folder) for folder in shown)]  # fmt: skip
-        mounts = [*((p, "--ro-bind") for p in sorted(python_folders())),
-                  *((p, "--ro-bind") for p in CODE), *((p, "hidden") for p in hidden),
-                  *((p, "--ro-bind") for p in self.readable),
-                  *((p, "--bind") for p in self.outer_writable)]  # fmt: skip
+        hidden = [
+            Path(p) for p in self.hidden if any(Path(p).is_relative_to(folder) for folder in shown)
+        ]
+        mounts = [
+            *((p, "--ro-bind") for p in sorted(python_folders())),
+            *((p, "--ro-bind") for p in CODE),
+            *((p, "hidden") for p in hidden),
+            *((p, "--ro-bind") for p in self.readable),
+            *((p, "--bind") for p in self.outer_writable),
+        ]
         for path, how in sorted(mounts, key=lambda mount: len(mount[0].parts)):
             if how != "hidden":
                 folders.bind(how, path)
@@ -271,12 +325,14 @@ class Sandbox:
         if bwrap is None:
             raise SandboxUnavailable(
                 "no bubblewrap (bwrap) here, so a learner's script can't be run sandboxed: "
-                "install it (Debian: apt-get install bubblewrap; `sh tests/setup_sandbox.sh`)")
+                "install it (Debian: apt-get install bubblewrap; `sh tests/setup_sandbox.sh`)"
+            )
         if not self.as_root and not user_namespaces_work(bwrap):
             raise SandboxUnavailable(
                 "not root and no user namespaces here (bwrap --unshare-user fails), so a "
                 "learner's script can't be run sandboxed: run the grader as root, or allow "
-                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)")
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+            )
         for tool in ("prlimit", "setpriv"):
             if shutil.which(tool) is None:
                 raise SandboxUnavailable(f"no {tool} here (Debian: apt-get install util-linux)")
@@ -334,8 +390,10 @@ class _Folders:
 
     def _real(self, path: Path) -> bool:
         """Whether `path` in the box is the machine's folder (else bwrap made it)."""
-        where, real = max(((w, r) for w, r in self.mounts if path.is_relative_to(w)),
-                          key=lambda mount: len(mount[0].parts))  # fmt: skip
+        where, real = max(
+            ((w, r) for w, r in self.mounts if path.is_relative_to(w)),
+            key=lambda mount: len(mount[0].parts),
+        )
         return real and (path == where or path.exists())
 
     def tmpfs(self, path: Path, perms: str, size: int) -> None:
@@ -381,8 +439,14 @@ def python_folders() -> set[Path]:
 
 def user_namespaces_work(bwrap: str) -> bool:
     try:
-        return subprocess.run([bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"],
-                              capture_output=True, timeout=10).returncode == 0  # fmt: skip
+        return (
+            subprocess.run(
+                [bwrap, "--unshare-user", "--ro-bind", "/", "/", "true"],
+                capture_output=True,
+                timeout=10,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -397,8 +461,19 @@ def ensure_user(name: str) -> tuple[int, int]:
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
-        _run(["useradd", "--system", "--user-group", "--no-create-home",
-              "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name])  # fmt: skip
+        _run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                name,
+            ]
+        )
         entry = pwd.getpwnam(name)
     if entry.pw_uid == 0:
         raise SandboxUnavailable(f"the sandbox account {name} is root")
@@ -438,7 +513,7 @@ def _orphan_tag(name: str) -> str | None:
     """The holder tag in a mount's source or a cgroup's name, when its holder is gone."""
     if not name.startswith(HELD_BY):
         return None
-    pid, ticks = (name[len(HELD_BY):].split("-") + ["", ""])[:2]
+    pid, ticks = (name[len(HELD_BY) :].split("-") + ["", ""])[:2]
     tag = f"{pid}-{ticks}"
     return None if holder_alive(tag) else tag
 
@@ -493,8 +568,9 @@ def mount_tmpfs(folder: Path, size: int, inodes: int, uid: int, gid: int) -> Pat
     try:
         for entry in folder.iterdir():
             shutil.move(str(entry), kept / entry.name)
-        options = (f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid},"
-                   "nosuid,nodev,nosymfollow")  # fmt: skip
+        options = (
+            f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid},nosuid,nodev,nosymfollow"
+        )
         _run(["mount", "-t", "tmpfs", "-o", options, f"{HELD_BY}{holder_tag()}", str(folder)])
         for entry in kept.iterdir():
             shutil.move(str(entry), folder / entry.name)
@@ -529,7 +605,7 @@ def unmount(folder: Path) -> None:
 
 
 def tmpfs_limits_hit(folder: Path) -> set[str]:
-    """"disk" and/or "files" when the tmpfs on `folder` is (nearly) full."""
+    """ "disk" and/or "files" when the tmpfs on `folder` is (nearly) full."""
     try:
         info = os.statvfs(folder)
     except OSError:
@@ -576,7 +652,7 @@ def make_cgroups(limits: Limits) -> list[Path]:
 
 
 def cgroup_limits_hit(procs_files: list[Path]) -> set[str]:
-    """"memory" when the run's memory cgroup reached its limit, "tasks" when a fork failed at
+    """ "memory" when the run's memory cgroup reached its limit, "tasks" when a fork failed at
     the pids cgroup's."""
     hit = set()
     for procs in procs_files:

@@ -24,8 +24,9 @@ def _step_rules() -> dict:
         if module.name.startswith("step_"):
             rule = importlib.import_module(f"{__name__}.{module.name}")
             if rule.STEP in rules:
-                raise ImportError(f"{module.name} and {rules[rule.STEP].__name__} both check "
-                                  f"step {rule.STEP}")
+                raise ImportError(
+                    f"{module.name} and {rules[rule.STEP].__name__} both check step {rule.STEP}"
+                )
             rules[rule.STEP] = rule
     return dict(sorted(rules.items()))
 

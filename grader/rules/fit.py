@@ -88,7 +88,9 @@ def optimizer_call(script):
 def missing_compile(script):
     """No model.compile(...) outside a function: a Failure, or a Note when one is inside a
     function (main(), a builder) that the grader does not follow into."""
-    inside = [call for call in script.calls_by_method.get("compile", []) if script.in_function(call)]
+    inside = [
+        call for call in script.calls_by_method.get("compile", []) if script.in_function(call)
+    ]
     if inside:
         line = inside[0].lineno
         return Note(

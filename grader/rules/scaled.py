@@ -68,7 +68,7 @@ def scaling_failure(script, expr, what: str, line: int, wanted: Scaling = MULTIP
         (("local_size",), "uses hvd.local_size(), the workers on this machine only"),
         (
             ("rank", "local_rank"),
-            "depends on the worker's rank, so each worker gets another " "value",
+            "depends on the worker's rank, so each worker gets another value",
         ),
     ):
         if any(scale.power(function) for function in functions):
@@ -123,8 +123,9 @@ def factor_failure(script, expr, what: str, line: int):
     if not settings:
         return None  # a written number times hvd.size(): the base rate written out
     extra = f" and by {scale.coef:g}" if abs(scale.coef - 1) >= 1e-9 else ""
-    named = ", ".join(f"`{factor}`" + (f" ** {power}" if power != 1 else "")
-                      for factor, power in scale.factors)
+    named = ", ".join(
+        f"`{factor}`" + (f" ** {power}" if power != 1 else "") for factor, power in scale.factors
+    )
     return Failure(
         f"line {line}: {what} (`{script.source(expr)}`) multiplies hvd.size() by {named}{extra}: "
         "the workbook scales the base rate by hvd.size() alone (args.base_lr * hvd.size())",

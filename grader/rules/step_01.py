@@ -1,8 +1,8 @@
 """Step 1: import Horovod's Keras API and call hvd.init() before anything else uses Horovod."""
 
 from grader.rules import uncalled
-from grader.verdicts import Failure, Note
 from grader.syntax import HVD, position
+from grader.verdicts import Failure, Note
 
 STEP = 1
 HINT = (
@@ -43,8 +43,9 @@ def check(script):
                 "looked for hvd.init() before anything else uses Horovod",
                 call.lineno,
             )
-        return Failure("hvd.init() is never called (at the top level, or in a function the "
-                       "script calls)")
+        return Failure(
+            "hvd.init() is never called (at the top level, or in a function the script calls)"
+        )
     init, chain = inits[0]
     first_init = chain[0] if chain else init  # where it runs: the call of the set-up function
     for call in script.calls:

@@ -4,8 +4,8 @@ import ast
 
 from grader import ranks
 from grader.rules import uncalled
-from grader.verdicts import Failure, Note
 from grader.syntax import TF, argument, position
+from grader.verdicts import Failure, Note
 
 STEP = 2
 HINT = (

@@ -14,8 +14,10 @@ HINT = (
     "other workers, and use it for model.fit and to guard the script's own prints."
 )
 # Python's logging functions: output on stderr, on every worker that calls them.
-LOGGING = tuple(f"logging.{level}" for level in ("debug", "info", "warning", "error", "critical",
-                                                 "exception", "log"))  # fmt: skip
+LOGGING = tuple(
+    f"logging.{level}"
+    for level in ("debug", "info", "warning", "error", "critical", "exception", "log")
+)
 PRINTING_METHODS = ("evaluate", "predict")  # Keras shows a progress bar unless verbose=0
 
 
@@ -25,8 +27,11 @@ def check(script):
         return Failure(NO_FIT)
     verbose = script.argument(fit, "verbose", 4)
     if verbose is None and script.unpacks_unknown(fit):
-        return Note(f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
-                    "(**...): it can't tell whether verbose=... is among them", fit.lineno)
+        return Note(
+            f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
+            "(**...): it can't tell whether verbose=... is among them",
+            fit.lineno,
+        )
     if verbose is None:
         return Failure(
             f"line {fit.lineno}: model.fit(...) has no verbose=..., so Keras shows a progress "
@@ -57,8 +62,9 @@ def _printing_failure(script, call):
     if name == "print":
         return rank0_guard_failure(script, script.guards(call), call.lineno, "this print(...)")
     if name in LOGGING:  # prints on stderr when logging's level lets it through: the run shows
-        failure = rank0_guard_failure(script, script.guards(call), call.lineno,
-                                      f"this {script.source(call.func)}(...)")  # fmt: skip
+        failure = rank0_guard_failure(
+            script, script.guards(call), call.lineno, f"this {script.source(call.func)}(...)"
+        )
         if isinstance(failure, Failure):
             return Note(f"{failure.message}, if logging's level lets it through", call.lineno)
         return failure
@@ -89,8 +95,10 @@ def _default_verbosity_failure(script, call):
             arguments = statement.args
             positional = arguments.posonlyargs + arguments.args
             defaults = dict(
-                zip([a.arg for a in positional[len(positional) - len(arguments.defaults) :]],
-                    arguments.defaults)
+                zip(
+                    [a.arg for a in positional[len(positional) - len(arguments.defaults) :]],
+                    arguments.defaults,
+                )
             )
             default = defaults.get("verbose")
             if default is not None and script.constant(default):

@@ -33,8 +33,11 @@ def check(script):
     ]
     steps = script.argument(fit, "steps_per_epoch", 12)
     if steps is None and script.unpacks_unknown(fit):
-        return Note(f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
-                    "(**...): it can't tell whether steps_per_epoch is among them", fit.lineno)
+        return Note(
+            f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
+            "(**...): it can't tell whether steps_per_epoch is among them",
+            fit.lineno,
+        )
     if steps is None:
         return Failure(f"line {fit.lineno}: model.fit(...) gets no steps_per_epoch", fit.lineno)
     checks.append(lambda: scaling_failure(script, steps, "steps_per_epoch", fit.lineno, DIVIDED))

@@ -53,10 +53,18 @@ def _own_averaging(script):
     averages = script.calls_to(f"{HVD}.allreduce", "horovod.tensorflow.allreduce")
     if not entries or not averages:
         return None
-    classes = {ancestor.name for call in averages for ancestor in script.ancestors(call)
-               if isinstance(ancestor, ast.ClassDef)}  # fmt: skip
-    own = [entry for entry in entries if entry.name == LAMBDA_CALLBACK
-           or (entry.name and "." not in entry.name and entry.kind in classes)]  # fmt: skip
+    classes = {
+        ancestor.name
+        for call in averages
+        for ancestor in script.ancestors(call)
+        if isinstance(ancestor, ast.ClassDef)
+    }
+    own = [
+        entry
+        for entry in entries
+        if entry.name == LAMBDA_CALLBACK
+        or (entry.name and "." not in entry.name and entry.kind in classes)
+    ]
     if not own:
         return None
     return Note(

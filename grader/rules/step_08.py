@@ -74,15 +74,21 @@ def _finding_failure(script):
 
 
 # Collectives other than a broadcast that can give every rank rank 0's epoch.
-AGREEING = tuple(f"{module}.{name}" for module in (HVD, "horovod.tensorflow")
-                 for name in ("allreduce", "allgather", "allgather_object"))  # fmt: skip
+AGREEING = tuple(
+    f"{module}.{name}"
+    for module in (HVD, "horovod.tensorflow")
+    for name in ("allreduce", "allgather", "allgather_object")
+)
 
 
 def _broadcast_failure(script, fit):
     initial_epoch = script.argument(fit, "initial_epoch", 11)
     if initial_epoch is None and script.unpacks_unknown(fit):
-        return Note(f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
-                    "(**...): it can't tell whether initial_epoch is among them", fit.lineno)
+        return Note(
+            f"line {fit.lineno}: model.fit(...) gets arguments the grader can't read "
+            "(**...): it can't tell whether initial_epoch is among them",
+            fit.lineno,
+        )
     if initial_epoch is None:
         return Failure(f"line {fit.lineno}: model.fit(...) gets no initial_epoch", fit.lineno)
     broadcasts = [c for c in script.calls_to(*BROADCASTS) if not script.in_function(c)]
@@ -94,8 +100,11 @@ def _broadcast_failure(script, fit):
                 "(horovod.tensorflow has): use hvd.broadcast(value, root_rank=0, name=...)",
                 misspelled[0].lineno,
             )
-        agreeing = [c for c in script.calls_to(*AGREEING)
-                    if script.mentions_call(c, "restart_epoch", through_functions=True)]  # fmt: skip
+        agreeing = [
+            c
+            for c in script.calls_to(*AGREEING)
+            if script.mentions_call(c, "restart_epoch", through_functions=True)
+        ]
         if agreeing:  # another collective may agree the epoch (op=hvd.Max); the run decides
             return Note(
                 f"line {agreeing[0].lineno}: the epoch restart_epoch found goes through "

@@ -65,8 +65,10 @@ def check(script):
     ]
     if len(warmups) > 1:
         verdicts.append(
-            Note(f"line {warmups[1].line}: a second LearningRateWarmupCallback: {RUN_SHOWS}",
-                 warmups[1].line)  # fmt: skip
+            Note(
+                f"line {warmups[1].line}: a second LearningRateWarmupCallback: {RUN_SHOWS}",
+                warmups[1].line,
+            )
         )
     kerases = [
         entry
@@ -190,8 +192,10 @@ def _schedule_verdicts(script, entry, warmup, warmup_epochs, count):
     start, end = argument(call, "start_epoch", 2), argument(call, "end_epoch", 3)
     if start is None or script.constant(start) == 0:
         length = None if warmup_epochs is None else script.constant(warmup_epochs)
-        if warmup_epochs is None or _from_option(script, warmup_epochs) or (
-            isinstance(length, int) and length > 0
+        if (
+            warmup_epochs is None
+            or _from_option(script, warmup_epochs)
+            or (isinstance(length, int) and length > 0)
         ):
             verdicts.append(
                 Failure(
@@ -199,8 +203,11 @@ def _schedule_verdicts(script, entry, warmup, warmup_epochs, count):
                     "the warmup, so the two fight over the learning rate (it sets its own at "
                     "the first batch of each warmup epoch) and spoil SGD's momentum (each "
                     "restores the other's corrected value after the batch): start_epoch="
-                    + ("args.warmup_epochs" if warmup_epochs is None
-                       else script.source(warmup_epochs)),  # fmt: skip
+                    + (
+                        "args.warmup_epochs"
+                        if warmup_epochs is None
+                        else script.source(warmup_epochs)
+                    ),
                     line,
                 )
             )
@@ -258,8 +265,9 @@ def _number_verdict(script, entry, number, start, end):
         )
     base = script.source(argument(entry.call, "initial_lr", 0))
     rates = horovod_schedule.number_rates(number, first)
-    shown = ", ".join(f"x {rate:g}" + (f" at {epoch}" if epoch is not None else "")
-                      for epoch, rate in rates)  # fmt: skip
+    shown = ", ".join(
+        f"x {rate:g}" + (f" at {epoch}" if epoch is not None else "") for epoch, rate in rates
+    )
     when = "" if first is not None else " in its first three epochs"
     return Failure(
         f"line {line}: multiplier={script.source(argument(entry.call, 'multiplier', 1))} is a "
@@ -278,7 +286,8 @@ def _single_schedule_note(script, entry, warmup, form, start, end):
     if form.kind != "function" or not schedule.is_step_decay(script, form.function):
         what = {
             "function": f"what `{form.function.name}` returns at each epoch"
-            if form.function else "",
+            if form.function
+            else "",
             "lambda": "what the lambda returns at each epoch",
             "called": "what the call returns, and the epochs it covers",
             "number": "which drops a constant multiplier leaves out",

@@ -18,8 +18,19 @@ NOVOGRAD = f"{TFA}.optimizers.NovoGrad"
 # The keywords NovoGrad accepts (TensorFlow Addons 0.23: its own, and those of Keras's legacy
 # OptimizerV2); any other is a TypeError when it is made.
 NOVOGRAD_KEYWORDS = {
-    "learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay", "grad_averaging", "amsgrad",
-    "name", "clipnorm", "clipvalue", "global_clipnorm", "lr", "decay",
+    "learning_rate",
+    "beta_1",
+    "beta_2",
+    "epsilon",
+    "weight_decay",
+    "grad_averaging",
+    "amsgrad",
+    "name",
+    "clipnorm",
+    "clipvalue",
+    "global_clipnorm",
+    "lr",
+    "decay",
 }
 
 
@@ -78,7 +89,7 @@ def _keyword_failure(script, optimizer):
             return Failure(
                 f"line {line}: NovoGrad has no {keyword.arg}= setting (SGD's momentum is "
                 "NovoGrad's beta_1): creating it fails with TypeError (\"Unexpected keyword "
-                f"argument passed to optimizer: {keyword.arg}\"): drop it",
+                f'argument passed to optimizer: {keyword.arg}"): drop it',
                 line,
             )
     return None

@@ -19,6 +19,9 @@ def test_pinned_launcher_gives_each_local_rank_its_own_cores(tmp_path):
             env = {k: v for k, v in os.environ.items() if k != "HOROVOD_LOCAL_RANK"}
             done = subprocess.run(
                 [sys.executable, str(PIN_LAUNCHER), "1", str(probe), "--x", "1"],
-                capture_output=True, text=True, env={**env, variable: str(rank)}, check=True,
+                capture_output=True,
+                text=True,
+                env={**env, variable: str(rank)},
+                check=True,
             )
             assert done.stdout.strip() == f"[{allowed[rank]}] ['--x', '1']"

@@ -15,13 +15,19 @@ from workbook.paths import REPO
 THIS_ENV = Path(sys.prefix)
 
 
-@pytest.mark.skipif(not (THIS_ENV / bootstrap.STAMP_NAME).exists(),
-                    reason="tests are not running in an environment made by bootstrap")
+@pytest.mark.skipif(
+    not (THIS_ENV / bootstrap.STAMP_NAME).exists(),
+    reason="tests are not running in an environment made by bootstrap",
+)
 def test_second_run_is_a_fast_no_op():
     device = json.loads((THIS_ENV / bootstrap.STAMP_NAME).read_text())["device"]
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "bootstrap", "--venv", str(THIS_ENV),
-                             "--device", device], capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, "-m", "bootstrap", "--venv", str(THIS_ENV), "--device", device],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr
     assert "up to date" in result.stdout

@@ -22,14 +22,22 @@ TEMPLATE = REPO / "solutions" / "cluster" / "fashion_mnist.sbatch"
 
 def run_cli(command, variables):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    return subprocess.run([sys.executable, "-m", "workbook.cluster", command],
-                          capture_output=True, text=True, env={**env, **variables}, cwd=REPO,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "workbook.cluster", command],
+        capture_output=True,
+        text=True,
+        env={**env, **variables},
+        cwd=REPO,
+        timeout=60,
+    )
 
 
 def test_cli_prints_the_values_for_horovodrun():
-    variables = {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_TASKS_PER_NODE": "4(x2)",
-                 "SLURM_NTASKS": "8"}
+    variables = {
+        "SLURM_JOB_NODELIST": "gpu[01-02]",
+        "SLURM_TASKS_PER_NODE": "4(x2)",
+        "SLURM_NTASKS": "8",
+    }
     hosts, np_ = run_cli("slurm-hosts", variables), run_cli("slurm-np", variables)
     assert (hosts.returncode, hosts.stdout) == (0, "gpu01:4,gpu02:4\n")
     assert (np_.returncode, np_.stdout) == (0, "8\n")
@@ -53,7 +61,12 @@ def test_sbatch_shows_the_srun_alternative_and_uses_the_cluster_module():
 
 
 def test_sbatch_stops_with_one_line_when_slurm_variables_are_missing(tmp_path):
-    result = subprocess.run(["bash", str(TEMPLATE)], env=job_env(tmp_path, "--epochs 1"),
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["bash", str(TEMPLATE)],
+        env=job_env(tmp_path, "--epochs 1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "SLURM_JOB_NODELIST is not set" in result.stderr and "Traceback" not in result.stderr

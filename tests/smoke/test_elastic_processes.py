@@ -30,5 +30,3 @@ def test_discovery_script_lists_this_machine_under_two_names():
         [str(DISCOVER_HOSTS)], capture_output=True, text=True, timeout=10, check=True
     ).stdout
     assert output.split() == ["localhost:1", "127.0.0.1:1"]
-
-

@@ -7,12 +7,11 @@ import subprocess
 
 import pytest
 
+# isolated (autouse) keeps every test off the real data sources; official stands in for them
+from fashion_stand_ins import isolated, official  # noqa: F401
 from workbook import fashion_data as fd
 from workbook.fashion_data import prepared as layout
 from workbook.paths import REPO
-
-# isolated (autouse) keeps every test off the real data sources; official stands in for them
-from fashion_stand_ins import isolated, official  # noqa: F401
 
 SETUP_SCRIPT = REPO / "data" / "setup_debian_package.sh"
 

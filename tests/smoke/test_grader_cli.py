@@ -201,11 +201,17 @@ def test_batch_scores_what_is_not_failed_and_lists_the_doubts(tmp_path):
     written(course / "erin", doubt.apply(after(doubt.base_step).read_text()))
     grades = {grade.student: grade for grade in grade_all([course])}
     assert {name: grade.score for name, grade in grades.items()} == {
-        "alice": 12, "bob": 6, "carol": 0, "dave": 0, "erin": doubt.base_step}  # fmt: skip
+        "alice": 12,
+        "bob": 6,
+        "carol": 0,
+        "dave": 0,
+        "erin": doubt.base_step,
+    }
     assert grades["bob"].failed_steps == list(range(7, 13))
     assert str(grades["bob"]).startswith("bob: 6/12  (step 7: ")
     assert grades["carol"].problem.startswith("line 1") and str(grades["dave"]) == (
-        "dave: 0/12  (no fashion_mnist.py)")  # fmt: skip
+        "dave: 0/12  (no fashion_mnist.py)"
+    )
     assert doubt.step in grades["erin"].cant_tell_steps
     assert doubt.step not in grades["erin"].failed_steps
     assert grades["alice"].cant_tell_steps == [] and grades["alice"].failed_steps == []
@@ -213,8 +219,13 @@ def test_batch_scores_what_is_not_failed_and_lists_the_doubts(tmp_path):
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as table:
         header = next(csv.reader(table))
     assert header == ["student", "score", "max_score", "failed_steps", "problem", "script"]
-    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(course), "--json"],
-                          capture_output=True, text=True, timeout=120, cwd=step_chain.REPO)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(course), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=step_chain.REPO,
+    )
     assert done.returncode == 0, done.stderr
     by_student = {grade["student"]: grade for grade in json.loads(done.stdout)}
     assert by_student["erin"]["cant_tell_steps"] == grades["erin"].cant_tell_steps

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from hostile_scripts import BUDGET_SECONDS, DEEP, LONG_LOOP, script_after
-
 from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
@@ -22,8 +21,12 @@ def test_every_step_of_a_hostile_script_ends_within_the_budget(tmp_path, name, t
     script = tmp_path / "fashion_mnist.py"
     script.write_text(text)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "grader", "check", str(script)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "check", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert time.monotonic() - started < 3 * BUDGET_SECONDS, name
     assert done.returncode == 1, done.stdout + done.stderr  # 1: some step not done
     assert "Traceback" not in done.stderr, done.stderr
@@ -32,11 +35,16 @@ def test_every_step_of_a_hostile_script_ends_within_the_budget(tmp_path, name, t
 def test_batch_does_not_follow_a_link_out_of_a_students_folder(tmp_path):
     (tmp_path / "class" / "mallory").mkdir(parents=True)
     (tmp_path / "class" / "mallory" / LEARNER_SCRIPT_NAME).symlink_to(
-        SOLUTIONS_DIR / SOLUTION_FILE_NAME)
+        SOLUTIONS_DIR / SOLUTION_FILE_NAME
+    )
     (tmp_path / "class" / "olivia").mkdir()
     (tmp_path / "class" / "olivia" / LEARNER_SCRIPT_NAME).write_text(script_after(12))
-    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class")],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(tmp_path / "class")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = done.stdout.splitlines()
     assert lines[0].startswith("mallory: 0/12  (fashion_mnist.py is a link to "), done.stdout
     assert "outside the student's folder: not followed" in lines[0]

@@ -22,8 +22,12 @@ def authenticate(authenticator, name: str, password: str):
 def test_each_password_opens_its_own_account_only(tmp_path):
     from hub import auth
 
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
-                             attendees=["alice", "bob"], instructor="teach")
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"),
+        roster="r.csv",
+        attendees=["alice", "bob"],
+        instructor="teach",
+    )
     s.ensure_passwords()
     s.save()
     authenticator = auth.RosterAuthenticator(settings_file=str(s.path))
@@ -46,50 +50,75 @@ def test_an_attendees_login_shell_gets_the_environment_first(tmp_path):
 
     from hub import isolation
 
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
-                             venv=str(tmp_path / "venv"))
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"), roster="r.csv", venv=str(tmp_path / "venv")
+    )
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     profile = isolation.write_profile(s, tmp_path / "profile.sh")
     script = f". {profile}; echo $PATH"
-    inside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin",
-                            "JUPYTERHUB_USER": "alice"}, capture_output=True, text=True)
+    inside = subprocess.run(
+        ["sh", "-c", script],
+        env={"PATH": "/usr/bin:/bin", "JUPYTERHUB_USER": "alice"},
+        capture_output=True,
+        text=True,
+    )
     assert inside.stdout.strip() == f"{tmp_path}/venv/bin:/usr/bin:/bin"
-    outside = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin"},
-                             capture_output=True, text=True)
+    outside = subprocess.run(
+        ["sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
     assert outside.stdout.strip() == "/usr/bin:/bin"
 
 
 def test_https_makes_a_self_signed_certificate_once_and_the_banner_says_how(tmp_path):
     import subprocess
 
-    from hub import __main__ as hub_main, tls
+    from hub import __main__ as hub_main
+    from hub import tls
 
     cert, key, made = tls.self_signed(tmp_path)
     assert made and oct(key.stat().st_mode & 0o777) == "0o600"
     assert tls.self_signed(tmp_path)[2] is False  # kept: the attendees accepted this one
-    text = subprocess.run(["openssl", "x509", "-in", str(cert), "-noout", "-text"],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-text"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
-                             attendees=["alice"], ssl_cert=str(cert), ssl_key=str(key),
-                             self_signed=True, memory_mib=3072, pids_max=1024,
-                             course=str(tmp_path / "course"))
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"),
+        roster="r.csv",
+        attendees=["alice"],
+        ssl_cert=str(cert),
+        ssl_key=str(key),
+        self_signed=True,
+        memory_mib=3072,
+        pids_max=1024,
+        course=str(tmp_path / "course"),
+    )
     shown = hub_main.banner(s, {"alice": [0]})
     assert s.url.startswith("https://") and tls.fingerprint(cert) in shown
     assert "in clear" not in shown and "memory 3.0 GiB, 1024 processes" in shown
-    plain = hub_main.banner(settings.HubSettings(state_dir=str(tmp_path / "s2"), roster="r.csv",
-                                                 attendees=["alice"], course="c"),
-                            {"alice": [0]})
+    plain = hub_main.banner(
+        settings.HubSettings(
+            state_dir=str(tmp_path / "s2"), roster="r.csv", attendees=["alice"], course="c"
+        ),
+        {"alice": [0]},
+    )
     assert "passwords cross the room's network in clear" in plain
 
 
 def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsys):
     import argparse
 
-    from hub import __main__ as hub_main, auth
+    from hub import __main__ as hub_main
+    from hub import auth
 
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster=str(tmp_path / "r.csv"),
-                             attendees=["alice", "bob"])
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"),
+        roster=str(tmp_path / "r.csv"),
+        attendees=["alice", "bob"],
+    )
     s.ensure_passwords()
     s.save()
     old, bobs = s.passwords["alice"], s.passwords["bob"]
@@ -108,8 +137,14 @@ def test_a_new_password_for_one_attendee_replaces_theirs_at_once(tmp_path, capsy
 def test_the_banners_commands_work_from_any_folder_and_its_url_says_who_reaches_it(tmp_path):
     from hub import __main__ as hub_main
 
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
-                             attendees=["alice"], course="/c", memory_mib=3072, pids_max=1024)
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"),
+        roster="r.csv",
+        attendees=["alice"],
+        course="/c",
+        memory_mib=3072,
+        pids_max=1024,
+    )
     shown = hub_main.banner(s, {"alice": [0]})
     commands = [line for line in shown.splitlines() if " -m hub " in line or "make grade" in line]
     assert len(commands) == 3, shown
@@ -152,28 +187,41 @@ def test_the_port_guard_refuses_the_others_ports_to_a_process_in_its_cgroup():
     user = f"portguard-test-{uuid.uuid4().hex[:6]}"
     block, own = range(6100, 6160), range(6120, 6140)
     folder = port_guard.guard(user, block, own)
-    probe = ("import socket, sys\n"
-             "for port in map(int, sys.argv[1:]):\n"
-             "    for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::')):\n"
-             "        s = socket.socket(family)\n"
-             "        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-             "        try:\n"
-             "            s.bind((host, port)); print(port, 'ok')\n"
-             "        except OSError as e:\n"
-             "            print(port, e.errno)\n"
-             "        s.close()\n")
+    probe = (
+        "import socket, sys\n"
+        "for port in map(int, sys.argv[1:]):\n"
+        "    for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::')):\n"
+        "        s = socket.socket(family)\n"
+        "        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        "        try:\n"
+        "            s.bind((host, port)); print(port, 'ok')\n"
+        "        except OSError as e:\n"
+        "            print(port, e.errno)\n"
+        "        s.close()\n"
+    )
     ports = [6100, 6119, 6120, 6139, 6140, 6159, 6160, 0]
     try:
         child = subprocess.run(
-            [sys.executable, "-c", probe, *map(str, ports)], capture_output=True, text=True,
-            timeout=60, preexec_fn=lambda: port_guard.join(os.getpid(), user))
+            [sys.executable, "-c", probe, *map(str, ports)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=lambda: port_guard.join(os.getpid(), user),
+        )
         said = {}
         for line in child.stdout.splitlines():
             port, answer = line.split()
             said.setdefault(int(port), set()).add(answer)
-        expected = {6100: {str(errno.EPERM)}, 6119: {str(errno.EPERM)}, 6120: {"ok"},
-                    6139: {"ok"}, 6140: {str(errno.EPERM)}, 6159: {str(errno.EPERM)},
-                    6160: {"ok"}, 0: {"ok"}}
+        expected = {
+            6100: {str(errno.EPERM)},
+            6119: {str(errno.EPERM)},
+            6120: {"ok"},
+            6139: {"ok"},
+            6140: {str(errno.EPERM)},
+            6159: {str(errno.EPERM)},
+            6160: {"ok"},
+            0: {"ok"},
+        }
         assert said == expected, child.stdout + child.stderr
     finally:
         port_guard.remove(user)

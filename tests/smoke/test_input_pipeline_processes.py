@@ -45,7 +45,11 @@ def in_a_terminal(args: list, timeout: float = 900) -> subprocess.CompletedProce
     the bad-options tests check what the terminal shows, stderr apart from stdout."""
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
-        capture_output=True, text=True, timeout=timeout, env=environment(), cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment(),
+        cwd=REPO,
     )
 
 

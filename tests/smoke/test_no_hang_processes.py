@@ -42,8 +42,11 @@ def test_a_benchmark_run_that_outlives_its_limit_is_stopped_with_its_log(tmp_pat
         run_timed(python_c_plan(script, tmp_path, timeout=3))
     assert time.monotonic() - started < 30
     assert str(tmp_path / "run" / "horovodrun.log") in str(failure.value)
-    sleepers = [p for p in psutil.process_iter(["cmdline"])
-                if p.info["cmdline"] and script in p.info["cmdline"]]
+    sleepers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if p.info["cmdline"] and script in p.info["cmdline"]
+    ]
     assert not sleepers, f"left running: {sleepers}"
 
 
@@ -51,12 +54,15 @@ def test_a_test_that_times_out_is_stopped_with_everything_it_started(tmp_path):
     """pytest-timeout ends the test; conftest shows and kills what it started, even what left
     its session (as orted does) and ignores SIGTERM."""
     (tmp_path / "conftest.py").write_text(
-        (Path(__file__).resolve().parents[1] / "conftest.py").read_text().replace(
+        (Path(__file__).resolve().parents[1] / "conftest.py")
+        .read_text()
+        .replace(
             "sys.path.insert(0, str(Path(__file__).resolve().parent))",
             f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})",
         )
     )
-    (tmp_path / "test_stuck.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "test_stuck.py").write_text(
+        textwrap.dedent(f"""
         import subprocess, sys, time
         import pytest
 
@@ -66,16 +72,34 @@ def test_a_test_that_times_out_is_stopped_with_everything_it_started(tmp_path):
             subprocess.Popen([sys.executable, "-c", code, "stuck-marker-{tmp_path.name}"],
                              start_new_session=True)
             time.sleep(600)
-    """))
+    """)
+    )
     reply = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "-o", "timeout_method=signal", str(tmp_path / "test_stuck.py")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-o",
+            "timeout_method=signal",
+            str(tmp_path / "test_stuck.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     output = reply.stdout + reply.stderr
     assert reply.returncode == 1, output
     assert "Timeout" in output
     assert "killing 1 process(es) left behind" in output and "stuck-marker" in output
-    left = [p for p in psutil.process_iter(["cmdline"])
-            if f"stuck-marker-{tmp_path.name}" in " ".join(p.info["cmdline"] or [])]
+    left = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if f"stuck-marker-{tmp_path.name}" in " ".join(p.info["cmdline"] or [])
+    ]
     assert not left, f"left running: {left}"

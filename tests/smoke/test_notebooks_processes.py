@@ -13,8 +13,8 @@ import time
 import nbformat
 
 from authoring import notebooks as builder
-from workbook.paths import NOTEBOOKS_DIR, REPO
 from workbook.facts import NOTEBOOKS, RUN, notebook_of_kind
+from workbook.paths import NOTEBOOKS_DIR, REPO
 
 BUILD_COMMAND = "python -m authoring build"
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
@@ -62,9 +62,14 @@ def test_next_cell_names_the_kernel_that_ran_it(tmp_path):
 def ran_and_saved(notebook):
     """The notebook as JupyterLab saves it after Run All: outputs, counts, the kernel's metadata."""
     notebook.metadata.language_info = {
-        "codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
-        "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
-        "pygments_lexer": "ipython3", "version": "3.11.9"}
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+        "version": "3.11.9",
+    }
     notebook.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     for count, cell in enumerate(c for c in notebook.cells if c.cell_type == "code"):
         cell.execution_count = count + 1
@@ -73,17 +78,20 @@ def ran_and_saved(notebook):
         cell.metadata.jupyter = {"outputs_hidden": False}
         cell.outputs = [
             nbformat.v4.new_output("stream", name="stdout", text="Speed-up: 1.53x\n"),
-            nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
-                                                         "text/plain": "<Figure>"}),
-            nbformat.v4.new_output("execute_result", data={"text/html": "<table></table>"},
-                                   execution_count=count + 1),
+            nbformat.v4.new_output(
+                "display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+            ),
+            nbformat.v4.new_output(
+                "execute_result", data={"text/html": "<table></table>"}, execution_count=count + 1
+            ),
         ]
     return notebook
 
 
 def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_a_learners_runs_leave_the_notebooks_unmodified_for_git(tmp_path):
@@ -97,8 +105,13 @@ def test_a_learners_runs_leave_the_notebooks_unmodified_for_git(tmp_path):
     assert "kept out of git" in strip_outputs_in_git(clone)
     assert "kept out of git" in strip_outputs_in_git(clone)  # a second make lab: the same
     # The learner's first git status filters no notebook (it took 20-30 s when it filtered all).
-    traced = subprocess.run(["git", "-C", str(clone), "status", "--porcelain"], check=True,
-                            capture_output=True, text=True, env={**os.environ, "GIT_TRACE": "1"})
+    traced = subprocess.run(
+        ["git", "-C", str(clone), "status", "--porcelain"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_TRACE": "1"},
+    )
     assert traced.stdout == "" and "nbstripout" not in traced.stderr
     assert "-m nbstripout --keep-id" in git(clone, "config", "--local", "filter.nbstripout.clean")
 
@@ -143,8 +156,18 @@ def test_stripping_gives_back_the_notebooks(tmp_path):
         nbformat.write(ran, tmp_path / f"ran-{name}")
         files[tmp_path / f"ran-{name}"] = committed
         (tmp_path / f"as-built-{name}").write_text(committed, encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "nbstripout", "--keep-id", "--extra-keys", STRIPPED_KEYS,
-                    *map(str, files)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbstripout",
+            "--keep-id",
+            "--extra-keys",
+            STRIPPED_KEYS,
+            *map(str, files),
+        ],
+        check=True,
+    )
     for path, committed in files.items():
         assert path.read_text(encoding="utf-8") == committed, path.name
 

@@ -18,7 +18,6 @@ import pytest
 import runner_outputs
 from lab_helpers import free_port
 from runner_outputs import finished_bars, parse_in_pieces
-
 from workbook import runner
 from workbook.runner import Transcript, hosts
 from workbook.runner.processes import ProcessTree
@@ -74,9 +73,11 @@ def stand_in_nvidia_smi(folder: Path, gpus: int) -> None:
 
 # The layout line np="auto" prints on a 16-core machine with 0, 1, 2 and 4 GPUs listed, with
 # CUDA_VISIBLE_DEVICES unset, and set to show only GPUs 0 and 1.
-HIDDEN = ('on the CPU, the {n} hidden (CUDA_VISIBLE_DEVICES=""): the lesson\'s '
-          'gpus[hvd.local_rank()] needs a GPU per worker, and with {w} on {n} local rank {r} '
-          'would find none (IndexError)')
+HIDDEN = (
+    'on the CPU, the {n} hidden (CUDA_VISIBLE_DEVICES=""): the lesson\'s '
+    "gpus[hvd.local_rank()] needs a GPU per worker, and with {w} on {n} local rank {r} "
+    "would find none (IndexError)"
+)
 CPU_AUTO = "2 workers x 8 threads on 16 CPU cores, each pinned to 8 cores of its own"
 AUTO_LINES = {
     0: CPU_AUTO,
@@ -99,9 +100,16 @@ def test_layouts_on_machines_with_0_1_2_4_gpus(tmp_path, monkeypatch, listed, cu
     assert seen == (listed if cuda_visible is None else min(2, listed))
 
     def layout(np, share=None):
-        return runner.layout.choose_layout(np, share=share, launcher="horovodrun", cores=16,
-                                           gpus=None, hosts=None, remote=None,
-                                           launch_options=[])  # fmt: skip
+        return runner.layout.choose_layout(
+            np,
+            share=share,
+            launcher="horovodrun",
+            cores=16,
+            gpus=None,
+            hosts=None,
+            remote=None,
+            launch_options=[],
+        )
 
     auto = layout("auto")
     print(f"{listed} GPUs listed, CUDA_VISIBLE_DEVICES={cuda_visible}: {auto.describe()}")

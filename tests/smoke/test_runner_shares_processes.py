@@ -50,7 +50,11 @@ def test_the_launcher_pins_the_script_before_it_starts(tmp_path, rank):
     env = {**os.environ, "HOROVOD_LOCAL_RANK": rank}
     done = subprocess.run(
         [sys.executable, str(PIN_LAUNCHER), "1", str(script), "--flag", "x"],
-        capture_output=True, text=True, env=env, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
     )
     seen = json.loads(done.stdout)
     assert seen["cores"] == [allowed[int(rank)]]
@@ -60,16 +64,23 @@ def test_the_launcher_pins_the_script_before_it_starts(tmp_path, rank):
 
 
 def test_the_launcher_refuses_a_bad_count(tmp_path):
-    done = subprocess.run([sys.executable, str(PIN_LAUNCHER), "none", "x.py"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(PIN_LAUNCHER), "none", "x.py"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and "usage: python pin_cores.py CORES_PER_WORKER" in done.stderr
 
 
 def busy_loop(seconds: float) -> subprocess.Popen:
     """A process outside any run that keeps one core busy."""
     return subprocess.Popen(
-        [sys.executable, "-c", f"import time\nend = time.time() + {seconds}\n"
-         "while time.time() < end: pass"]
+        [
+            sys.executable,
+            "-c",
+            f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass",
+        ]
     )
 
 
@@ -101,8 +112,15 @@ def test_the_monitor_names_a_busy_neighbour_and_not_the_runs_own(tmp_path, monke
 def test_every_run_leaves_its_record(tmp_path):
     a_script(tmp_path, "import time\ntime.sleep(1)\nprint('RESULT {\"epochs\": 1}')\n")
     before = time.time()
-    run = start_in_background("train.py", np=1, launcher="python", cwd=tmp_path,
-                              logs_root=tmp_path / "logs", run_name="rec", log_dir=False)
+    run = start_in_background(
+        "train.py",
+        np=1,
+        launcher="python",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        run_name="rec",
+        log_dir=False,
+    )
     result = run.result(timeout=120)
     record = RunRecord.read(tmp_path / "logs" / "rec")
     assert before <= record.started < record.ended <= time.time()
@@ -118,10 +136,18 @@ def test_runs_of_one_group_know_each_others_processes(tmp_path):
     from workbook.runner.execute import _companions
 
     sleep = "import time; time.sleep(60)  # {}"
-    runs = [start_in_background([sys.executable, "-c", sleep.format(name)], np=1,
-                                launcher="python", logs_root=tmp_path, run_name=name,
-                                log_dir=False, group=group)  # fmt: skip
-            for name, group in [("a", "pair"), ("b", "pair"), ("c", None)]]
+    runs = [
+        start_in_background(
+            [sys.executable, "-c", sleep.format(name)],
+            np=1,
+            launcher="python",
+            logs_root=tmp_path,
+            run_name=name,
+            log_dir=False,
+            group=group,
+        )
+        for name, group in [("a", "pair"), ("b", "pair"), ("c", None)]
+    ]
     try:
         deadline = time.monotonic() + 30
         while len(_companions(runs[0].plan)) < 2 and time.monotonic() < deadline:

@@ -65,8 +65,10 @@ def test_horovods_schedule_corrects_sgds_momentum_where_the_rate_drops(schedule_
     scaled = horovod["scaled_lr"]
     jump = warmup_rate(scaled, 1, 0) / scaled
     assert close(at(keras, "momentum", 1), MOMENTUM * jump)
-    assert close(at(horovod, "momentum", 1), MOMENTUM * warmup_rate(scaled, 1, 0)
-                 / warmup_rate(scaled, 0, STEPS - 1))  # fmt: skip
+    assert close(
+        at(horovod, "momentum", 1),
+        MOMENTUM * warmup_rate(scaled, 1, 0) / warmup_rate(scaled, 0, STEPS - 1),
+    )
     # So the weights differ, a little.
     assert horovod["weights"] != keras["weights"]
     assert all_close(horovod["weights"], keras["weights"]) is False

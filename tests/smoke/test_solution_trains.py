@@ -10,7 +10,6 @@ tests/system/test_training_runs.py.
 import pytest
 
 from authoring import chain as step_chain
-
 from chain_runs import needs_horovodrun, needs_sample, trains_on_two_workers
 
 
@@ -20,5 +19,3 @@ from chain_runs import needs_horovodrun, needs_sample, trains_on_two_workers
 @pytest.mark.parametrize("step", [step_chain.LAST_STEP])
 def test_chain_script_runs_on_two_workers(step, tmp_path):
     trains_on_two_workers(step, tmp_path)
-
-

@@ -21,7 +21,8 @@ from bench.verdicts import TINY_FILES
 from processes import describe, kill_group, marked, new_marker, stop_marked
 from processes import python_c_plan as python_c
 from workbook.bench_results import BenchResult
-from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME as SOLUTION_NAME
+from workbook.facts import LAST_STEP
+from workbook.facts import SOLUTION_FILE_NAME as SOLUTION_NAME
 from workbook.paths import REPO
 from workbook.runner import contention
 
@@ -33,7 +34,10 @@ ROUNDING_S = 0.1  # bench/accuracy.py rounds a curve's seconds and a run's wall 
 def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "bench", "all", "--tiny", "--out", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=1800,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for name in ("scaling", "accuracy", "overhead", "grading", "verdicts", "run_profile"):
@@ -49,7 +53,11 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     runs = BenchResult.read(tmp_path / "accuracy.json").measurements
     # One repetition: the reference side by side (two runs), the distributed run, the baseline.
     assert sorted(run["config"] for run in runs) == [
-        "baseline", "distributed", "reference", "reference"]
+        "baseline",
+        "distributed",
+        "reference",
+        "reference",
+    ]
     for run in runs:
         assert [p["epoch"] for p in run["curve"]] == [1, 2]
         # What holds at any load: epoch 2's point after epoch 1's, both within the run. Each
@@ -84,8 +92,11 @@ def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     profile = BenchResult.read(tmp_path / "run_profile.json").summary
     assert profile["all_passed"] and profile["wall_seconds"]["median"] > 0
     # Both launches seen by the probe, each part of each, and the rest outside.
-    assert {"launch 1: first training step", "launch 2: TensorFlow's import",
-            "launch, start, exit, checks"} <= set(profile["parts_seconds"])  # fmt: skip
+    assert {
+        "launch 1: first training step",
+        "launch 2: TensorFlow's import",
+        "launch, start, exit, checks",
+    } <= set(profile["parts_seconds"])
 
 
 TEST_MARKER = "WORKBOOK_TEST_BENCH_STOP"  # in the environment of every process the test starts
@@ -98,8 +109,12 @@ def test_a_benchmark_stopped_by_sigterm_stops_horovodrun_and_its_workers(tmp_pat
     marker = new_marker()
     bench = subprocess.Popen(
         [sys.executable, "-m", "bench", "scaling", "--tiny", "--out", str(tmp_path)],
-        cwd=REPO, env={**os.environ, TEST_MARKER: marker}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=REPO,
+        env={**os.environ, TEST_MARKER: marker},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 240
@@ -110,7 +125,9 @@ def test_a_benchmark_stopped_by_sigterm_stops_horovodrun_and_its_workers(tmp_pat
         bench.send_signal(signal.SIGTERM)
         _, err = bench.communicate(timeout=60)
         assert bench.returncode == 130, err[-3000:]
-        assert re.search(r"stopped by SIGTERM in run \S+, its [1-9]\d* process(es)? stopped", err), err
+        assert re.search(
+            r"stopped by SIGTERM in run \S+, its [1-9]\d* process(es)? stopped", err
+        ), err
         left = marked(TEST_MARKER, marker)
         assert not left, describe(left)
     finally:
@@ -138,17 +155,21 @@ def test_a_benchmarked_run_names_a_busy_neighbour_but_not_itself(tmp_path, monke
     monkeypatch.setattr(contention, "MENTION_AT_MOST", 1000)
     # ...and a loop starved by them in one sample or two is named all the same.
     monkeypatch.setattr(contention, "MENTION_AFTER_S", 4.0)
-    loop = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 40\n"
-                             "while time.time() < end: pass"])
+    loop = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 40\nwhile time.time() < end: pass"]
+    )
     try:
         # The run itself is busy too (a second loop, for 12 s: the mention needs 4 s of it).
-        timed = run_timed(python_c("import time\nend = time.time() + 12\n"
-                                   "while time.time() < end: pass", tmp_path, timeout=120))
+        timed = run_timed(
+            python_c(
+                "import time\nend = time.time() + 12\nwhile time.time() < end: pass",
+                tmp_path,
+                timeout=120,
+            )
+        )
     finally:
         loop.kill()
         loop.wait()
     assert any(f"(pid {loop.pid}) used" in line for line in timed.neighbours), timed.neighbours
     assert not any("+ 12" in line for line in timed.neighbours)  # the run's own loop is not one
     assert timed.others_mean_share > 0.1
-
-

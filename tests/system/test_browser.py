@@ -26,22 +26,27 @@ from grader import check_step
 from grader.reference import reference_path
 from grader.report import FAIL_COLOR, PASS_COLOR
 from lab_helpers import START_TIMEOUT_S, free_port, make_lab, read_until_url, stop_lab
-from workbook.facts import (LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind,
-                            step_notebook)
+from workbook.facts import LAST_STEP, LESSON, NOTEBOOKS, RUN, STEP, notebook_of_kind, step_notebook
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
-
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Root needs --no-sandbox; the rest keep an offline machine's Chromium from calling home.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOK = NOTEBOOKS_DIR / step_notebook(1).file_name
 ARTIFACTS = REPO / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "browser-step01-check.png"
 PASSED_SCREENSHOT = ARTIFACTS / "browser-step01-passed.png"
-WALK_SCREENSHOT = ARTIFACTS / (f"browser-walk-{NOTEBOOKS[0].number:02d}-"
-                               f"{notebook_of_kind(RUN).number:02d}.png")
+WALK_SCREENSHOT = ARTIFACTS / (
+    f"browser-walk-{NOTEBOOKS[0].number:02d}-{notebook_of_kind(RUN).number:02d}.png"
+)
 STEP_TIMEOUT_MS = 60_000  # one wait in the page: the notebook, the kernel, a cell's output
 
 
@@ -52,8 +57,10 @@ def in_ci():
 @pytest.fixture
 def chromium():
     if not os.access(CHROMIUM, os.X_OK):
-        reason = (f"Chromium not found at {CHROMIUM}: `make browser` installs it (Debian "
-                  "packages chromium, chromium-driver), or set CHROMIUM to its path")
+        reason = (
+            f"Chromium not found at {CHROMIUM}: `make browser` installs it (Debian "
+            "packages chromium, chromium-driver), or set CHROMIUM to its path"
+        )
         if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
@@ -111,9 +118,11 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
         url, _ = read_until_url(lab, time.monotonic() + START_TIMEOUT_S)
         parts = urlsplit(url)
         token = parse_qs(parts.query)["token"][0]
-        notebook_url = (f"{parts.scheme}://{parts.netloc}/lab/tree/"
-                        f"{(step_folder / NOTEBOOK.name).relative_to(REPO).as_posix()}"
-                        f"?token={token}")
+        notebook_url = (
+            f"{parts.scheme}://{parts.netloc}/lab/tree/"
+            f"{(step_folder / NOTEBOOK.name).relative_to(REPO).as_posix()}"
+            f"?token={token}"
+        )
         page = chromium.new_page(viewport={"width": 1280, "height": 1000})
         page.set_default_timeout(STEP_TIMEOUT_MS)
         expect.set_options(timeout=STEP_TIMEOUT_MS)
@@ -127,7 +136,8 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
             kernel = json.loads(NOTEBOOK.read_text())["metadata"]["kernelspec"]["display_name"]
             expect(page.locator(".jp-Toolbar-kernelName")).to_have_text(kernel)
             expect(page.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-                "data-status", "idle")
+                "data-status", "idle"
+            )
 
             run_cell(setup)
             expect(setup.locator(".jp-InputPrompt")).to_contain_text("[1]")
@@ -136,17 +146,25 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
 
             feedback = check.locator('.jp-OutputArea-output[data-mime-type="text/html"]')
             expect(feedback).to_be_visible()
-            for text in ("\u2718 not yet", expected.label, expected.message,
-                         "Hint:", expected.hint, "Expected change"):
+            for text in (
+                "\u2718 not yet",
+                expected.label,
+                expected.message,
+                "Hint:",
+                expected.hint,
+                "Expected change",
+            ):
                 expect(feedback).to_contain_text(text)
             expect(feedback.get_by_text("\u2718 not yet")).to_have_css(
-                "color", "rgb({}, {}, {})".format(*bytes.fromhex(FAIL_COLOR[1:])))
+                "color", "rgb({}, {}, {})".format(*bytes.fromhex(FAIL_COLOR[1:]))
+            )
             # The diff is folded away until the learner opens it.
             expect(feedback.locator("details pre")).to_be_hidden()
 
             # The cell raised (nbgrader scores it 0), and that shows as one line, no traceback.
             error = check.locator(
-                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+            )
             expect(error).to_have_count(1)
             expect(error).to_have_text("Step 1 is not done yet; see the message above.")
             expect(check.locator(".jp-OutputArea-output")).to_have_count(2)
@@ -160,13 +178,16 @@ def test_check_cell_shows_red_feedback_then_green_in_chromium(lab_env, chromium,
             expect(passed).to_have_count(1)
             expect(passed).to_have_text(f"\u2714 passed \u2014 {expected.label}: done")
             expect(passed.get_by_text("\u2714 passed")).to_have_css(
-                "color", "rgb({}, {}, {})".format(*bytes.fromhex(PASS_COLOR[1:])))
+                "color", "rgb({}, {}, {})".format(*bytes.fromhex(PASS_COLOR[1:]))
+            )
         finally:
             screenshot(page, check, PASSED_SCREENSHOT)
     finally:
         stop_lab(lab)
-    print(f"browser test: {time.monotonic() - started:.0f} s; screenshots {SCREENSHOT}, "
-          f"{PASSED_SCREENSHOT}")
+    print(
+        f"browser test: {time.monotonic() - started:.0f} s; screenshots {SCREENSHOT}, "
+        f"{PASSED_SCREENSHOT}"
+    )
 
 
 # --- the Next cells: one notebook, one kernel at a time -----------------------------------------
@@ -194,7 +215,8 @@ def sources(notebook: dict) -> list[str]:
 
 
 def test_a_notebook_opens_saved_and_its_next_cell_leaves_it_as_git_has_it(
-        lab_env, chromium, walk_folder):
+    lab_env, chromium, walk_folder
+):
     """Issue 39: the welcome notebook showed as unsaved as soon as it opened (JupyterLab set the
     kernel's language_info), and Shift+Enter in a step's Next cell, its last, added an empty
     cell that was saved with it (git status: modified, 6 of 7 notebooks)."""
@@ -211,16 +233,17 @@ def test_a_notebook_opens_saved_and_its_next_cell_leaves_it_as_git_has_it(
         where = walk_folder.relative_to(REPO).as_posix()
         panel = page.locator(".jp-NotebookPanel:visible")
         current_tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
-        page.goto(f"{parts.scheme}://{parts.netloc}/lab/tree/{where}/{WALK[0].name}"
-                  f"?token={token}")
+        page.goto(f"{parts.scheme}://{parts.netloc}/lab/tree/{where}/{WALK[0].name}?token={token}")
         expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-            "data-status", "idle")
+            "data-status", "idle"
+        )
         time.sleep(2)  # what the kernel reports has been set in the notebook by now
         expect(current_tab).not_to_have_class(re.compile("jp-mod-dirty"))
         panel.locator(f'a[href*="/{WALK[1].name}"]').last.click()
         expect(current_tab).to_have_text(WALK[1].name)
         expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-            "data-status", "idle")
+            "data-status", "idle"
+        )
         expect(current_tab).not_to_have_class(re.compile("jp-mod-dirty"))
         cells = panel.locator(".jp-Cell")
         run_cell(cells.nth(cell_index("setup", WALK[1])))
@@ -241,8 +264,9 @@ def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, wal
     link, then the Next cell of every step (after its set-up and check cells): each step's
     notebook closes, saved, with its kernel, and by the run JupyterLab holds the welcome's kernel
     (the baseline's) and the run's, and their two tabs."""
-    assert [notebook.name for notebook in WALK] == [entry.file_name for entry in NOTEBOOKS
-                                                    if entry.kind in (LESSON, STEP, RUN)]
+    assert [notebook.name for notebook in WALK] == [
+        entry.file_name for entry in NOTEBOOKS if entry.kind in (LESSON, STEP, RUN)
+    ]
     started = time.monotonic()
     lab = make_lab(lab_env, free_port(), free_port())
     page = None
@@ -267,7 +291,8 @@ def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, wal
         def kernel_ready():
             expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text("Python 3 (ipykernel)")
             expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-                "data-status", "idle")
+                "data-status", "idle"
+            )
 
         page.goto(f"{base}/lab/tree/{where}/{WALK[0].name}?token={token}")
         kernel_ready()
@@ -288,19 +313,23 @@ def test_next_cells_leave_two_kernels_by_the_run_notebook(lab_env, chromium, wal
             assert "&#10004; passed" in json.dumps(check["outputs"]), notebook.name
             assert sources(saved) == sources(json.loads(notebook.read_text())), notebook.name
         kernel_ready()
-        sessions = {Path(session["path"]).name: session["kernel"]["id"]
-                    for session in api("sessions")}
+        sessions = {
+            Path(session["path"]).name: session["kernel"]["id"] for session in api("sessions")
+        }
         kernels = [kernel["id"] for kernel in api("kernels")]
-        print(f"by {WALK[-1].name}: {tabs.count()} tabs, {len(kernels)} kernels: "
-              f"{sorted(sessions)}")
+        print(
+            f"by {WALK[-1].name}: {tabs.count()} tabs, {len(kernels)} kernels: {sorted(sessions)}"
+        )
         assert sorted(sessions) == [WALK[0].name, WALK[-1].name]
         assert sorted(kernels) == sorted(sessions.values())
         expect(tabs).to_have_count(2)
 
         # A finished step opened again stays open: its saved Next output came from a kernel
         # that is gone, so it shows the link and does nothing.
-        page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
-                      f"{where}/{WALK[1].name}")
+        page.evaluate(
+            "path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+            f"{where}/{WALK[1].name}",
+        )
         expect(current_tab).to_have_text(WALK[1].name)
         kernel_ready()
         next_output = panel.locator(".jp-Cell").nth(cell_index("next", WALK[1]))

@@ -18,19 +18,43 @@ import time
 
 import pytest
 
-from claim_runs import (all_close, close, needs_horovodrun_and_sample, run_experiments, start, stop,
-                        worker_env)
+from claim_runs import (
+    all_close,
+    close,
+    needs_horovodrun_and_sample,
+    run_experiments,
+    start,
+    stop,
+    worker_env,
+)
 
 pytestmark = needs_horovodrun_and_sample
 
 # Every experiment but step 11's schedules (tests/smoke/test_schedule_claims.py).
 OTHER_EXPERIMENTS = [
-    "init", "gpu_list", "progress_bars", "averaged_step", "wrapped_twice", "wrapped_after_compile",
-    "broadcast_variables", "broadcast_callback", "shard_and_shuffle", "validation_coverage",
-    "metric_average", "hdf5_lock", "tensorboard_two_writers", "load_model",
-    "optimizer_variable_names", "resume_with_created_weights", "scaled_rate", "warmup_default",
-    "novograd_first_step", "api", "cache_replays", "model_sizes",
-]  # fmt: skip
+    "init",
+    "gpu_list",
+    "progress_bars",
+    "averaged_step",
+    "wrapped_twice",
+    "wrapped_after_compile",
+    "broadcast_variables",
+    "broadcast_callback",
+    "shard_and_shuffle",
+    "validation_coverage",
+    "metric_average",
+    "hdf5_lock",
+    "tensorboard_two_writers",
+    "load_model",
+    "optimizer_variable_names",
+    "resume_with_created_weights",
+    "scaled_rate",
+    "warmup_default",
+    "novograd_first_step",
+    "api",
+    "cache_replays",
+    "model_sizes",
+]
 START_TIMEOUT = 150  # seconds for both workers to reach model.fit in the hang experiment
 HANG_SECONDS = 10  # the fixed resume finishes its one batch in well under a second
 
@@ -155,8 +179,9 @@ def test_loading_a_checkpoint(claims):
     assert loads["legacy_without_legacy_opts"]["error"].startswith("ValueError")
     assert loads["keras_load_model"] == {"value": "SGD", "error": None}
     # Step 8's checker: legacy_opts=True with a new optimizer's checkpoint fails.
-    assert "Unexpected keyword argument passed to optimizer: weight_decay" in (
-        loads["new_with_legacy_opts"]["error"]
+    assert (
+        "Unexpected keyword argument passed to optimizer: weight_decay"
+        in (loads["new_with_legacy_opts"]["error"])
     )
     assert loads["new_without_legacy_opts"] == {"value": "SGD, wrapped", "error": None}
     assert "Unknown optimizer: 'NovoGrad'" in loads["novograd_plain"]["error"]
@@ -248,10 +273,16 @@ def run_python(*codes: str) -> list:
     """Fresh Python processes (TensorFlow not yet started), run at once: their outputs."""
     env = dict(worker_env(), TF_CPP_MIN_LOG_LEVEL="3")
     processes = [
-        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         for code in codes
-    ]  # fmt: skip
+    ]
     outputs = []
     try:
         for process in processes:

@@ -25,19 +25,49 @@ VENV_BIN = Path(sys.executable).parent
 # --- host lists --------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not (VENV_BIN / "activate").exists(),
-                    reason=f"the job script activates a venv; {sys.prefix} has no bin/activate")
+@pytest.mark.skipif(
+    not (VENV_BIN / "activate").exists(),
+    reason=f"the job script activates a venv; {sys.prefix} has no bin/activate",
+)
 @pytest.mark.skipif(not (SAMPLE / "train.npz").is_file(), reason=f"no sample data in {SAMPLE}")
 def test_sbatch_script_trains_on_two_workers(tmp_path):
-    train_args = shlex.join([
-        "--data-dir", str(SAMPLE), "--train-images", "1024", "--test-images", "256",
-        "--depth", "10", "--width", "1", "--epochs", "1", "--steps-per-epoch", "8",
-        "--log-dir", str(tmp_path / "logs"),
-    ])
-    env = job_env(tmp_path, train_args, SLURM_JOB_NODELIST="localhost",
-                  SLURM_TASKS_PER_NODE="2", SLURM_NTASKS="2", SLURM_NNODES="1")
-    result = subprocess.run(["bash", str(TEMPLATE)], env=env, capture_output=True, text=True,
-                            cwd=tmp_path, timeout=900, start_new_session=True)
+    train_args = shlex.join(
+        [
+            "--data-dir",
+            str(SAMPLE),
+            "--train-images",
+            "1024",
+            "--test-images",
+            "256",
+            "--depth",
+            "10",
+            "--width",
+            "1",
+            "--epochs",
+            "1",
+            "--steps-per-epoch",
+            "8",
+            "--log-dir",
+            str(tmp_path / "logs"),
+        ]
+    )
+    env = job_env(
+        tmp_path,
+        train_args,
+        SLURM_JOB_NODELIST="localhost",
+        SLURM_TASKS_PER_NODE="2",
+        SLURM_NTASKS="2",
+        SLURM_NNODES="1",
+    )
+    result = subprocess.run(
+        ["bash", str(TEMPLATE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+        start_new_session=True,
+    )
     output = result.stdout + result.stderr
     tail = "\n".join(output.splitlines()[-30:])
     assert result.returncode == 0, f"the job script failed:\n{tail}"

@@ -35,10 +35,25 @@ HOROVODRUN = Path(sys.executable).with_name("horovodrun")
 EPOCHS = 6
 BASE_LR = 0.0125  # explicit: the survivor's learning rate is checked against it
 RUN_ARGS = [
-    "--data-dir", SAMPLE, "--train-images", "1024", "--test-images", "256",
-    "--depth", "10", "--width", "1", "--epochs", EPOCHS, "--steps-per-epoch", "24",
-    "--batch-size", "32", "--base-lr", BASE_LR,
-]  # fmt: skip
+    "--data-dir",
+    SAMPLE,
+    "--train-images",
+    "1024",
+    "--test-images",
+    "256",
+    "--depth",
+    "10",
+    "--width",
+    "1",
+    "--epochs",
+    EPOCHS,
+    "--steps-per-epoch",
+    "24",
+    "--batch-size",
+    "32",
+    "--base-lr",
+    BASE_LR,
+]
 # Generous: on a 2-core machine shared with other jobs (load average 22), epoch 2 started after
 # 260 s and the run ended 52 s after the kill; at a quieter moment, after about 30 s and 16-25 s.
 START_TIMEOUT = 600  # seconds until epoch 2 starts
@@ -79,11 +94,17 @@ class RunLog:
 
 
 ELASTIC_OPTIONS = [
-    "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(DISCOVER_HOSTS),
+    "--min-np",
+    "1",
+    "--max-np",
+    "2",
+    "--host-discovery-script",
+    str(DISCOVER_HOSTS),
     # One machine: without it, Gloo may pick an interface the workers cannot reach each other
     # on, and the rendezvous hangs.
-    "--network-interfaces", "lo",
-]  # fmt: skip
+    "--network-interfaces",
+    "lo",
+]
 
 
 def training_workers(plan) -> dict[int, psutil.Process]:
@@ -124,8 +145,11 @@ def test_training_goes_on_after_a_worker_is_killed(tmp_path, victim_rank):
     log_dir = tmp_path / "logs"
     # 2 workers, one thread each on 2 cores; the runner stops every process at the end.
     plan = script_plan(
-        [*ELASTIC_OPTIONS, ELASTIC_SCRIPT, *RUN_ARGS, "--log-dir", log_dir], tmp_path / "runs",
-        timeout=START_TIMEOUT + FINISH_TIMEOUT, cwd=tmp_path, env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+        [*ELASTIC_OPTIONS, ELASTIC_SCRIPT, *RUN_ARGS, "--log-dir", log_dir],
+        tmp_path / "runs",
+        timeout=START_TIMEOUT + FINISH_TIMEOUT,
+        cwd=tmp_path,
+        env={"TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     run = BackgroundRun(plan)
     collector = RunLog(plan, run)

@@ -19,15 +19,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_helpers import (
+    check_cell,
+    edit_notebook,
+    instructor,
+    place_submission,
+    run,
+    solution_after,
+)
 from instructor import judging
-from instructor.course import ASSIGNMENT, Course, parse_steps, step_notebooks
 from instructor.class_report import AUTOGRADE_FAILED, GRADED, read_class
+from instructor.course import ASSIGNMENT, Course, parse_steps, step_notebooks
 from workbook.facts import LAST_STEP, step_notebook
 from workbook.paths import REPO
-
-from course_helpers import (check_cell, edit_notebook, instructor, place_submission, run,
-                            solution_after)
-
 
 # --- the course folder and its nbgrader_config.py ---------------------------------------------
 
@@ -228,14 +232,21 @@ def test_one_failure_spreads_to_nobody_else(graded_class):
     logs = course.root / "logs" / "autograde"
     workers = sorted(p.name for p in logs.glob("worker-*.log"))
     assert workers and sorted(p.name for p in logs.iterdir()) == sorted(
-        [*workers, "judged", "phases.json", "status.json", "timings.jsonl",
-         *(f"{s}.log" for s in FAILED_STUDENTS)]
+        [
+            *workers,
+            "judged",
+            "phases.json",
+            "status.json",
+            "timings.jsonl",
+            *(f"{s}.log" for s in FAILED_STUDENTS),
+        ]
     )
     assert not list(logs.glob("*.db"))  # the workers' gradebooks, merged and gone
     status = json.loads((logs / "status.json").read_text())
     graded = [s for s, steps in EXPECTED.items() if steps is not None]
-    assert {s for s in graded if re.fullmatch(r"logs/autograde/worker-\d+\.log",
-                                              status[s]["log"])} == set(graded)
+    assert {
+        s for s in graded if re.fullmatch(r"logs/autograde/worker-\d+\.log", status[s]["log"])
+    } == set(graded)
     assert sorted(s for s, row in status.items() if row["status"] == "failed") == FAILED_STUDENTS
     for worker in workers:
         assert "FileNotFoundError" not in (logs / worker).read_text()
@@ -333,14 +344,16 @@ def test_report_matches_the_grades(graded_class):
     carol_line = next(line for line in lines if line.startswith("  carol: "))
     assert re.fullmatch(r"  carol: fashion_mnist\.py: line \d+: invalid syntax", carol_line)
     assert "  dave: no fashion_mnist.py in the submission" in lines
-    tampered = [f"check_step_{s:02d} {what}" for s, what in ((9, "edited"), (10, "deleted"))
-                if s in COURSE_STEPS]
+    tampered = [
+        f"check_step_{s:02d} {what}"
+        for s, what in ((9, "edited"), (10, "deleted"))
+        if s in COURSE_STEPS
+    ]
     if tampered:
         assert f"  erin: {', '.join(tampered)}" in lines
     first = notebook_name(COURSE_STEPS[0])
     step = COURSE_STEPS[0]
-    assert (f"  adam: {first}: nbgrader metadata of check_step_{step:02d} changed, restored"
-            in lines)
+    assert f"  adam: {first}: nbgrader metadata of check_step_{step:02d} changed, restored" in lines
     for student, notebook in (("aaron", CORRUPT), ("frank", CORRUPT)):
         start = next(i for i, line in enumerate(lines) if line.startswith(f"  {student}: "))
         assert lines[start + 1 : start + 7] == [
@@ -399,7 +412,10 @@ def test_make_grade_on_a_zip_collected_course(tmp_path):
         # --no-print-directory: under `make test` this make is a sub-make, which would print
         # "make[1]: Entering directory ..." first.
         ["make", "--no-print-directory", "-o", "env", "grade", f"COURSE={root}"],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 2, done.stdout + done.stderr  # make's "Error 1" of the recipe
     judged = [line for line in done.stdout.splitlines() if ": judged" in line]

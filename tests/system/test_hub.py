@@ -27,10 +27,25 @@ from grader import check_all
 from grader.reference import reference_path
 from hub import cores, isolation, workbook_copy
 from hub.classroom import COURSE_ID
+from hub_helpers import (
+    ARTIFACTS,
+    ASSIGNMENT,
+    ATTENDEES,
+    INSTRUCTOR,
+    SCRIPTS,
+    STEP_ONE,
+    WAIT_MS,
+    as_user,
+    assignment_list,
+    cell_index,
+    formgrader,
+    give,
+    home,
+    log_in,
+    open_notebook,
+    run_cell,
+)
 from instructor.exchange import RECEIPT
-from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, SCRIPTS, STEP_ONE,
-                         WAIT_MS, as_user, assignment_list, cell_index, formgrader, give,
-                         home, log_in, open_notebook, run_cell)
 from workbook.facts import LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
@@ -55,8 +70,9 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
         page = pages[user] = log_in(browser, s, user)
         copy = workbook_copy.copy_dir(home(user))
         folder = copy / "notebooks"
-        assert (folder / LEARNER_SCRIPT_NAME).read_text() == \
-            (REPO / "solutions" / LEARNER_SCRIPT_NAME).read_text()
+        assert (folder / LEARNER_SCRIPT_NAME).read_text() == (
+            REPO / "solutions" / LEARNER_SCRIPT_NAME
+        ).read_text()
         assert pwd.getpwuid((folder / STEP_ONE).stat().st_uid).pw_name == user
         assert oct(home(user).stat().st_mode & 0o777) == "0o700"
 
@@ -73,19 +89,22 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
         cells = panel.locator(".jp-Cell")
         for tag in ("setup", "check"):
             run_cell(cells.nth(cell_index(folder / STEP_ONE, tag)))
-        expect(cells.nth(cell_index(folder / STEP_ONE, "check"))).to_contain_text(
-            "\u2714 passed")
+        expect(cells.nth(cell_index(folder / STEP_ONE, "check"))).to_contain_text("\u2714 passed")
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-step01.png", full_page=True)
         # The Assignments list's step one is the same file: the same tab, not a second one.
-        page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})",
-                      f"notebooks/{STEP_ONE}")
-        expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=STEP_ONE)
-               ).to_have_count(1)
+        page.evaluate(
+            "path => window.jupyterapp.commands.execute('docmanager:open', {path})",
+            f"notebooks/{STEP_ONE}",
+        )
+        expect(
+            page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=STEP_ONE)
+        ).to_have_count(1)
 
         listing = assignment_list(page)
         earlier = (folder / RECEIPT).read_text() if (folder / RECEIPT).exists() else ""
         listing.locator("#fetched_assignments_list").get_by_role(
-            "button", name="Submit").first.click()
+            "button", name="Submit"
+        ).first.click()
         expect(listing.locator("#submitted_assignments_list")).to_contain_text(ASSIGNMENT)
         deadline = time.monotonic() + WAIT_MS / 1000  # an earlier submission's list and receipt
         while time.monotonic() < deadline and (folder / RECEIPT).read_text() == earlier:
@@ -96,8 +115,10 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
         assert f"{folder / LEARNER_SCRIPT_NAME} last changed" in receipt, receipt
         assert not (copy / ASSIGNMENT).exists()  # no second copy
         page.screenshot(path=ARTIFACTS / f"hub-{user[8:]}-submitted.png", full_page=True)
-        print(f"{user}: logged in, edited, checked step 1 and submitted in "
-              f"{time.monotonic() - started:.0f} s")
+        print(
+            f"{user}: logged in, edited, checked step 1 and submitted in "
+            f"{time.monotonic() - started:.0f} s"
+        )
 
     teacher = log_in(browser, s, INSTRUCTOR)
     expect(teacher.locator("body")).to_contain_text("Manage Assignments")
@@ -107,21 +128,31 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
 
     # As documented: `make grade` and the feedback's release, run as root.
     course = Path(s.course or home(INSTRUCTOR) / "course")
-    graded = subprocess.run(["make", "--no-print-directory", "grade", f"COURSE={course}",
-                             f"VENV={sys.prefix}"], cwd=REPO, capture_output=True, text=True,
-                            timeout=600)
+    graded = subprocess.run(
+        ["make", "--no-print-directory", "grade", f"COURSE={course}", f"VENV={sys.prefix}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     with open(course / "grades.csv", newline="") as table:
         rows = {row["student_id"]: row for row in csv.DictReader(table)}
-    expected = {user: float(sum(r.passed for r in check_all(reference_path(step))))
-                for user, step in SCRIPTS.items()}
+    expected = {
+        user: float(sum(r.passed for r in check_all(reference_path(step))))
+        for user, step in SCRIPTS.items()
+    }
     assert {user: float(rows[user]["score"]) for user in ATTENDEES} == expected
     assert all(rows[user]["timestamp"] for user in ATTENDEES)
     report = (course / "reports").glob("*.txt")
     assert not any("submission_secret.txt" in path.read_text() for path in report)
-    released = subprocess.run([sys.executable, "-m", "instructor", "feedback", str(course),
-                               "--release"], cwd=REPO, capture_output=True, text=True,
-                              timeout=600)
+    released = subprocess.run(
+        [sys.executable, "-m", "instructor", "feedback", str(course), "--release"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert released.returncode == 0, released.stdout[-3000:] + released.stderr[-3000:]
     exchange_course = Path(s.exchange) / "horovod_workbook"
     for top in (course, exchange_course):  # nothing of root's left where the formgrader writes
@@ -138,7 +169,8 @@ def test_a_class_logs_in_checks_step_1_submits_and_is_graded(hub, browser):
     alice = ATTENDEES[0]
     listing = assignment_list(pages[alice])
     listing.locator("#submitted_assignments_list").get_by_role(
-        "button", name="Fetch Feedback").first.click()
+        "button", name="Fetch Feedback"
+    ).first.click()
     feedback = workbook_copy.copy_dir(home(alice)) / ASSIGNMENT / "feedback"
     deadline = time.monotonic() + 60
     # The fetch copies one page at a time, in no set order: wait for step one's own.
@@ -153,25 +185,42 @@ def test_an_attendee_cannot_open_another_attendees_files(hub, browser):
     s, _ = hub
     alice, bob = ATTENDEES[:2]
     page = log_in(browser, s, alice)
-    theirs = page.request.get(f"{s.url}user/{bob}/api/contents/notebooks/{LEARNER_SCRIPT_NAME}",
-                              max_redirects=0)
+    theirs = page.request.get(
+        f"{s.url}user/{bob}/api/contents/notebooks/{LEARNER_SCRIPT_NAME}", max_redirects=0
+    )
     assert theirs.status in (302, 403), theirs.status
     own = page.request.get(f"{s.url}user/{alice}/api/contents/notebooks/{LEARNER_SCRIPT_NAME}")
     assert own.status == 200, own.status
     page.context.close()
     # And as alice's Unix account, which her kernels and terminals run as.
     bobs = workbook_copy.copy_dir(home(bob)) / "notebooks" / LEARNER_SCRIPT_NAME
-    reply = subprocess.run(["runuser", "-u", alice, "--", "cat", str(bobs)],
-                           capture_output=True, text=True, timeout=30)
+    reply = subprocess.run(
+        ["runuser", "-u", alice, "--", "cat", str(bobs)], capture_output=True, text=True, timeout=30
+    )
     assert reply.returncode != 0 and "Permission denied" in reply.stderr, reply
     # The shared environment and data: read, never written.
     for shared in (REPO / "data" / "sample", Path(sys.prefix) / "lib"):
-        reply = subprocess.run(["runuser", "-u", alice, "--", "touch", str(shared / "x")],
-                               capture_output=True, text=True, timeout=30)
+        reply = subprocess.run(
+            ["runuser", "-u", alice, "--", "touch", str(shared / "x")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert reply.returncode != 0 and "Permission denied" in reply.stderr, reply
-    reply = subprocess.run(["runuser", "-u", alice, "--", str(Path(sys.prefix) / "bin" / "python"),
-                            "-c", "import horovod.tensorflow"], capture_output=True, text=True,
-                           timeout=120)
+    reply = subprocess.run(
+        [
+            "runuser",
+            "-u",
+            alice,
+            "--",
+            str(Path(sys.prefix) / "bin" / "python"),
+            "-c",
+            "import horovod.tensorflow",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert reply.returncode == 0, reply.stderr[-2000:]
 
 
@@ -191,12 +240,26 @@ time.sleep(20)  # long enough for the test to see both attendees' workers at onc
 def probe_notebook() -> dict:
     setup = json.loads((REPO / "notebooks" / STEP_ONE).read_text())["cells"]
     setup_cell = next(c for c in setup if "setup" in c["metadata"].get("tags", []))
-    run = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-           "source": "from workbook.runner import horovodrun\n\n"
-                     "horovodrun('cores_probe.py', np=2, run_name='cores')"}
-    return {"cells": [setup_cell, run], "metadata": {"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}
+    run = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+        "source": "from workbook.runner import horovodrun\n\n"
+        "horovodrun('cores_probe.py', np=2, run_name='cores')",
+    }
+    return {
+        "cells": [setup_cell, run],
+        "metadata": {
+            "kernelspec": {
+                "name": "python3",
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+            }
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 def workers_of(users) -> dict:
@@ -204,9 +267,11 @@ def workers_of(users) -> dict:
     found = {user: {} for user in users}
     for process in psutil.process_iter(["username", "cmdline"]):
         try:
-            if (process.info["username"] in found
-                    and "cores_probe.py" in " ".join(process.info["cmdline"] or [])
-                    and "HOROVOD_RANK" in process.environ()):
+            if (
+                process.info["username"] in found
+                and "cores_probe.py" in " ".join(process.info["cmdline"] or [])
+                and "HOROVOD_RANK" in process.environ()
+            ):
                 found[process.info["username"]][process.pid] = set(process.cpu_affinity())
         except psutil.Error:
             pass
@@ -223,8 +288,10 @@ def test_two_attendees_2_worker_runs_at_once_get_disjoint_cores(hub, browser):
     for user in (alice, bob):
         page = pages[user] = log_in(browser, s, user)  # makes their copy
         folder = workbook_copy.copy_dir(home(user)) / "notebooks"
-        for name, text in (("cores_probe.py", PROBE),
-                           ("cores.ipynb", json.dumps(probe_notebook()))):
+        for name, text in (
+            ("cores_probe.py", PROBE),
+            ("cores.ipynb", json.dumps(probe_notebook())),
+        ):
             give(user, text, folder / name)
         open_notebook(page, s, user, "notebooks/cores.ipynb")
     for user, page in pages.items():
@@ -261,9 +328,14 @@ def test_tensorboard_is_reached_through_the_attendees_own_server(hub, browser):
     page = log_in(browser, s, alice)
     folder = workbook_copy.copy_dir(home(alice)) / "notebooks"
     setup = probe_notebook()["cells"][0]
-    start = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-             "source": "from workbook.tensorboard import ensure_tensorboard\n\n"
-                       "print('TensorBoard at', ensure_tensorboard().url)"}
+    start = {
+        "cell_type": "code",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+        "source": "from workbook.tensorboard import ensure_tensorboard\n\n"
+        "print('TensorBoard at', ensure_tensorboard().url)",
+    }
     give(alice, json.dumps({**probe_notebook(), "cells": [setup, start]}), folder / "tb.ipynb")
     panel = open_notebook(page, s, alice, "notebooks/tb.ipynb")
     cells = panel.locator(".jp-CodeCell")

@@ -16,10 +16,21 @@ import pytest
 from playwright.sync_api import expect
 
 from grader.reference import reference_path
-from hub import progress_drop
-from hub_helpers import (ARTIFACTS, ATTENDEES, INSTRUCTOR, STEP_ONE, WAIT_MS, as_user,
-                         cell_index, give, home, log_in, open_notebook, run_cell)
-from hub import workbook_copy
+from hub import progress_drop, workbook_copy
+from hub_helpers import (
+    ARTIFACTS,
+    ATTENDEES,
+    INSTRUCTOR,
+    STEP_ONE,
+    WAIT_MS,
+    as_user,
+    cell_index,
+    give,
+    home,
+    log_in,
+    open_notebook,
+    run_cell,
+)
 from workbook import class_progress
 from workbook.facts import LEARNER_SCRIPT_NAME
 
@@ -62,10 +73,16 @@ def test_the_instructor_sees_each_attendees_step_and_who_is_stuck(hub, browser):
     before = {user: len(records_of(s, user)) for user in ATTENDEES}
     # alice has done step one, bob not: each checks it in their own JupyterLab.
     pages = {user: log_in(browser, s, user) for user in (alice, bob)}  # makes their copies
-    give(alice, reference_path(1).read_text(),
-         workbook_copy.copy_dir(home(alice)) / "notebooks" / LEARNER_SCRIPT_NAME)
-    give(bob, reference_path(1).with_name(LEARNER_SCRIPT_NAME).read_text(),
-         workbook_copy.copy_dir(home(bob)) / "notebooks" / LEARNER_SCRIPT_NAME)
+    give(
+        alice,
+        reference_path(1).read_text(),
+        workbook_copy.copy_dir(home(alice)) / "notebooks" / LEARNER_SCRIPT_NAME,
+    )
+    give(
+        bob,
+        reference_path(1).with_name(LEARNER_SCRIPT_NAME).read_text(),
+        workbook_copy.copy_dir(home(bob)) / "notebooks" / LEARNER_SCRIPT_NAME,
+    )
     checks = {user: check_step_one(pages[user], s, user) for user in (alice, bob)}
     expect(checks[alice]).to_contain_text("\u2714 passed")
     for user, status in ((alice, "passed"), (bob, "failed")):
@@ -84,8 +101,11 @@ def test_the_instructor_sees_each_attendees_step_and_who_is_stuck(hub, browser):
     expect(teacher.locator("#headline")).to_contain_text(f"Stuck longest: {bob}, on step 1")
 
     # bob finishes step one and checks again: the open page shows it without a reload.
-    give(bob, reference_path(1).read_text(),
-         workbook_copy.copy_dir(home(bob)) / "notebooks" / LEARNER_SCRIPT_NAME)
+    give(
+        bob,
+        reference_path(1).read_text(),
+        workbook_copy.copy_dir(home(bob)) / "notebooks" / LEARNER_SCRIPT_NAME,
+    )
     run_cell(checks[bob])
     expect(checks[bob]).to_contain_text("\u2714 passed")
     url = teacher.url
@@ -100,26 +120,52 @@ def test_the_instructor_sees_each_attendees_step_and_who_is_stuck(hub, browser):
     pages[bob].goto(f"{s.url}services/class-view/")
     expect(pages[bob].locator("body")).not_to_contain_text(alice, timeout=WAIT_MS)
     alices = progress_drop.path_of(s.progress_dir, alice)
-    for command in (["cat", str(alices)], ["sh", "-c", f"echo forged >> {alices}"],
-                    ["ls", str(s.progress_dir)]):
+    for command in (
+        ["cat", str(alices)],
+        ["sh", "-c", f"echo forged >> {alices}"],
+        ["ls", str(s.progress_dir)],
+    ):
         reply = as_user(bob, *command)
         assert reply.returncode != 0 and "Permission denied" in reply.stderr, (command, reply)
     assert as_user(alice, "sh", "-c", f": >> {alices}").returncode == 0  # her own: appended
 
     # Three attendees on different steps, for the screenshot (records written here).
     now = time.time()
-    fake = {alice: [(1, "passed", 3000), (2, "passed", 2600), (3, "passed", 2100),
-                    (4, "passed", 1500), (5, "failed", 1260), (5, "failed", 700),
-                    (5, "failed", 240)],
-            bob: [(1, "passed", 2900), (2, "passed", 2000), (3, "failed", 1700),
-                  (3, "passed", 1100), (4, "passed", 800), (5, "passed", 500),
-                  (6, "passed", 300), (7, "can't tell", 90)],
-            carol: [(1, "failed", 2500), (1, "passed", 2300), (2, "failed", 1900),
-                    (2, "failed", 1000), (2, "failed", 400), (2, "failed", 30)]}
+    fake = {
+        alice: [
+            (1, "passed", 3000),
+            (2, "passed", 2600),
+            (3, "passed", 2100),
+            (4, "passed", 1500),
+            (5, "failed", 1260),
+            (5, "failed", 700),
+            (5, "failed", 240),
+        ],
+        bob: [
+            (1, "passed", 2900),
+            (2, "passed", 2000),
+            (3, "failed", 1700),
+            (3, "passed", 1100),
+            (4, "passed", 800),
+            (5, "passed", 500),
+            (6, "passed", 300),
+            (7, "can't tell", 90),
+        ],
+        carol: [
+            (1, "failed", 2500),
+            (1, "passed", 2300),
+            (2, "failed", 1900),
+            (2, "failed", 1000),
+            (2, "failed", 400),
+            (2, "failed", 30),
+        ],
+    }
     for user, records in fake.items():
         with progress_drop.path_of(s.progress_dir, user).open("a") as out:
-            out.writelines(class_progress.Record(step, status, now - ago).line()
-                           for step, status, ago in records)
+            out.writelines(
+                class_progress.Record(step, status, now - ago).line()
+                for step, status, ago in records
+            )
     expect(row(teacher, carol)).to_contain_text("step 2", timeout=30_000)
     expect(teacher.locator("#headline")).to_contain_text(f"Stuck longest: {carol}, on step 2")
     expect(row(teacher, alice)).to_contain_text("21 min (3 failed)")

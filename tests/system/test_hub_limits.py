@@ -13,10 +13,22 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from hub import cores, limits, settings as hub_settings, workbook_copy
-from hub_helpers import (ARTIFACTS, ATTENDEES, MEMORY_MIB, as_user, give, home, hub_command,
-                         log_in, notebook, open_notebook, run_cell,
-                         submit_log_in)
+from hub import cores, limits, workbook_copy
+from hub import settings as hub_settings
+from hub_helpers import (
+    ARTIFACTS,
+    ATTENDEES,
+    MEMORY_MIB,
+    as_user,
+    give,
+    home,
+    hub_command,
+    log_in,
+    notebook,
+    open_notebook,
+    run_cell,
+    submit_log_in,
+)
 
 pytestmark = [pytest.mark.timeout(900)]
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser
@@ -49,8 +61,11 @@ while True:
 def test_another_attendees_cgroup_files_are_closed(hub):
     s, _ = hub
     alice, bob = ATTENDEES[:2]
-    theirs = [limits.group("memory", alice) / "memory.usage_in_bytes",
-              limits.group("memory", alice) / "tasks", limits.group("pids", alice) / "tasks"]
+    theirs = [
+        limits.group("memory", alice) / "memory.usage_in_bytes",
+        limits.group("memory", alice) / "tasks",
+        limits.group("pids", alice) / "tasks",
+    ]
     if cores.cpuset_available():
         theirs.append(cores.cpuset_dir(alice) / "tasks")
     theirs = [path for path in theirs if path.exists()]
@@ -68,15 +83,15 @@ def test_the_memory_and_process_limits_are_named_in_the_attendees_notebook(hub, 
     alice = ATTENDEES[0]
     page = log_in(browser, s, alice)  # makes her copy
     folder = workbook_copy.copy_dir(home(alice)) / "notebooks"
-    give(alice, notebook(FORK_LOOP, RUNAWAY, "print('after the runaway')"),
-         folder / "limits.ipynb")
+    give(alice, notebook(FORK_LOOP, RUNAWAY, "print('after the runaway')"), folder / "limits.ipynb")
     panel = open_notebook(page, s, alice, "notebooks/limits.ipynb")
     cells = panel.locator(".jp-CodeCell")
     run_cell(cells.nth(0))
     expect(cells.nth(0)).to_contain_text("fork loop stopped after", timeout=60_000)
     # After the cell: ending ~1,000 children takes a while on a busy machine.
     expect(cells.nth(0)).to_contain_text(
-        f"you reached your limit of {limits.DEFAULT_PIDS} processes and threads", timeout=240_000)
+        f"you reached your limit of {limits.DEFAULT_PIDS} processes and threads", timeout=240_000
+    )
     expect(cells.nth(0)).to_contain_text("Process limit: during this cell,")
 
     started = time.monotonic()
@@ -90,8 +105,10 @@ def test_the_memory_and_process_limits_are_named_in_the_attendees_notebook(hub, 
     output = cells.nth(2).locator(".jp-OutputArea")
     expect(output).to_contain_text("after the runaway", timeout=120_000)
     said = output.inner_text()
-    assert "Memory limit: before this kernel started, 1 of your processes was killed for going " \
-           f"over your memory limit of {MEMORY_MIB / 1024:.1f} GiB (your peak: " in said, said
+    assert (
+        "Memory limit: before this kernel started, 1 of your processes was killed for going "
+        f"over your memory limit of {MEMORY_MIB / 1024:.1f} GiB (your peak: " in said
+    ), said
     assert "If JupyterLab said the kernel died, this was it" in said
     page.screenshot(path=ARTIFACTS / "hub-alice-limits-named.png", full_page=True)
     page.context.close()

@@ -38,7 +38,8 @@ for port in map(int, sys.argv[1:]):
 
 def terminal(page, command: str, timeout_ms: int = 90_000) -> str:
     """What `command` prints in a new JupyterLab terminal of the page's attendee."""
-    return page.evaluate("""async ([command, timeout]) => {
+    return page.evaluate(
+        """async ([command, timeout]) => {
         const terminals = window.jupyterapp.serviceManager.terminals;
         const session = await terminals.startNew();
         let text = '';
@@ -55,7 +56,9 @@ def terminal(page, command: str, timeout_ms: int = 90_000) -> str:
         }
         await session.shutdown();
         return text;
-    }""", [command, timeout_ms])
+    }""",
+        [command, timeout_ms],
+    )
 
 
 def said_of(output: str) -> dict[int, str]:
@@ -81,26 +84,36 @@ def test_no_attendee_listens_on_or_reaches_anothers_ports(hub, browser):
     output = terminal(squatter, f"{python} notebooks/try_ports.py " + " ".join(map(str, tried)))
     said = said_of(output)
     print(f"bob's binds answered in {time.monotonic() - started:.1f} s: {said}")
-    assert said == {carols.start: "refused: Operation not permitted",
-                    carols[-1]: "refused: Operation not permitted",
-                    bobs.start: "listening", bobs[-1]: "listening",
-                    tried[-1]: "listening"}, output[-2000:]
+    assert said == {
+        carols.start: "refused: Operation not permitted",
+        carols[-1]: "refused: Operation not permitted",
+        bobs.start: "listening",
+        bobs[-1]: "listening",
+        tried[-1]: "listening",
+    }, output[-2000:]
 
     # carol's server (TensorBoard's place: tests/system/test_hub.py starts the real one) listens
     # on her first port, and her own server's proxy reaches it.
     page = log_in(browser, s, carol)
-    output = terminal(page, f"(setsid timeout 300 {python} -m http.server --bind 127.0.0.1 "
-                            f"{carols.start} >/dev/null 2>&1 &); for i in $(seq 90); do "
-                            f"c=$(curl -s -o /dev/null -w '%{{http_code}}' "
-                            f"http://127.0.0.1:{carols.start}/); [ $c = 200 ] && break; sleep 1; "
-                            "done; echo HTTP=$c", timeout_ms=150_000)
+    output = terminal(
+        page,
+        f"(setsid timeout 300 {python} -m http.server --bind 127.0.0.1 "
+        f"{carols.start} >/dev/null 2>&1 &); for i in $(seq 90); do "
+        f"c=$(curl -s -o /dev/null -w '%{{http_code}}' "
+        f"http://127.0.0.1:{carols.start}/); [ $c = 200 ] && break; sleep 1; "
+        "done; echo HTTP=$c",
+        timeout_ms=150_000,
+    )
     assert "HTTP=200" in output, output[-2000:]
     theirs = page.request.get(f"{s.url}user/{carol}/proxy/{carols.start}/")
     assert theirs.status == 200, theirs.status
 
     # bob reaches none of it: not from his terminal, nor through his server's proxy.
-    output = terminal(squatter, "curl -s -o /dev/null -w 'HTTP=%{http_code}' -m 10 "
-                                f"http://127.0.0.1:{carols.start}/data/logdir; echo ' CURL='$?")
+    output = terminal(
+        squatter,
+        "curl -s -o /dev/null -w 'HTTP=%{http_code}' -m 10 "
+        f"http://127.0.0.1:{carols.start}/data/logdir; echo ' CURL='$?",
+    )
     assert "HTTP=000" in output and "CURL=0" not in output, output[-2000:]
     mine = squatter.request.get(f"{s.url}user/{bob}/proxy/{carols.start}/data/logdir")
     assert mine.status >= 400, (mine.status, mine.text()[:200])

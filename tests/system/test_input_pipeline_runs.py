@@ -24,8 +24,20 @@ VENV_BIN = Path(sys.executable).parent
 VARIANTS = ("sequential", "parallel", "prefetch", "cache")
 # A few batches of each variant, a tiny model: seconds of work per worker.
 TINY = [
-    "--data-dir", str(SAMPLE), "--train-images", "512", "--batches", "4",
-    "--warmup-batches", "1", "--train-batches", "2", "--depth", "10", "--decode-cost", "5",
+    "--data-dir",
+    str(SAMPLE),
+    "--train-images",
+    "512",
+    "--batches",
+    "4",
+    "--warmup-batches",
+    "1",
+    "--train-batches",
+    "2",
+    "--depth",
+    "10",
+    "--decode-cost",
+    "5",
 ]
 
 # The RESULT of a real run (horovodrun --gloo -np 2, --train-images 1024 --batches 5
@@ -63,8 +75,9 @@ def check_png(path: Path) -> None:
 
 @needs_sample
 def test_one_process_measures_every_variant(tmp_path):
-    run, output = run_script([SCRIPT, *TINY], tmp_path, timeout=900, cwd=REPO, np=1,
-                             launcher="python", env=QUIET)  # fmt: skip
+    run, output = run_script(
+        [SCRIPT, *TINY], tmp_path, timeout=900, cwd=REPO, np=1, launcher="python", env=QUIET
+    )
     assert run.exit_code == 0, output[-3000:]
     [result] = results(output)
     assert result["workers"] == 1 and result["images_per_worker"] == 512
@@ -76,8 +89,7 @@ def test_one_process_measures_every_variant(tmp_path):
     fed = [entry["variant"] for entry in result["training"]]
     assert fed[0] == "in-memory" and 2 <= len(fed) <= 3
     assert all(entry["augment"] for entry in result["training"][1:])
-    assert result["sharding"]["shard_then_shuffle"] == {"distinct": 512, "repeated": 0,
-                                                        "missed": 0}
+    assert result["sharding"]["shard_then_shuffle"] == {"distinct": 512, "repeated": 0, "missed": 0}
     check_png(save_plot([result], tmp_path / "one.png"))
 
 
@@ -88,8 +100,12 @@ def test_one_process_measures_every_variant(tmp_path):
 )
 def test_two_workers_report_per_worker_and_total_rates(tmp_path):
     run, output = run_script(
-        [SCRIPT, *TINY, "--variants", "sequential,prefetch", "--augment", "on"], tmp_path,
-        timeout=900, cwd=REPO, np=2, env=QUIET,
+        [SCRIPT, *TINY, "--variants", "sequential,prefetch", "--augment", "on"],
+        tmp_path,
+        timeout=900,
+        cwd=REPO,
+        np=2,
+        env=QUIET,
     )
     assert run.exit_code == 0, output[-6000:]
     printed = results(output)
@@ -98,7 +114,9 @@ def test_two_workers_report_per_worker_and_total_rates(tmp_path):
     result = printed[0]
     assert result["workers"] == 2 and result["images_per_worker"] == 256
     assert [(p["variant"], p["augment"]) for p in result["pipelines"]] == [
-        ("sequential", True), ("prefetch", True)]
+        ("sequential", True),
+        ("prefetch", True),
+    ]
     check_rates(result, workers=2)
     # Sharding first gives the workers disjoint halves; shuffling first (each worker with its
     # own random order) makes them overlap, and some images are never seen in that epoch.

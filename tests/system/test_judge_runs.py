@@ -21,8 +21,12 @@ def test_when_the_reading_cant_tell_the_check_cell_runs_the_script(tmp_path, cap
     broadcast = "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n"
     assert text.count(broadcast) == 1
     script = tmp_path / "fashion_mnist.py"
-    script.write_text(text.replace(broadcast, "    getattr(hvd.callbacks, 'ProgbarLogger', "
-                                   "tf.keras.callbacks.ProgbarLogger)(),\n"))  # fmt: skip
+    script.write_text(
+        text.replace(
+            broadcast,
+            "    getattr(hvd.callbacks, 'ProgbarLogger', tf.keras.callbacks.ProgbarLogger)(),\n",
+        )
+    )
     assert check_step(5, script).status == CANT_TELL  # the reading alone: counted as done
     result = check_step(5, script, run_if_unsure=True)
     assert "running your script to decide" in capsys.readouterr().out

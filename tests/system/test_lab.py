@@ -18,13 +18,15 @@ from workbook.ports import is_free
 from workbook.tensorboard import serving_logdir
 
 
-
 def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
     lab_port, tb_port = free_port(), free_port()
     # Another program on TensorBoard's port (a learner's other project), and one on
     # JupyterLab's (this test): both take the next free port and the banner says so.
-    other = subprocess.Popen([sys.executable, "-m", "http.server", str(tb_port), "--bind",
-                              "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    other = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(tb_port), "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     held = socket.socket()
     held.bind(("127.0.0.1", lab_port))
     held.listen()
@@ -37,9 +39,12 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         banner += first.stdout.readline()  # the TensorBoard line comes after the URL's
         assert f":{lab_port}/" not in url and "/lab/tree/notebooks" in url and "token=" in url
         assert f"port {lab_port} (held by PID {os.getpid()} (" in banner
-        moved = re.search(rf"TensorBoard:\s+http://127.0.0.1:(\d+)/ \(port {tb_port} \(held "
-                          rf"by PID {other.pid} \([^\n]*http.server[^\n]*\) was taken; this "
-                          rf"one is on (\d+)\)", banner)  # fmt: skip
+        moved = re.search(
+            rf"TensorBoard:\s+http://127.0.0.1:(\d+)/ \(port {tb_port} \(held "
+            rf"by PID {other.pid} \([^\n]*http.server[^\n]*\) was taken; this "
+            rf"one is on (\d+)\)",
+            banner,
+        )
         assert moved and moved.group(1) == moved.group(2), banner
         other_port, tb_port = tb_port, int(moved.group(1))
         with urllib.request.urlopen(url, timeout=30) as reply:
@@ -47,19 +52,30 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
             page = reply.read().decode()
         assert "JupyterLab" in page
         # The page's own configuration: no news pop-up, and the app the Next cells use.
-        config = json.loads(re.search(
-            r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S
-        ).group(1))
+        config = json.loads(
+            re.search(
+                r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                page,
+                re.S,
+            ).group(1)
+        )
         assert config["news"] == {"disabled": True}
         assert config["exposeAppInBrowser"] is True
         # ...and the front end's settings: it never asks about Jupyter's news.
         base, token = url.split("/lab/tree/")[0], url.split("token=")[1]
-        notification = json.load(urllib.request.urlopen(
-            f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}",
-            timeout=30))
+        notification = json.load(
+            urllib.request.urlopen(
+                f"{base}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}",
+                timeout=30,
+            )
+        )
         assert notification["schema"]["properties"]["fetchNews"]["default"] == "false"
-        listed = subprocess.run([sys.executable, "-m", "jupyter", "server", "list"],
-                                capture_output=True, text=True, env=lab_env).stdout
+        listed = subprocess.run(
+            [sys.executable, "-m", "jupyter", "server", "list"],
+            capture_output=True,
+            text=True,
+            env=lab_env,
+        ).stdout
         moved_lab_port = int(re.search(r":(\d+)/lab/", url).group(1))
         assert f"this one is on {moved_lab_port})" in banner
         assert f":{moved_lab_port}/" in listed and str(REPO) in listed
@@ -69,9 +85,19 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         started = time.monotonic()
         # Asked for the usual port again, it finds the TensorBoard the first took instead.
         second = subprocess.run(
-            ["make", "--no-print-directory", "lab", f"VENV={sys.prefix}",
-             f"LAB_ARGS=--port {free_port()} --tensorboard-port {other_port}"],
-            cwd=REPO, env=lab_env, capture_output=True, text=True, timeout=120)
+            [
+                "make",
+                "--no-print-directory",
+                "lab",
+                f"VENV={sys.prefix}",
+                f"LAB_ARGS=--port {free_port()} --tensorboard-port {other_port}",
+            ],
+            cwd=REPO,
+            env=lab_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode == 0, second.stdout + second.stderr
         assert "already running" in second.stdout
         assert URL.search(second.stdout).group(1) == url
@@ -89,7 +115,8 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
 
 
 def test_tensorboard_that_cannot_start_names_the_port_and_its_holder_in_one_line(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Issue 39: 'TensorBoard did not start within 60 s' came 16 s after the start, when
     another program held 6006. Here the port it is given stays taken (free_port_from answers
     a held one, as a race with another program would): the error says so, once, in one line."""
@@ -107,7 +134,6 @@ def test_tensorboard_that_cannot_start_names_the_port_and_its_holder_in_one_line
     said = str(failed.value)
     print(f"{took:.0f} s: {said}")
     assert "\n" not in said
-    assert said.startswith(f"TensorBoard could not start: port {port} (held by PID "
-                           f"{os.getpid()} (")
+    assert said.startswith(f"TensorBoard could not start: port {port} (held by PID {os.getpid()} (")
     assert "stop that program, or start with another port" in said
     assert "within" not in said  # no time it did not wait

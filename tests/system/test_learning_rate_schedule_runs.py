@@ -19,7 +19,6 @@ import pytest
 from processes import run_script
 from workbook.facts import chain_file_name
 
-
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 SAMPLE = REPO / "data" / "sample"
@@ -30,11 +29,21 @@ EPOCHS, WARMUP_EPOCHS, BASE_LR = 40, 5, 0.0125  # the GPU preset's schedule
 # The workbook's schedule after the warmup: x0.1 at epochs 15, 25 and 35 (Keras counts from 0).
 DROPS = (15, 25, 35)
 TINY = [
-    "--preset", "gpu",  # 40 epochs, 5 of warmup
-    "--depth", "10", "--width", "1",
-    "--data-dir", str(SAMPLE),
-    "--train-images", "64", "--test-images", "64", "--val-batch-size", "32",  # a batch a worker
-]  # fmt: skip
+    "--preset",
+    "gpu",  # 40 epochs, 5 of warmup
+    "--depth",
+    "10",
+    "--width",
+    "1",
+    "--data-dir",
+    str(SAMPLE),
+    "--train-images",
+    "64",
+    "--test-images",
+    "64",
+    "--val-batch-size",
+    "32",  # a batch a worker
+]
 
 
 def step_multiplier(epoch):
@@ -52,8 +61,14 @@ def run(command, cwd, workers, timeout=RUN_TIMEOUT):
     """Runs a script through the runner to its end (`workers` under horovodrun, one thread
     each on 2 cores; 0: one plain process); it must succeed. Returns its output."""
     launcher = {"np": workers} if workers else {"np": 1, "launcher": "python"}
-    result, output = run_script(command, cwd / "runner-logs", timeout=timeout, cwd=cwd,
-                                env={"TF_CPP_MIN_LOG_LEVEL": "2"}, **launcher)  # fmt: skip
+    result, output = run_script(
+        command,
+        cwd / "runner-logs",
+        timeout=timeout,
+        cwd=cwd,
+        env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+        **launcher,
+    )
     assert result.exit_code == 0, output[-5000:]
     return output
 
@@ -83,10 +98,13 @@ def test_solution_warms_up_then_drops_tenfold_at_epochs_15_25_35(tmp_path):
     workers = 2
     run(
         [
-            SOLUTIONS / "fashion_mnist_solution.py", *TINY,
-            "--steps-per-epoch", workers,  # one step per worker and epoch
-            "--log-dir", tmp_path / "logs",
-        ],  # fmt: skip
+            SOLUTIONS / "fashion_mnist_solution.py",
+            *TINY,
+            "--steps-per-epoch",
+            workers,  # one step per worker and epoch
+            "--log-dir",
+            tmp_path / "logs",
+        ],
         cwd=tmp_path,
         workers=workers,
     )
@@ -106,9 +124,13 @@ def test_solution_warms_up_then_drops_tenfold_at_epochs_15_25_35(tmp_path):
 def test_starting_script_drops_tenfold_at_epochs_15_25_35(tmp_path):
     run(
         [
-            SOLUTIONS / chain_file_name(0), *TINY,
-            "--steps-per-epoch", 1, "--log-dir", tmp_path / "logs",
-        ],  # fmt: skip
+            SOLUTIONS / chain_file_name(0),
+            *TINY,
+            "--steps-per-epoch",
+            1,
+            "--log-dir",
+            tmp_path / "logs",
+        ],
         cwd=tmp_path,
         workers=0,
     )

@@ -19,20 +19,38 @@ import pytest
 from workbook.facts import results, with_safe_env
 from workbook.paths import REPO
 
-
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
 SAMPLE = REPO / "data" / "sample"
 INSTALL_OPENMPI = "apt-get install openmpi-bin libopenmpi-dev"
-TINY_RUN = ["--data-dir", str(SAMPLE), "--train-images", "1024", "--test-images", "256",
-            "--depth", "10", "--width", "1", "--epochs", "1", "--steps-per-epoch", "8"]
+TINY_RUN = [
+    "--data-dir",
+    str(SAMPLE),
+    "--train-images",
+    "1024",
+    "--test-images",
+    "256",
+    "--depth",
+    "10",
+    "--width",
+    "1",
+    "--epochs",
+    "1",
+    "--steps-per-epoch",
+    "8",
+]
 TIMEOUT = 900  # seconds: generous, the test machines are shared
 
 
 def horovod_mpi_built() -> bool:
     """Asked in a subprocess: importing Horovod here would load TensorFlow into pytest."""
     probe = "import horovod.tensorflow as hvd; print(hvd.mpi_built())"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     return result.returncode == 0 and result.stdout.strip().endswith("True")
 
 
@@ -47,11 +65,15 @@ def mpi_horovod():
     not slow down collecting the other tests.
     """
     if MPIRUN is None:
-        pytest.skip(f"mpirun not found: install OpenMPI ({INSTALL_OPENMPI}) "
-                    "and run make env REBUILD_HOROVOD=1")
+        pytest.skip(
+            f"mpirun not found: install OpenMPI ({INSTALL_OPENMPI}) "
+            "and run make env REBUILD_HOROVOD=1"
+        )
     if not horovod_mpi_built():
-        pytest.skip(f"Horovod in this environment was built without MPI: install OpenMPI "
-                    f"({INSTALL_OPENMPI}) and run make env REBUILD_HOROVOD=1")
+        pytest.skip(
+            f"Horovod in this environment was built without MPI: install OpenMPI "
+            f"({INSTALL_OPENMPI}) and run make env REBUILD_HOROVOD=1"
+        )
     if not (SAMPLE / "train.npz").is_file():
         pytest.skip(f"no sample data in {SAMPLE}: git checkout -- data/sample")
 
@@ -70,16 +92,42 @@ def worker_env() -> dict:
 
 
 def mpirun_command(log_dir: Path) -> list[str]:
-    as_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []  # OpenMPI refuses root without it
-    forwarded = [arg for name in ("PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
-                                  "PYTHONUNBUFFERED") for arg in ("-x", name)]
-    return [MPIRUN, *as_root, "-np", "2", "--oversubscribe", "--bind-to", "none", "--tag-output",
-            *forwarded, sys.executable, str(SOLUTION), *TINY_RUN, "--log-dir", str(log_dir)]
+    as_root = (
+        ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    )  # OpenMPI refuses root without it
+    forwarded = [
+        arg
+        for name in ("PATH", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "PYTHONUNBUFFERED")
+        for arg in ("-x", name)
+    ]
+    return [
+        MPIRUN,
+        *as_root,
+        "-np",
+        "2",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "--tag-output",
+        *forwarded,
+        sys.executable,
+        str(SOLUTION),
+        *TINY_RUN,
+        "--log-dir",
+        str(log_dir),
+    ]
 
 
 def run(command: list[str], cwd: Path) -> tuple[int, str]:
-    result = subprocess.run(command, env=worker_env(), cwd=cwd, capture_output=True, text=True,
-                            timeout=TIMEOUT, start_new_session=True)
+    result = subprocess.run(
+        command,
+        env=worker_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        start_new_session=True,
+    )
     return result.returncode, result.stdout + result.stderr
 
 

@@ -245,10 +245,22 @@ def start_host(hosts: FakeHosts, keys: Path, host: str, address: str, index: int
         f"-f {sshd_config(hosts.root, keys, host, address)}"
     )
     hosts.sshd[host] = subprocess.Popen(
-        ["ip", "netns", "exec", namespace, "unshare", "--mount", "--uts", "--propagation",
-         "private", "sh", "-c", start],
+        [
+            "ip",
+            "netns",
+            "exec",
+            namespace,
+            "unshare",
+            "--mount",
+            "--uts",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            start,
+        ],
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     wait_for_port(address, 22, 30)
 
 

@@ -33,7 +33,10 @@ QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
 def horovod_has_mpi() -> bool:
     reply = subprocess.run(
         [sys.executable, "-c", "import horovod.tensorflow as h; print(h.mpi_built())"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **QUIET},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **QUIET},
     )
     return reply.stdout.strip().endswith("True")
 
@@ -52,8 +55,9 @@ def test_without_the_setting_hvd_init_hangs(tmp_path, tensorboard_port_taken):
         pytest.skip(f"port 6006 is held by {tensorboard_port_taken}, not by the tests' silent one")
     # 20 s: the same line finishes in 2-6 s with the setting (its import of TensorFlow).
     with pytest.raises(CommandFailed, match="did not finish in 20 s; its log: "):
-        run_timed(python_c_plan(HOROVOD_INIT, tmp_path, timeout=20,
-                                env={**QUIET, "HWLOC_COMPONENTS": ""}))
+        run_timed(
+            python_c_plan(HOROVOD_INIT, tmp_path, timeout=20, env={**QUIET, "HWLOC_COMPONENTS": ""})
+        )
 
 
 @needs_mpi
@@ -61,21 +65,41 @@ def test_without_the_setting_hvd_init_hangs(tmp_path, tensorboard_port_taken):
     "launch",
     [
         pytest.param([sys.executable, "-c", HOROVOD_INIT], id="python"),
-        pytest.param([str(HOROVODRUN), "--mpi", "-np", "2", sys.executable, "-c", HOROVOD_INIT],
-                     id="horovodrun-mpi"),
-        pytest.param([str(HOROVODRUN), "--gloo", "-np", "2", sys.executable, "-c", HOROVOD_INIT],
-                     id="horovodrun-gloo"),
-        pytest.param([MPIRUN or "mpirun", *(["--allow-run-as-root"] if os.geteuid() == 0 else []),
-                      "-np", "2", "--oversubscribe", "--bind-to", "none",
-                      sys.executable, "-c", HOROVOD_INIT], id="mpirun"),
+        pytest.param(
+            [str(HOROVODRUN), "--mpi", "-np", "2", sys.executable, "-c", HOROVOD_INIT],
+            id="horovodrun-mpi",
+        ),
+        pytest.param(
+            [str(HOROVODRUN), "--gloo", "-np", "2", sys.executable, "-c", HOROVOD_INIT],
+            id="horovodrun-gloo",
+        ),
+        pytest.param(
+            [
+                MPIRUN or "mpirun",
+                *(["--allow-run-as-root"] if os.geteuid() == 0 else []),
+                "-np",
+                "2",
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                sys.executable,
+                "-c",
+                HOROVOD_INIT,
+            ],
+            id="mpirun",
+        ),
     ],
 )
 def test_a_make_lab_terminal_launches_with_the_port_taken(launch, tmp_path):
     """What a learner types in a JupyterLab terminal, whose environment `make lab` made safe."""
-    env = {**with_safe_env(), **QUIET,
-           "PATH": os.pathsep.join([str(HOROVODRUN.parent), os.environ["PATH"]])}
-    reply = subprocess.run(launch, env=env, capture_output=True, text=True, timeout=180,
-                           start_new_session=True)
+    env = {
+        **with_safe_env(),
+        **QUIET,
+        "PATH": os.pathsep.join([str(HOROVODRUN.parent), os.environ["PATH"]]),
+    }
+    reply = subprocess.run(
+        launch, env=env, capture_output=True, text=True, timeout=180, start_new_session=True
+    )
     assert reply.returncode == 0, reply.stdout[-2000:] + reply.stderr[-2000:]
     workers = 1 if launch[0] == sys.executable else 2
     assert reply.stdout.count("initialized rank") == workers, reply.stdout

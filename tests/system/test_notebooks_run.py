@@ -19,9 +19,8 @@ import nbformat
 import pytest
 
 from notebook_runs import execute, kernel_name, stop_tensorboards_under, workbook_copy  # noqa: F401
-
-from workbook.paths import REPO
 from workbook.facts import NOTEBOOKS, RUN, STEP, notebook, notebook_label, notebook_of_kind
+from workbook.paths import REPO
 
 # The last notebook of the course: the distributed run. Bonus lessons come after it.
 FINAL_NOTEBOOK = notebook_of_kind(RUN).file_name
@@ -53,8 +52,12 @@ def errors(executed) -> list:
 
 
 def outputs_of(executed) -> list:
-    return [output for cell in executed.cells if cell.cell_type == "code"
-            for output in cell.get("outputs", [])]
+    return [
+        output
+        for cell in executed.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    ]
 
 
 def shown_text(outputs) -> str:
@@ -76,8 +79,9 @@ def solution_pass(tmp_path_factory, kernel_name):
     try:
         for entry in NOTEBOOKS:
             # The optional run-for-real cells train 9 more times: system/test_run_check.py has them.
-            executed[entry.file_name] = execute(notebooks / entry.file_name, kernel_name,
-                                                skip_tags=("run-check",))  # raises on errors
+            executed[entry.file_name] = execute(
+                notebooks / entry.file_name, kernel_name, skip_tags=("run-check",)
+            )  # raises on errors
     finally:
         stop_tensorboards_under(root)
     return {"notebooks": notebooks, "executed": executed}
@@ -100,15 +104,24 @@ def test_the_run_notebook_shows_one_set_of_figures(solution_pass):
     outputs = outputs_of(solution_pass["executed"][FINAL_NOTEBOOK])
     shown = shown_text(outputs)
     # The verdict first: its first lines are the comparisons, the detail folded below them.
-    glance = next(o["data"]["text/html"] for o in outputs
-                  if "workbook-glance" in o.get("data", {}).get("text/html", ""))
+    glance = next(
+        o["data"]["text/html"]
+        for o in outputs
+        if "workbook-glance" in o.get("data", {}).get("text/html", "")
+    )
     first = glance.split("<details>")[0]
     assert first.count("<p ") in (2, 3) and "Against 1 worker (reference)" in first
     assert "Where the time went, over" in glance.split("<details>")[1]
-    printed = float(re.search(r"Speed-up, training time of the reference / yours "
-                              r"\(over \d+ epochs?\): ([\d.]+)", shown).group(1))
+    printed = float(
+        re.search(
+            r"Speed-up, training time of the reference / yours "
+            r"\(over \d+ epochs?\): ([\d.]+)",
+            shown,
+        ).group(1)
+    )
     assert float(re.search(r"TABLE RATIO ([\d.]+)", shown).group(1)) == pytest.approx(
-        printed, abs=0.006)
+        printed, abs=0.006
+    )
     plotted = json.loads(re.search(r"PLOTTED (\[.*\])", shown).group(1))
     launch_ends = json.loads(re.search(r"LAUNCH ENDS (\[.*\])", shown).group(1))
     assert len(plotted) == 3, "reference, your workers and the baseline"
@@ -122,8 +135,9 @@ def test_the_run_notebook_shows_one_set_of_figures(solution_pass):
     assert "Estimate from your 2 workers' own pace" in shown
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 2, "the bars of the time's parts and the accuracy curves"
-    assert any("make bench (median [min-max])" in o.get("data", {}).get("text/plain", "")
-               for o in outputs)
+    assert any(
+        "make bench (median [min-max])" in o.get("data", {}).get("text/plain", "") for o in outputs
+    )
 
 
 @pytest.mark.timeout(1800)
@@ -144,8 +158,13 @@ def test_notebooks_with_the_starting_script_fail_only_their_checks(tmp_path, ker
     try:
         for entry in READ_THE_SCRIPT:
             name, step = entry.file_name, entry.step
-            executed = execute(notebooks / name, kernel_name, True, skip_tags=("experiment",),
-                               only_tags=reading if step else ())
+            executed = execute(
+                notebooks / name,
+                kernel_name,
+                True,
+                skip_tags=("experiment",),
+                only_tags=reading if step else (),
+            )
             if any("run-check" in cell.metadata.get("tags", []) for cell in executed.cells):
                 # Every run-check cell calls run_step the same way: the first stands for all
                 # (4-9 s each; their verdicts: tests/system/test_run_check.py).

@@ -36,8 +36,14 @@ def run_preflight(extra_pythonpath=None):
     if extra_pythonpath:
         # Shadow installed packages with broken stand-ins, the way a bad build looks.
         env["PYTHONPATH"] = os.pathsep.join([str(extra_pythonpath), str(REPO)])
-    return subprocess.run([sys.executable, "-m", "workbook.preflight"], capture_output=True,
-                          text=True, cwd=REPO, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "workbook.preflight"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
 
 
 def line_for(output, name):
@@ -71,10 +77,14 @@ def test_this_environment_passes_and_reports_everything(healthy_run):
 def test_horovod_built_without_tensorflow_is_a_clear_error_with_its_fix(tmp_path):
     write_module(tmp_path, "horovod", "__version__ = '0.28.1'\n")
     # The message Horovod itself raises when its TensorFlow extension was not compiled.
-    write_module(tmp_path, "horovod.tensorflow", """\
+    write_module(
+        tmp_path,
+        "horovod.tensorflow",
+        """\
         raise ImportError("Extension horovod.tensorflow has not been built: "
                           "mpi_lib.cpython-311-x86_64-linux-gnu.so not found")
-    """)
+    """,
+    )
     result = run_preflight(tmp_path)
     assert result.returncode == 1
     line = line_for(result.stdout, "Horovod")
@@ -84,8 +94,11 @@ def test_horovod_built_without_tensorflow_is_a_clear_error_with_its_fix(tmp_path
 
 
 def test_a_missing_package_is_a_clear_error_with_its_fix(tmp_path):
-    write_module(tmp_path, "tensorflow_addons",
-                 "raise ModuleNotFoundError(\"No module named 'tensorflow_addons'\")\n")
+    write_module(
+        tmp_path,
+        "tensorflow_addons",
+        "raise ModuleNotFoundError(\"No module named 'tensorflow_addons'\")\n",
+    )
     result = run_preflight(tmp_path)
     assert result.returncode == 1
     line = line_for(result.stdout, "TF Addons")
@@ -94,7 +107,10 @@ def test_a_missing_package_is_a_clear_error_with_its_fix(tmp_path):
 
 
 def test_keras_3_is_refused(tmp_path):
-    write_module(tmp_path, "tensorflow", """\
+    write_module(
+        tmp_path,
+        "tensorflow",
+        """\
         __version__ = "2.16.1"
         class keras:
             __version__ = "3.3.3"
@@ -102,7 +118,8 @@ def test_keras_3_is_refused(tmp_path):
             @staticmethod
             def list_physical_devices(kind):
                 return []
-    """)
+    """,
+    )
     result = run_preflight(tmp_path)
     assert result.returncode == 1
     line = line_for(result.stdout, "TensorFlow")
@@ -121,13 +138,16 @@ def test_check_build_without_tensorflow_fails(tmp_path, monkeypatch):
 
 def test_parse_check_build():
     sections = preflight.parse_check_build(CHECK_BUILD_WITHOUT_TF)
-    assert sections == {"Frameworks": [], "Controllers": ["Gloo"],
-                        "Tensor Operations": ["Gloo"]}
+    assert sections == {"Frameworks": [], "Controllers": ["Gloo"], "Tensor Operations": ["Gloo"]}
 
 
 def test_report_renders_as_html_for_notebooks():
-    report = preflight.Report([preflight.Check("GPUs", preflight.OK, "none <cpu>"),
-                               preflight.Check("data", preflight.FAIL, "bad", "make data")])
+    report = preflight.Report(
+        [
+            preflight.Check("GPUs", preflight.OK, "none <cpu>"),
+            preflight.Check("data", preflight.FAIL, "bad", "make data"),
+        ]
+    )
     html = report._repr_html_()
     assert "none &lt;cpu&gt;" in html and "<code>make data</code>" in html
     assert not report.can_run

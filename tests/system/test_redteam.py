@@ -29,9 +29,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hostile_scripts import DEEP, HUGE_POWER, LEAVES_BEHIND, LONG_LOOP, reaching_out, script_after
-
 from grader.live.run import WALL_CAP
+from hostile_scripts import DEEP, HUGE_POWER, LEAVES_BEHIND, LONG_LOOP, reaching_out, script_after
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course
 from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
@@ -46,8 +45,10 @@ MARKER = uuid.uuid4().hex[:8]
 ROSTER = REPO / f"roster-{MARKER}.csv"
 OLDER_GRADEBOOK = REPO / f"older-course-{MARKER}" / "gradebook.db"
 NOT_THEIRS = {ROSTER: f"ann,ann-{MARKER}@example.org", OLDER_GRADEBOOK: f"ann: 12/12 {MARKER}"}
-SECRETS = {"DATABASE_URL": f"postgres://grader:pw-{MARKER}@db.example/course",
-           "AWS_ACCESS_KEY_ID": f"AKIA{MARKER.upper()}"}  # fmt: skip
+SECRETS = {
+    "DATABASE_URL": f"postgres://grader:pw-{MARKER}@db.example/course",
+    "AWS_ACCESS_KEY_ID": f"AKIA{MARKER.upper()}",
+}
 
 
 # --- attackers: the class, through `make grade` ---------------------------------------------------
@@ -72,18 +73,37 @@ def fake_packages(folder: Path, markers: Path) -> None:
 
 
 def shadow_modules(folder: Path, markers: Path) -> None:
-    for name in ("ast", "json", "tokenize", "pickle", "nbformat", "zmq", "numpy", "jupyter_client",
-                 "ipykernel", "IPython", "traitlets", "pathlib"):
+    for name in (
+        "ast",
+        "json",
+        "tokenize",
+        "pickle",
+        "nbformat",
+        "zmq",
+        "numpy",
+        "jupyter_client",
+        "ipykernel",
+        "IPython",
+        "traitlets",
+        "pathlib",
+    ):
         (folder / f"{name}.py").write_text(marker_code(markers, name))
 
 
 def startup_files(folder: Path, markers: Path) -> None:
     code = marker_code(markers, "startup")
-    for name in ("sitecustomize.py", "usercustomize.py", "ipython_config.py",
-                 "ipython_kernel_config.py", "jupyter_config.py", "nbgrader_config.py"):
+    for name in (
+        "sitecustomize.py",
+        "usercustomize.py",
+        "ipython_config.py",
+        "ipython_kernel_config.py",
+        "jupyter_config.py",
+        "nbgrader_config.py",
+    ):
         (folder / name).write_text(code.replace("'startup'", repr(name)))
-    (folder / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(markers)!r}, 'pth')"
-                                     ".write_text('ran')\n")
+    (folder / "evil.pth").write_text(
+        f"import pathlib; pathlib.Path({str(markers)!r}, 'pth').write_text('ran')\n"
+    )
     startup = folder / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00-evil.py").write_text(marker_code(markers, "ipython-startup"))
@@ -92,27 +112,38 @@ def startup_files(folder: Path, markers: Path) -> None:
 
 def edit_notebooks(folder: Path, markers: Path) -> None:
     """Cells with nbgrader metadata of the student's own, in every form nbgrader reads."""
+
     def grade_meta(**fields):
-        return {"nbgrader": {"grade": True, "solution": False, "locked": False,
-                             "schema_version": 3, **fields}}
+        return {
+            "nbgrader": {
+                "grade": True,
+                "solution": False,
+                "locked": False,
+                "schema_version": 3,
+                **fields,
+            }
+        }
 
     notebooks = sorted(folder.glob("*.ipynb"))
     first = nbformat.read(notebooks[0], as_version=4)
     check = next(c for c in first.cells if c.metadata.get("nbgrader", {}).get("grade"))
     grade_id = check.metadata.nbgrader["grade_id"]
     fake = marker_code(markers, "added-cell") + "print('all done')\n"
-    first.cells.insert(0, nbformat.v4.new_code_cell(
-        fake, metadata=grade_meta(grade_id="bonus_points", points=100)))
+    first.cells.insert(
+        0, nbformat.v4.new_code_cell(fake, metadata=grade_meta(grade_id="bonus_points", points=100))
+    )
     first.cells.insert(0, nbformat.v4.new_code_cell(fake, metadata=grade_meta(points=5)))
-    first.cells.insert(0, nbformat.v4.new_code_cell(
-        fake, metadata=grade_meta(grade_id=grade_id, points=1)))  # a second cell, same id
+    first.cells.insert(
+        0, nbformat.v4.new_code_cell(fake, metadata=grade_meta(grade_id=grade_id, points=1))
+    )  # a second cell, same id
     check.metadata.nbgrader["schema_version"] = 1  # an old nbgrader: would stop the run
     first.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
     nbformat.write(first, notebooks[0])
     second = nbformat.read(notebooks[1], as_version=4)
     check = next(c for c in second.cells if c.metadata.get("nbgrader", {}).get("grade"))
     second.cells[second.cells.index(check)] = nbformat.v4.new_markdown_cell(
-        "passed", metadata={"nbgrader": dict(check.metadata.nbgrader)})
+        "passed", metadata={"nbgrader": dict(check.metadata.nbgrader)}
+    )
     nbformat.write(second, notebooks[1])
 
 
@@ -156,19 +187,35 @@ def attackers() -> dict:
 
 
 def make(*args, timeout=1500, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", *map(str, args)], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env=env)  # fmt: skip
+    return subprocess.run(
+        ["make", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def new_course(base: Path, students) -> Course:
     root = base / "course"
     roster = base / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\n"
-                      + "".join(f"{s},{s},Example,{s}@example.org\n" for s in students))
-    for args in (["init", root, "--steps", ",".join(map(str, STEPS))], ["generate", root],
-                 ["add-students", root, roster], ["release", root]):
-        done = subprocess.run([sys.executable, "-m", "instructor", *map(str, args)],
-                              capture_output=True, text=True, timeout=300)
+    roster.write_text(
+        "id,first_name,last_name,email\n"
+        + "".join(f"{s},{s},Example,{s}@example.org\n" for s in students)
+    )
+    for args in (
+        ["init", root, "--steps", ",".join(map(str, STEPS))],
+        ["generate", root],
+        ["add-students", root, roster],
+        ["release", root],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "instructor", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     return Course.open(root)
 
@@ -198,8 +245,11 @@ def snapshot(root: Path, skip: set) -> dict:
         relative = path.relative_to(root)
         if relative.parts[0] in skip or path.is_dir() or not (path.is_file() or path.is_symlink()):
             continue
-        found[str(relative)] = (os.readlink(path) if path.is_symlink()
-                                else hashlib.sha256(path.read_bytes()).hexdigest())
+        found[str(relative)] = (
+            os.readlink(path)
+            if path.is_symlink()
+            else hashlib.sha256(path.read_bytes()).hexdigest()
+        )
     return found
 
 
@@ -225,13 +275,19 @@ def attacked_class(tmp_path_factory):
     (sneaky / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
     (sneaky / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
     hand_in(course, BAD_ID, script_after(12))
-    add = subprocess.run([sys.executable, "-m", "instructor", "add-students", course.root,
-                          "ac_inbound_link"], capture_output=True, text=True, timeout=120)
+    add = subprocess.run(
+        [sys.executable, "-m", "instructor", "add-students", course.root, "ac_inbound_link"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert add.returncode == 0, add.stderr
 
     repo_before = snapshot(REPO / "solutions", set())
-    course_before = snapshot(course.root, {"autograded", "feedback", "reports", "logs",
-                                           "set_aside", "submitted", "gradebook.db"})
+    course_before = snapshot(
+        course.root,
+        {"autograded", "feedback", "reports", "logs", "set_aside", "submitted", "gradebook.db"},
+    )
     submitted_before = snapshot(course.root / "submitted", set())
     temporary = base / "tmp"  # the runs' folders (tempfile's), this class's alone
     temporary.mkdir()
@@ -240,17 +296,25 @@ def attacked_class(tmp_path_factory):
             path.parent.mkdir(exist_ok=True)
             path.write_text(text)
         # As on an instructor's machine: a database password and a cloud key in the environment.
-        done = make("grade", f"COURSE={course.root}", f"GRADE_ARGS=--run-timeout {RUN_TIMEOUT_S}",
-                    env={**os.environ, **SECRETS, "TMPDIR": str(temporary)})  # fmt: skip
+        done = make(
+            "grade",
+            f"COURSE={course.root}",
+            f"GRADE_ARGS=--run-timeout {RUN_TIMEOUT_S}",
+            env={**os.environ, **SECRETS, "TMPDIR": str(temporary)},
+        )
     finally:
         for path in NOT_THEIRS:
             path.unlink(missing_ok=True)
         OLDER_GRADEBOOK.parent.rmdir()
     return {
         "temporary": temporary,
-        "course": course, "done": done, "markers": markers, "scripts": scripts,
+        "course": course,
+        "done": done,
+        "markers": markers,
+        "scripts": scripts,
         "students": students,
-        "repo_before": repo_before, "course_before": course_before,
+        "repo_before": repo_before,
+        "course_before": course_before,
         "submitted_before": submitted_before,
     }
 
@@ -286,20 +350,24 @@ def test_each_attacker_gets_the_grade_of_their_real_script(attacked_class):
             expected = 0.0
         else:  # the verdicts decided for the script it handed in (instructor/judging.py)
             judged = judging.load(course, student)
-            expected = float(sum(item["passed"] for item in judged["results"]
-                                 if item["step"] in STEPS))  # fmt: skip
+            expected = float(
+                sum(item["passed"] for item in judged["results"] if item["step"] in STEPS)
+            )
         assert scores[student] == expected, (student, attack)
     assert scores["ac_inbound_link"] == 0.0
     # The attacks did not cost the attackers what their script earns, either.
-    assert scores[next(s for s, a in attacked_class["students"].items()
-                       if a == "shadow_modules")] == 2.0  # steps 1 and 6 of 1, 6, 11
+    assert (
+        scores[next(s for s, a in attacked_class["students"].items() if a == "shadow_modules")]
+        == 2.0
+    )  # steps 1 and 6 of 1, 6, 11
 
 
 @class_test
 def test_honest_students_get_what_their_script_earns(attacked_class):
     """A script stopped after step N passes the course's steps up to N, attackers or not."""
-    earned = {student: float(sum(step <= done for step in STEPS))
-              for student, done in HONEST.items()}
+    earned = {
+        student: float(sum(step <= done for step in STEPS)) for student, done in HONEST.items()
+    }
     assert {s: grades(attacked_class["course"])[s] for s in HONEST} == earned
     assert earned == {"honest_bob": 2.0, "honest_carol": 3.0, "honest_dave": 1.0}
 
@@ -308,8 +376,10 @@ def test_honest_students_get_what_their_script_earns(attacked_class):
 def test_grading_writes_only_its_own_folders(attacked_class):
     course = attacked_class["course"]
     assert snapshot(REPO / "solutions", set()) == attacked_class["repo_before"]
-    after = snapshot(course.root, {"autograded", "feedback", "reports", "logs", "set_aside",
-                                   "submitted", "gradebook.db"})
+    after = snapshot(
+        course.root,
+        {"autograded", "feedback", "reports", "logs", "set_aside", "submitted", "gradebook.db"},
+    )
     after.pop("grades.csv")
     assert after == attacked_class["course_before"]  # source, release, exchange, config
     # submitted/ lost exactly what was set aside (kept in set_aside/), and gained one collected.
@@ -321,8 +391,10 @@ def test_grading_writes_only_its_own_folders(attacked_class):
         kept = course.root / "set_aside" / student / ("submission" if whole else "") / rest
         assert kept.is_symlink() or kept.exists(), path
     assert {p.partition("/")[0] for p in gone} == {BAD_ID} | {
-        s for s, a in attacked_class["students"].items() if a in ("link_to_solution",
-                                                                  "special_files")}
+        s
+        for s, a in attacked_class["students"].items()
+        if a in ("link_to_solution", "special_files")
+    }
 
 
 @class_test
@@ -335,17 +407,26 @@ def test_the_report_names_every_attempt(attacked_class):
         if attack is not None:
             assert f"  {student}: " in text, (student, text)
     # Honest students are named nowhere a submission's tampering or problems are.
-    tampering = [text.split(title)[1].split("\n\n")[0] for title in (
-        "Script problems", "Tampered check cells", "Tampering:", "Extra files", "Code not the")
-        if title in text]  # fmt: skip
+    tampering = [
+        text.split(title)[1].split("\n\n")[0]
+        for title in (
+            "Script problems",
+            "Tampered check cells",
+            "Tampering:",
+            "Extra files",
+            "Code not the",
+        )
+        if title in text
+    ]
     for honest in HONEST:
         assert not [part for part in tampering if f"  {honest}: " in part], text
     assert "ac_inbound_link: horovod_steps/fashion_mnist.py: a link to" in text
     assert f"  {BAD_ID}: .: the student id '{BAD_ID}' has characters" in text
     assert "(grade_id 'bonus_points') ignored" in text
     not_graded = text.split("Not graded:")[1].strip().splitlines()
-    assert not_graded == [f"{BAD_ID}: not submitted: the whole submission was set aside "
-                          "(see Tampering)"], text
+    assert not_graded == [
+        f"{BAD_ID}: not submitted: the whole submission was set aside (see Tampering)"
+    ], text
 
 
 @class_test
@@ -368,8 +449,11 @@ def test_nothing_a_run_reached_for_or_left_behind_escaped_its_box(attacked_class
     environment and nothing of the checkout's other files in any feedback, judgement or log;
     no setuid or world-writable file, no mount and no process of a run left on the host."""
     course = attacked_class["course"]
-    shown = [*course.folder("feedback", "x").parent.rglob("*"),
-             *(course.root / "logs").rglob("*"), *(course.root / "reports").rglob("*")]
+    shown = [
+        *course.folder("feedback", "x").parent.rglob("*"),
+        *(course.root / "logs").rglob("*"),
+        *(course.root / "reports").rglob("*"),
+    ]
     leaks = [*SECRETS.values(), *NOT_THEIRS.values()]
     for path in shown:
         if path.is_file():
@@ -387,8 +471,11 @@ def test_nothing_a_run_reached_for_or_left_behind_escaped_its_box(attacked_class
     for kept in temporary.iterdir():  # a failed run's folder, kept: bounded
         assert sum(p.lstat().st_size for p in kept.rglob("*")) < 4 << 20, kept
     assert str(temporary) not in Path("/proc/mounts").read_text()
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if str(temporary) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(temporary) in " ".join(p.info["cmdline"] or [])
+    ]
 
 
 @class_test

@@ -23,16 +23,17 @@ from grader.live import run_step
 from grader.live.invariants import finding
 from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
 from grader.live.probe import PROBE_DIR_VARIABLE
-from grader.report import FAILED, PASSED, Result
 from grader.live.run import TIMEOUT_S
+from grader.report import FAILED, PASSED, Result
 from workbook.paths import REPO
 
 SOLUTIONS = REPO / "solutions"
 
 
 def reference(step: int) -> Path:
-    return SOLUTIONS / ("fashion_mnist_solution.py" if step == 12 else
-                        f"fashion_mnist_after_step_{step:02d}.py")  # fmt: skip
+    return SOLUTIONS / (
+        "fashion_mnist_solution.py" if step == 12 else f"fashion_mnist_after_step_{step:02d}.py"
+    )
 
 
 # --- records as the probe writes them ------------------------------------------------------
@@ -129,8 +130,10 @@ def test_an_unsharded_dataset_gives_the_same_batches(tmp_path):
 
 @pytest.mark.timeout(400)
 def test_a_collective_under_a_rank_branch_is_a_hang(tmp_path):
-    broadcast = ('resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, '
-                 'name="resume_from_epoch"))')  # fmt: skip
+    broadcast = (
+        "resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, "
+        'name="resume_from_epoch"))'
+    )
     path = variant(tmp_path, 8, broadcast, f"if hvd.rank() == 0:\n    {broadcast}")
     line = 1 + path.read_text().splitlines().index(f"    {broadcast}")
     result = checked(path, 8, tmp_path / "runs")
@@ -161,9 +164,11 @@ def test_a_crash_names_the_failing_rank(tmp_path):
     line = 1 + path.read_text().splitlines().index('    raise RuntimeError("rank 1 gives up")')
     result = checked(path, 4, tmp_path / "runs")
     assert result.run.outcome == CRASHED
-    assert result.message.startswith(f'rank 1 stopped with an error at line {line} (`raise '
-                                     f'RuntimeError("rank 1 gives up")`): RuntimeError: rank 1 '
-                                     'gives up (')  # fmt: skip
+    assert result.message.startswith(
+        f"rank 1 stopped with an error at line {line} (`raise "
+        f'RuntimeError("rank 1 gives up")`): RuntimeError: rank 1 '
+        "gives up ("
+    )
     error = result.run.error
     assert "RuntimeError: rank 1 gives up" in error
     assert "probe.py" not in error and "runpy" not in error  # the learner's frames
@@ -190,8 +195,9 @@ def test_an_interrupt_stops_every_worker(tmp_path):
     records.mkdir()
     env = dict(os.environ, TMPDIR=str(records))
     command = [sys.executable, "-m", "grader", "run", str(reference(5)), "--step", "5"]
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         deadline = time.monotonic() + 120
         while "started model.fit" not in training(records):  # interrupt it while it trains

@@ -12,13 +12,12 @@ import sys
 
 import pytest
 
-from hostile_scripts import HANGING_RESUME, RUNS_THE_SOLUTION
-from runner_fixtures import needs_horovodrun
-
 from grader.live import run_step
 from grader.live.outcome import FINISHED, UNFINISHED
 from grader.live.run import STALL_S
 from grader.report import PASSED
+from hostile_scripts import HANGING_RESUME, RUNS_THE_SOLUTION
+from runner_fixtures import needs_horovodrun
 from workbook.facts import SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
@@ -33,8 +32,9 @@ NEIGHBOUR_S = 300  # each ends by itself after this long, whatever happens to th
 @pytest.fixture
 def busy_machine():
     """NEIGHBOURS processes that keep a core busy each, stopped at the end."""
-    loop = (f"import time\nend = time.monotonic() + {NEIGHBOUR_S}\n"
-            "while time.monotonic() < end: pass")
+    loop = (
+        f"import time\nend = time.monotonic() + {NEIGHBOUR_S}\nwhile time.monotonic() < end: pass"
+    )
     neighbours = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(NEIGHBOURS)]
     try:
         yield neighbours
@@ -55,8 +55,9 @@ def test_the_reference_passes_every_step_on_a_busy_machine(tmp_path, busy_machin
     simulated GPUs; launch 2 no GPU, and the script's own batch size."""
     script = tmp_path / "fashion_mnist.py"
     script.write_text((SOLUTIONS_DIR / SOLUTION_FILE_NAME).read_text())
-    result = run_step(12, script, quiet=True, timeout=LIMIT_S, work_dir=tmp_path / "runs",
-                      keep=True)  # fmt: skip
+    result = run_step(
+        12, script, quiet=True, timeout=LIMIT_S, work_dir=tmp_path / "runs", keep=True
+    )
     assert result.run.outcome == FINISHED, result.message
     assert set(statuses(result).values()) == {PASSED}, str(result)
     assert result.run.counted_seconds < result.run.seconds, "the neighbours' time not counted"

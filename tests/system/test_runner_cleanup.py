@@ -13,9 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-
-from runner_fixtures import (VENV_BIN, needs_horovodrun, quiet_tensorflow,  # noqa: F401
-                             wait_for)
+from runner_fixtures import VENV_BIN, needs_horovodrun, quiet_tensorflow, wait_for  # noqa: F401
 from workbook import runner
 from workbook.facts import with_safe_env
 
@@ -102,8 +100,11 @@ def mpi_controller():
         pytest.skip("no mpirun: tests/setup_mpi.sh installs OpenMPI")
     built = subprocess.run(
         [str(VENV_BIN / "horovodrun"), "--check-build"],
-        capture_output=True, text=True, timeout=300, env=with_safe_env(),
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=with_safe_env(),
+    ).stdout
     controllers = built.split("Available Controllers:")[-1].split("Available Tensor")[0]
     if "[X] MPI" not in controllers:
         pytest.skip("Horovod was built without MPI: make env REBUILD_HOROVOD=1 after setup_mpi.sh")
@@ -172,5 +173,3 @@ def test_an_interrupted_mpi_run_leaves_no_process_with_its_marker(tmp_path, quie
     result = handle.stop()
     assert result.interrupted and result.leftover_pids == []
     assert carrying(handle.plan.marker) == []
-
-

@@ -18,9 +18,7 @@ import psutil
 import pytest
 
 from lab_helpers import free_port
-
-from runner_fixtures import (VENV_BIN, needs_horovodrun, quiet_tensorflow,  # noqa: F401
-                             wait_for)
+from runner_fixtures import VENV_BIN, needs_horovodrun, quiet_tensorflow, wait_for  # noqa: F401
 from workbook import runner
 from workbook.facts import with_safe_env
 
@@ -120,12 +118,13 @@ def lessons_pinning() -> str:
     """The solution's step 2: from its `Horovod: pin` comment to the blank line after it."""
     text = SOLUTION.read_text()
     start = text.index("# Horovod: pin one GPU")
-    return text[start:text.index("\n\n", start)]
+    return text[start : text.index("\n\n", start)]
 
 
 @needs_horovodrun
 def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
-        tmp_path, monkeypatch, quiet_tensorflow):
+    tmp_path, monkeypatch, quiet_tensorflow
+):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-0)'\n")
@@ -133,11 +132,15 @@ def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     script = tmp_path / "pins.py"
-    script.write_text(PINS_LIKE_THE_LESSON.format(probe_dir=str(REPO / "grader" / "live"),
-                                                  step_2=lessons_pinning()))  # fmt: skip
+    script.write_text(
+        PINS_LIKE_THE_LESSON.format(
+            probe_dir=str(REPO / "grader" / "live"), step_2=lessons_pinning()
+        )
+    )
     env = {"STAND_IN_GPUS": "1"}
-    result = runner.horovodrun(str(script), np="auto", logs_root=tmp_path / "logs", env=env,
-                               timeout=120, log_dir=False)  # fmt: skip
+    result = runner.horovodrun(
+        str(script), np="auto", logs_root=tmp_path / "logs", env=env, timeout=120, log_dir=False
+    )
     assert result.ok, result.error
     assert "1 GPU hidden" in result.layout
     output = (tmp_path / "logs" / result.run_name / "horovodrun.log").read_text()
@@ -145,8 +148,14 @@ def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
     # The launcher is run with -m and imported by nothing before: no runpy warning.
     assert "found in sys.modules" not in output
     # The same workers with the one GPU shown to both: what the runner's layout prevents.
-    shown = runner.horovodrun(str(script), np=2, logs_root=tmp_path / "logs", timeout=120,
-                              env={**env, "CUDA_VISIBLE_DEVICES": "0"}, log_dir=False)
+    shown = runner.horovodrun(
+        str(script),
+        np=2,
+        logs_root=tmp_path / "logs",
+        timeout=120,
+        env={**env, "CUDA_VISIBLE_DEVICES": "0"},
+        log_dir=False,
+    )
     assert not shown.ok and shown.failed_rank == 1
     assert "IndexError" in shown.error
 
@@ -202,7 +211,7 @@ def test_background_baseline_without_horovodrun(tmp_path):
     assert handle.tail(3).splitlines() == [
         "Epoch 1/1",
         "4/4 [====]",
-        'RESULT {"test_accuracy": 0.5, "images_per_second": ' "100.0}",
+        'RESULT {"test_accuracy": 0.5, "images_per_second": 100.0}',
     ]
 
 
@@ -212,10 +221,21 @@ def test_gloo_starts_every_slot_of_H(tmp_path, quiet_tensorflow):
     script = tmp_path / "who.py"
     script.write_text("import os\nprint('size', os.environ['HOROVOD_SIZE'], flush=True)\n")
     done = subprocess.run(
-        [str(VENV_BIN / "horovodrun"), "--gloo", "-np", "1", "-H", "localhost:2",
-         sys.executable, str(script)],
-        capture_output=True, text=True, timeout=300, env=with_safe_env(),
-    )  # fmt: skip
+        [
+            str(VENV_BIN / "horovodrun"),
+            "--gloo",
+            "-np",
+            "1",
+            "-H",
+            "localhost:2",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=with_safe_env(),
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert sorted(re.findall(r"\[(\d)\]<stdout>:size (\d)", done.stdout)) == [
         ("0", "2"),
@@ -386,8 +406,10 @@ def test_tensorboard_shows_the_run(notebook_run):
     finally:
         board.stop()
     wait_for(
-        lambda: not psutil.pid_exists(board.started_pid)
-        or psutil.Process(board.started_pid).status() == psutil.STATUS_ZOMBIE,
+        lambda: (
+            not psutil.pid_exists(board.started_pid)
+            or psutil.Process(board.started_pid).status() == psutil.STATUS_ZOMBIE
+        ),
         10,
         "TensorBoard to stop",
     )

@@ -41,8 +41,14 @@ RESULT = "RESULT "
 # --- running a hostile script ----------------------------------------------------------------
 
 
-def run_hostile(code: str, folder: Path, *args, sandbox: Sandbox | None, timeout: float = 30,
-                env: dict | None = None):  # fmt: skip
+def run_hostile(
+    code: str,
+    folder: Path,
+    *args,
+    sandbox: Sandbox | None,
+    timeout: float = 30,
+    env: dict | None = None,
+):
     """Runs `code` as a learner's script (one plain process, through the runner) from its own
     folder; returns (the runner's result, the script's RESULT dict or None, the plan)."""
     from workbook.runner import RunOptions, plan_run
@@ -53,11 +59,22 @@ def run_hostile(code: str, folder: Path, *args, sandbox: Sandbox | None, timeout
     student.mkdir(parents=True, exist_ok=True)
     script = student / "hostile.py"
     script.write_text(textwrap.dedent(code))
-    plan = plan_run([str(script), *map(str, args)], options=RunOptions(
-        np=1, launcher="python", log_dir=False, logs_root=folder / "runs", run_name="run",
-        timeout=timeout, cwd=student, env=env, sandbox=sandbox))  # fmt: skip
+    plan = plan_run(
+        [str(script), *map(str, args)],
+        options=RunOptions(
+            np=1,
+            launcher="python",
+            log_dir=False,
+            logs_root=folder / "runs",
+            run_name="run",
+            timeout=timeout,
+            cwd=student,
+            env=env,
+            sandbox=sandbox,
+        ),
+    )
     result, _ = execute(plan, SilentConsole())
-    found = [line[len(RESULT):] for line in result.output.splitlines() if line.startswith(RESULT)]
+    found = [line[len(RESULT) :] for line in result.output.splitlines() if line.startswith(RESULT)]
     return result, (json.loads(found[-1]) if found else None), plan
 
 
@@ -88,8 +105,15 @@ def no_mount_under(folder: Path) -> bool:
 @pytest.fixture
 def box():
     """A sandbox with small limits, closed (cgroups and mounts released) after the test."""
-    with Sandbox(Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=20,
-                        disk_bytes=32 << 20, tmp_bytes=16 << 20)) as sandbox:  # fmt: skip
+    with Sandbox(
+        Limits(
+            memory_bytes=512 << 20,
+            processes=64,
+            cpu_seconds=20,
+            disk_bytes=32 << 20,
+            tmp_bytes=16 << 20,
+        )
+    ) as sandbox:
         yield sandbox
     assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
 
@@ -359,11 +383,15 @@ def test_killing_the_grader_its_parent_and_everyone(box, tmp_path):
         neighbour = subprocess.Popen(other.wrap(["sleep", "120"], {}), start_new_session=True)
         try:
             time.sleep(1)
-            inner = [p for p in psutil.Process(neighbour.pid).children(recursive=True)
-                     if p.name() == "sleep"]  # fmt: skip
+            inner = [
+                p
+                for p in psutil.Process(neighbour.pid).children(recursive=True)
+                if p.name() == "sleep"
+            ]
             assert inner and inner[0].uids().real != 0
-            result, boxed, _ = run_hostile(KILL, tmp_path / "a", grader.pid, inner[0].pid, "all",
-                                           sandbox=box)  # fmt: skip
+            result, boxed, _ = run_hostile(
+                KILL, tmp_path / "a", grader.pid, inner[0].pid, "all", sandbox=box
+            )
             assert boxed is not None, result.output
             assert boxed["grader"].startswith("error") and boxed["other_box"].startswith("error")
             assert boxed["parent"].startswith("error"), boxed  # the box's keeper, root's
@@ -373,8 +401,9 @@ def test_killing_the_grader_its_parent_and_everyone(box, tmp_path):
             assert "everyone" in boxed and result.exit_code == 0, result.output
 
             # Without the box, the grader's process dies (the others are not tried here).
-            _, plain, _ = run_hostile(KILL, tmp_path / "b", grader.pid, inner[0].pid, "one",
-                                      sandbox=None)  # fmt: skip
+            _, plain, _ = run_hostile(
+                KILL, tmp_path / "b", grader.pid, inner[0].pid, "one", sandbox=None
+            )
             assert plain["grader"] == plain["other_box"] == "killed"
             grader.wait(timeout=10)
         finally:
@@ -501,14 +530,22 @@ def test_what_a_run_leaves_stays_in_its_box_and_only_records_come_back(tmp_path)
     from grader.live.box_keeper import OUTPUT_CUT
     from grader.live.kept import keep_log, keep_run
 
-    limits = Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=60, disk_bytes=32 << 20,
-                    tmp_bytes=16 << 20, inodes=1024, output_bytes=1 << 20)  # fmt: skip
+    limits = Limits(
+        memory_bytes=512 << 20,
+        processes=64,
+        cpu_seconds=60,
+        disk_bytes=32 << 20,
+        tmp_bytes=16 << 20,
+        inodes=1024,
+        output_bytes=1 << 20,
+    )
     box_folder, kept = tmp_path / "runs" / "run", tmp_path / "kept"
     kept.mkdir()
     memory_before = psutil.Process().memory_info().rss
     with Sandbox(limits) as box:
-        result, boxed, plan = run_hostile(LEAVE_BEHIND, tmp_path, box_folder, 64, 40,
-                                          sandbox=box, timeout=60)  # fmt: skip
+        result, boxed, plan = run_hostile(
+            LEAVE_BEHIND, tmp_path, box_folder, 64, 40, sandbox=box, timeout=60
+        )
         assert boxed is not None and result.exit_code == 0, result.output[-2000:]
         keep_run(box_folder, kept, "logs")
         keep_log(plan.log_path, kept / "launch-1.log")
@@ -521,7 +558,9 @@ def test_what_a_run_leaves_stays_in_its_box_and_only_records_come_back(tmp_path)
     assert "files" in box.hit()
     assert no_mount_under(tmp_path) and not box_folder.exists()
     assert sorted(p.name for p in (kept / "records").iterdir()) == [
-        "run1-rank0-first-update.npy", "run1-rank0.json"]  # no link, hard link or pipe
+        "run1-rank0-first-update.npy",
+        "run1-rank0.json",
+    ]  # no link, hard link or pipe
     for path in kept.rglob("*"):
         info = path.lstat()
         assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) in (0o600, 0o700), path
@@ -554,8 +593,11 @@ def test_a_run_reads_only_what_it_needs_and_sees_no_variable_of_the_grader(tmp_p
     environment is an allow-list: the grader's secrets and root's PATH do not reach it."""
     from grader.live.sandbox import CODE, SYSTEM, python_folders
 
-    secrets = {"DATABASE_URL": "postgres://grader:hunter2@db.example/course",
-               "AWS_ACCESS_KEY_ID": "AKIAEXAMPLESECRET", "OLDPWD": "/root/private"}  # fmt: skip
+    secrets = {
+        "DATABASE_URL": "postgres://grader:hunter2@db.example/course",
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLESECRET",
+        "OLDPWD": "/root/private",
+    }
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
     marker = uuid.uuid4().hex[:8]
@@ -566,8 +608,9 @@ def test_a_run_reads_only_what_it_needs_and_sees_no_variable_of_the_grader(tmp_p
         (older / "gradebook.db").write_text("grades")
         skip = [*SYSTEM, *map(str, python_folders())]
         with Sandbox() as box:
-            result, boxed, plan = run_hostile(READ_EVERYTHING, tmp_path, *skip, sandbox=box,
-                                              env={"WORKBOOK_PROBE_GPUS": "1"})  # fmt: skip
+            result, boxed, plan = run_hostile(
+                READ_EVERYTHING, tmp_path, *skip, sandbox=box, env={"WORKBOOK_PROBE_GPUS": "1"}
+            )
     finally:
         roster.unlink()
         (older / "gradebook.db").unlink()
@@ -620,14 +663,16 @@ def test_what_a_grader_killed_with_sigkill_held_is_released_by_the_next(tmp_path
         print(" ".join(str(p) for p in sandbox.make_cgroups(sandbox.Limits())), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    done = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == -9, done.stderr
     cgroups = [Path(p) for p in done.stdout.split()]
     assert os.path.ismount(folder) and all(p.exists() for p in cgroups)
     with Sandbox() as live:  # this grader's own box is not an orphan
         live._held["mounts"].append(
-            sandbox_module.mount_tmpfs(tmp_path / "live", 1 << 20, 64, 0, 0))
+            sandbox_module.mount_tmpfs(tmp_path / "live", 1 << 20, 64, 0, 0)
+        )
         sandbox_module.release_orphans()
         assert not os.path.ismount(folder) and not any(p.exists() for p in cgroups)
         assert os.path.ismount(tmp_path / "live")

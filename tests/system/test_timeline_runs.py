@@ -11,16 +11,18 @@ import pytest
 
 from workbook.timeline import plot_steps, read_timeline, summary
 
-QUICK = ("--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1 "
-         "--epochs 2 --steps-per-epoch 16")
+QUICK = (
+    "--data-dir ../data/sample --train-images 1024 --test-images 256 --depth 10 --width 1 "
+    "--epochs 2 --steps-per-epoch 16"
+)
 
 
 @pytest.mark.timeout(900)
 def test_a_real_two_worker_timeline(tmp_path):
     import matplotlib
 
-    from workbook.run_times import read_run
     from workbook.paths import NOTEBOOKS_DIR
+    from workbook.run_times import read_run
     from workbook.runner import horovodrun
 
     matplotlib.use("Agg")
@@ -51,8 +53,9 @@ def test_a_real_two_worker_timeline(tmp_path):
     assert 0 < run.start_up and 0 < run.after_training
     assert run.training <= two.metrics["train_seconds"] + 1  # model.fit holds the epochs
     # A lone worker allreduces no gradient: its timeline has nothing to draw.
-    one = horovodrun(f"{script} {QUICK}", np=1, share="auto", timeline=True, run_name="one",
-                     **common)
+    one = horovodrun(
+        f"{script} {QUICK}", np=1, share="auto", timeline=True, run_name="one", **common
+    )
     assert one.ok, one.error
     assert read_timeline(one.timeline_path).gradients() == []
     lone = read_run(one.tensorboard_dir)

@@ -17,21 +17,38 @@ import psutil
 import pytest
 
 from authoring import chain as step_chain
+from chain_runs import (
+    QUICK,
+    QUIET,
+    RECORDER,
+    RUN_TIMEOUT,
+    SOLUTIONS,
+    needs_horovodrun,
+    needs_sample,
+    recorded,
+    records,
+    run,
+    script,
+    trains_on_two_workers,
+)
 from processes import marked, raw_output, script_plan
 from workbook.facts import results, with_safe_env
 from workbook.runner.cell import BackgroundRun
-
-from chain_runs import (QUICK, QUIET, RECORDER, RUN_TIMEOUT, SOLUTIONS, needs_horovodrun,
-                        needs_sample, recorded, records, run, script,
-                        trains_on_two_workers)
 
 
 def in_a_terminal(command, cwd, timeout=120):
     """`python script ...` as a learner types it in a terminal: (exit code, output). Left bare
     on purpose: what is tested is what the terminal shows, stdout and stderr in their order."""
     env = dict(with_safe_env(), TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-    done = subprocess.run([str(part) for part in command], cwd=cwd, env=env, timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(
+        [str(part) for part in command],
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     return done.returncode, done.stdout
 
 
@@ -117,8 +134,13 @@ def test_solution_resumes_on_every_worker_after_a_crash(tmp_path):
 
     # Started by the runner in the background; after epoch 1 both workers crash (SIGKILL, no
     # chance to save anything), and the runner stops what is left of the run.
-    plan = script_plan(recorded(solution, tmp_path / "first", log_dir, *longer),
-                       tmp_path / "runner-logs", timeout=RUN_TIMEOUT, cwd=tmp_path, env=QUIET)
+    plan = script_plan(
+        recorded(solution, tmp_path / "first", log_dir, *longer),
+        tmp_path / "runner-logs",
+        timeout=RUN_TIMEOUT,
+        cwd=tmp_path,
+        env=QUIET,
+    )
     first = BackgroundRun(plan)
     try:
         saved = wait_for_checkpoint(tmp_path / "first", 1, first, RUN_TIMEOUT)

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
-ELSEWHERE = ("tests/smoke/ (starts processes, seconds: make check) or tests/system/ "
-             "(real runs, servers, browsers, nbgrader: make test)")
+ELSEWHERE = (
+    "tests/smoke/ (starts processes, seconds: make check) or tests/system/ "
+    "(real runs, servers, browsers, nbgrader: make test)"
+)
 CHECKER_FORK = ("grader/budget.py", "isolated")  # file and function of the one fork allowed
 REPO = str(Path(__file__).resolve().parents[2]) + os.sep
 VENV = str(Path(sys.executable).parents[1]) + os.sep
@@ -35,24 +37,37 @@ platform.processor()
 import jupytext  # noqa: E402, F401
 import matplotlib.font_manager  # noqa: E402, F401
 
-OS_STARTS = ("forkpty", "system", "posix_spawn", "posix_spawnp", "spawnv", "spawnve",
-             "execv", "execve")
+OS_STARTS = (
+    "forkpty",
+    "system",
+    "posix_spawn",
+    "posix_spawnp",
+    "spawnv",
+    "spawnve",
+    "execv",
+    "execve",
+)
 
 
 def _where() -> str:
     """The innermost frames of the workbook and its tests that led to the start."""
-    frames = [f for f in traceback.extract_stack()[:-3]
-              if f.filename.startswith(REPO) and not f.filename.startswith(VENV)]
+    frames = [
+        f
+        for f in traceback.extract_stack()[:-3]
+        if f.filename.startswith(REPO) and not f.filename.startswith(VENV)
+    ]
     return "\n".join(f"  {f.filename}:{f.lineno} in {f.name}" for f in frames[-4:])
 
 
 @contextmanager
 def refusing_processes(started: list[str]):
     """Within the block, starting a process raises and is noted in `started`."""
+
     def refused(what):
         def refuse(*args, **kwargs):
             started.append(f"{what}, from\n{_where()}")
             raise AssertionError(f"tests/unit/ starts no process; this test started one ({what})")
+
         return refuse
 
     real_fork = os.fork
@@ -63,9 +78,11 @@ def refusing_processes(started: list[str]):
             return real_fork()
         return refused("os.fork")()
 
-    replaced = [(subprocess, "_fork_exec", refused("subprocess")),
-                (_posixsubprocess, "fork_exec", refused("multiprocessing or _posixsubprocess")),
-                (os, "fork", checker_fork_only)]
+    replaced = [
+        (subprocess, "_fork_exec", refused("subprocess")),
+        (_posixsubprocess, "fork_exec", refused("multiprocessing or _posixsubprocess")),
+        (os, "fork", checker_fork_only),
+    ]
     replaced += [(os, name, refused(f"os.{name}")) for name in OS_STARTS if hasattr(os, name)]
     originals = [(module, name, getattr(module, name)) for module, name, _ in replaced]
     for module, name, replacement in replaced:
@@ -87,8 +104,11 @@ def _guarded(item):
         except BaseException as raised:
             error = raised
     if started:  # also when the code under test caught the error
-        pytest.fail(f"{item.nodeid} started a process ({started[0]})\ntests/unit/ starts "
-                    f"none: move the test to {ELSEWHERE}.", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} started a process ({started[0]})\ntests/unit/ starts "
+            f"none: move the test to {ELSEWHERE}.",
+            pytrace=False,
+        )
     if error is not None:
         raise error
     return result

@@ -13,11 +13,11 @@ import pytest
 from bench import accuracy, grading, readme, results, scaling
 from bench.processes import FirstStepConsole
 from bench.training import Launch
+from grader import check_all
 from workbook import facts
 from workbook.bench_results import BenchResult
 from workbook.facts import LAST_STEP, parse_result, usable_cores
 from workbook.runner.command import HOROVODRUN, PIN_LAUNCHER
-from grader import check_all
 
 
 def test_summarize_gives_median_and_spread():
@@ -49,17 +49,39 @@ def test_launches_are_planned_by_the_runner(tmp_path):
         return launch.plan(script, list(args), logs / "run")
 
     two = plan(Launch(2, 1), ["--epochs", "1"])
-    assert two.argv == [*HOROVODRUN, "--gloo", "-np", "2", sys.executable, str(script),
-                        "--epochs", "1", "--log-dir", str(logs / "run")]  # fmt: skip
+    assert two.argv == [
+        *HOROVODRUN,
+        "--gloo",
+        "-np",
+        "2",
+        sys.executable,
+        str(script),
+        "--epochs",
+        "1",
+        "--log-dir",
+        str(logs / "run"),
+    ]
     assert two.env["TF_NUM_INTRAOP_THREADS"] == "1" and two.env["CUDA_VISIBLE_DEVICES"] == ""
     assert two.env["TF_CPP_MIN_LOG_LEVEL"] == "2" and not two.layout.pinned
     pinned = plan(Launch(2, 1, pinned=True), ["--epochs", "1"])
     assert pinned.layout.pinned
-    assert pinned.argv[len(HOROVODRUN) + 2:][:5] == ["2", sys.executable, str(PIN_LAUNCHER),
-                                                     "1", str(script)]  # fmt: skip
+    assert pinned.argv[len(HOROVODRUN) + 2 :][:5] == [
+        "2",
+        sys.executable,
+        str(PIN_LAUNCHER),
+        "1",
+        str(script),
+    ]
     # The benchmark's 2 pinned workers are what a notebook cell's np=2, share=1 starts.
-    cell = plan_run([str(script), "--epochs", "1"], np=2, share=1, gpus=0, run_name="run",
-                    logs_root=logs, log_dir=logs / "run")  # fmt: skip
+    cell = plan_run(
+        [str(script), "--epochs", "1"],
+        np=2,
+        share=1,
+        gpus=0,
+        run_name="run",
+        logs_root=logs,
+        log_dir=logs / "run",
+    )
     assert (cell.argv, cell.layout) == (pinned.argv, pinned.layout)
 
     python = plan(Launch(1, None, horovodrun=False))
@@ -68,11 +90,16 @@ def test_launches_are_planned_by_the_runner(tmp_path):
     # horovodrun without threads: TensorFlow's own thread defaults, as a plain horovodrun.
     default = plan(Launch(1, None))
     assert default.layout.threads is None
-    assert default.argv[len(HOROVODRUN):][:3] == ["--gloo", "-np", "1"]
+    assert default.argv[len(HOROVODRUN) :][:3] == ["--gloo", "-np", "1"]
     assert Launch(1, None).options(logs / "run") == RunOptions(
-        np=1, tf_threads=False, run_name="run", logs_root=logs, log_dir=logs / "run",
-        env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}, gpus=0,
-    )  # fmt: skip
+        np=1,
+        tf_threads=False,
+        run_name="run",
+        logs_root=logs,
+        log_dir=logs / "run",
+        env={"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""},
+        gpus=0,
+    )
     # Each of `separate`'s processes: plain python, pinned to its block of cores.
     separate = plan(Launch(2, 1, horovodrun=False, pinned=True, separate=True))
     assert separate.argv[:4] == [sys.executable, str(PIN_LAUNCHER), "1", str(script)]
@@ -80,8 +107,16 @@ def test_launches_are_planned_by_the_runner(tmp_path):
 
 def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
     configs = scaling.launches(cores=2, gpus=0)
-    rates = {(0, 0): 500, (0, 1): 300, (0, 2): 540, (0, 3): 570,
-             (1, 0): 520, (1, 1): 250, (1, 2): 480, (1, 3): 490}
+    rates = {
+        (0, 0): 500,
+        (0, 1): 300,
+        (0, 2): 540,
+        (0, 3): 570,
+        (1, 0): 520,
+        (1, 1): 250,
+        (1, 2): 480,
+        (1, 3): 490,
+    }
     measurements = [
         {"repetition": r, "config": configs[c].label, "images_per_second": rate}
         for (r, c), rate in rates.items()
@@ -99,8 +134,11 @@ def test_scaling_efficiency_pairs_runs_of_the_same_repetition():
 
 
 def test_time_to_accuracy_is_the_first_epoch_at_or_above_the_target():
-    points = [{"seconds": 100, "accuracy": 0.85}, {"seconds": 200, "accuracy": 0.9},
-              {"seconds": 300, "accuracy": 0.89}]
+    points = [
+        {"seconds": 100, "accuracy": 0.85},
+        {"seconds": 200, "accuracy": 0.9},
+        {"seconds": 300, "accuracy": 0.89},
+    ]
     assert accuracy.time_to(points, 0.88) == 200
     assert accuracy.time_to(points, 0.95) is None
 
@@ -117,33 +155,59 @@ def test_runner_console_notes_the_first_progress_bar_not_the_epoch_line():
 def test_accuracy_runs_turn_their_order_and_pair_the_reference():
     side_by_side = accuracy.schedule(3, side_by_side=True)
     assert side_by_side == [
-        (0, "reference"), (0, "distributed"), (0, "baseline"),
-        (1, "baseline"), (1, "distributed"),
-        (2, "baseline"), (2, "reference"), (2, "distributed"),
+        (0, "reference"),
+        (0, "distributed"),
+        (0, "baseline"),
+        (1, "baseline"),
+        (1, "distributed"),
+        (2, "baseline"),
+        (2, "reference"),
+        (2, "distributed"),
     ]
     alone = accuracy.schedule(2, side_by_side=False)
     assert [name for _, name in alone] == [
-        "reference", "distributed", "baseline", "distributed", "baseline", "reference"]
+        "reference",
+        "distributed",
+        "baseline",
+        "distributed",
+        "baseline",
+        "reference",
+    ]
 
 
 def _accuracy_run(config, to_89, to_90, final):
-    return {"config": config, "seconds_to_89": to_89, "seconds_to_90": to_90,
-            "final_test_accuracy": final, "wall_seconds": 600.0, "neighbours": []}
+    return {
+        "config": config,
+        "seconds_to_89": to_89,
+        "seconds_to_90": to_90,
+        "final_test_accuracy": final,
+        "wall_seconds": 600.0,
+        "neighbours": [],
+    }
 
 
 def test_accuracy_summary_takes_medians_and_ignores_a_target_most_runs_missed():
     configs = accuracy.launches(cores=2, gpus=0)
     measurements = [
-        _accuracy_run("reference", 300, 500, 0.90), _accuracy_run("reference", 320, None, 0.89),
+        _accuracy_run("reference", 300, 500, 0.90),
+        _accuracy_run("reference", 320, None, 0.89),
         _accuracy_run("reference", 280, 520, 0.905),
-        _accuracy_run("distributed", 200, 250, 0.90), _accuracy_run("distributed", 220, 260, 0.91),
+        _accuracy_run("distributed", 200, 250, 0.90),
+        _accuracy_run("distributed", 220, 260, 0.91),
         _accuracy_run("distributed", 240, 300, 0.90),
-        _accuracy_run("baseline", 250, None, 0.88), _accuracy_run("baseline", 260, None, 0.89),
+        _accuracy_run("baseline", 250, None, 0.88),
+        _accuracy_run("baseline", 260, None, 0.89),
         _accuracy_run("baseline", 270, 400, 0.90),
     ]
     summary = accuracy.summarize(configs, measurements)
     assert summary["reference"]["seconds_to_90"] == {
-        "n": 2, "median": 510.0, "min": 500.0, "max": 520.0, "spread": 0.0392, "reached": 2}
+        "n": 2,
+        "median": 510.0,
+        "min": 500.0,
+        "max": 520.0,
+        "spread": 0.0392,
+        "reached": 2,
+    }
     assert summary["distributed"]["final_test_accuracy"]["median"] == 0.9
     assert summary["speedup_to_89_over_reference"] == round(300 / 220, 3)
     assert summary["speedup_to_90_over_reference"] == round(510 / 260, 3)
@@ -200,30 +264,58 @@ def test_readme_shows_the_committed_results():
 def test_readme_section_is_written_from_result_files(tmp_path):
     assert "No benchmark results yet" in readme.section(tmp_path)
     # A grading result as bench/grading.py writes it, on the tiny setting (no baseline).
-    autograde = {"seconds": 200.0, "load_average": 3.0, "jobs": 2, "kernel_wait": 20.0,
-                 "checks": 10.0, "notebooks": 200,
-                 "phases": {"nbgrader runs": 150.0, "judging": 30.0, "intake": 2.0}}
-    pairs = {"current": [autograde, {**autograde, "seconds": 190.0},
-                         {**autograde, "seconds": 230.0}],
-             "quick": [{"seconds": 40.0}], "baseline": [], "baseline_students": 0}
-    summary = {"one_file_seconds": {grading.ONE_FILE_SOLUTION: results.summarize([0.21])},
-               **grading.class_summary(200, [3.5], pairs), "grades_equal": True,
-               "mismatches": {}, "runs_score_the_chains_steps": True, "runs_wrong": {}}
+    autograde = {
+        "seconds": 200.0,
+        "load_average": 3.0,
+        "jobs": 2,
+        "kernel_wait": 20.0,
+        "checks": 10.0,
+        "notebooks": 200,
+        "phases": {"nbgrader runs": 150.0, "judging": 30.0, "intake": 2.0},
+    }
+    pairs = {
+        "current": [autograde, {**autograde, "seconds": 190.0}, {**autograde, "seconds": 230.0}],
+        "quick": [{"seconds": 40.0}],
+        "baseline": [],
+        "baseline_students": 0,
+    }
+    summary = {
+        "one_file_seconds": {grading.ONE_FILE_SOLUTION: results.summarize([0.21])},
+        **grading.class_summary(200, [3.5], pairs),
+        "grades_equal": True,
+        "mismatches": {},
+        "runs_score_the_chains_steps": True,
+        "runs_wrong": {},
+    }
     BenchResult(
         benchmark="grading",
-        machine={"cores": 2, "cpu": "cpu", "memory_gib": 4, "gpus": [], "tensorflow": "2.15.1",
-                 "horovod": "0.28.1", "date": "2026-11-22 06:00 UTC", "commit": "abc1234"},
-        settings={}, summary=summary,
+        machine={
+            "cores": 2,
+            "cpu": "cpu",
+            "memory_gib": 4,
+            "gpus": [],
+            "tensorflow": "2.15.1",
+            "horovod": "0.28.1",
+            "date": "2026-11-22 06:00 UTC",
+            "commit": "abc1234",
+        },
+        settings={},
+        summary=summary,
         measurements={"scores": {"student000": {"batch": 3.0, "quick": 3.0, "nbgrader": 3.0}}},
     ).write(tmp_path)
     body = readme.section(tmp_path)
-    assert (f"| `python -m grader check`, one file, solution ({LAST_STEP} pass) | 0.21 s | "
-            "0.3 s |") in body
+    assert (
+        f"| `python -m grader check`, one file, solution ({LAST_STEP} pass) | 0.21 s | 0.3 s |"
+    ) in body
     assert "| `python -m grader batch`, 200 submissions | 3.5 s (18 ms each) | 20 s |" in body
-    assert ("| `python -m instructor autograde --no-run` (reading only, advisory), 200 "
-            "submissions | 40 s [40-40], n=1 (0.20 s each) | 300 s |") in body
-    assert ("| `python -m instructor autograde` (every script run in the sandbox, then "
-            "nbgrader), 200 submissions | 200 s [190-230], n=3 (1.00 s each) | 1200 s |") in body
+    assert (
+        "| `python -m instructor autograde --no-run` (reading only, advisory), 200 "
+        "submissions | 40 s [40-40], n=1 (0.20 s each) | 300 s |"
+    ) in body
+    assert (
+        "| `python -m instructor autograde` (every script run in the sandbox, then "
+        "nbgrader), 200 submissions | 200 s [190-230], n=3 (1.00 s each) | 1200 s |"
+    ) in body
     assert "| running and reading the scripts (judging) | 0.150 [0.150-0.150], n=3 |" in body
     assert "Per student, paired" not in body  # no baseline measured
     assert "equal for every student: **True**." in body

@@ -20,8 +20,7 @@ def test_stamp_changes_with_the_requirements(tmp_path, monkeypatch):
     # Horovod is only rebuilt when what it is compiled against changes.
     assert changed["horovod_inputs_sha256"] == before["horovod_inputs_sha256"]
     (copy / "tensorflow-cpu.txt").write_text("tensorflow-cpu==2.15.0\n")
-    assert bootstrap.wanted_state("cpu")["horovod_inputs_sha256"] != \
-        before["horovod_inputs_sha256"]
+    assert bootstrap.wanted_state("cpu")["horovod_inputs_sha256"] != before["horovod_inputs_sha256"]
 
 
 def test_gpu_build_uses_nccl():
@@ -62,9 +61,12 @@ def path_with_mpicxx(tmp_path):
 
 def gloo_only_stamp(device="cpu"):
     """What bootstrap wrote before MPI was decided automatically (the keys and the flags)."""
-    return {"device": device, "requirements_sha256": "x",
-            "horovod_inputs_sha256": bootstrap.horovod_inputs_sha256(device),
-            "horovod_build": {**bootstrap.HOROVOD_BUILD_ENV[device], "HOROVOD_WITHOUT_MPI": "1"}}
+    return {
+        "device": device,
+        "requirements_sha256": "x",
+        "horovod_inputs_sha256": bootstrap.horovod_inputs_sha256(device),
+        "horovod_build": {**bootstrap.HOROVOD_BUILD_ENV[device], "HOROVOD_WITHOUT_MPI": "1"},
+    }
 
 
 def test_mpi_is_built_when_mpicxx_is_on_path(path_with_mpicxx, tmp_path):
@@ -78,10 +80,12 @@ def test_mpi_is_built_when_mpicxx_is_on_path(path_with_mpicxx, tmp_path):
 
 
 def test_the_user_variables_decide_over_what_is_found(path_with_mpicxx, tmp_path):
-    assert not bootstrap.mpi_decision("cpu", environ={"PATH": path_with_mpicxx,
-                                                      "HOROVOD_WITHOUT_MPI": "1"}).build
-    assert bootstrap.mpi_decision("cpu", environ={"PATH": str(tmp_path),
-                                                  "HOROVOD_WITH_MPI": "1"}).build
+    assert not bootstrap.mpi_decision(
+        "cpu", environ={"PATH": path_with_mpicxx, "HOROVOD_WITHOUT_MPI": "1"}
+    ).build
+    assert bootstrap.mpi_decision(
+        "cpu", environ={"PATH": str(tmp_path), "HOROVOD_WITH_MPI": "1"}
+    ).build
 
 
 def test_exactly_one_mpi_flag_reaches_the_build():
@@ -100,10 +104,12 @@ def test_installing_openmpi_later_does_not_rebuild_a_working_environment(path_wi
     assert state["horovod_build"] == stamp["horovod_build"]
     assert bootstrap.stamp_matches({**state, "horovod_controllers": ["Gloo"]}, state)
     # Asked to rebuild, or when TensorFlow changed, it looks again and takes MPI.
-    assert bootstrap.mpi_decision("cpu", stamp, rebuild=True,
-                                  environ={"PATH": path_with_mpicxx}).build
-    assert bootstrap.mpi_decision("cpu", {**stamp, "horovod_inputs_sha256": "old"},
-                                  environ={"PATH": path_with_mpicxx}).build
+    assert bootstrap.mpi_decision(
+        "cpu", stamp, rebuild=True, environ={"PATH": path_with_mpicxx}
+    ).build
+    assert bootstrap.mpi_decision(
+        "cpu", {**stamp, "horovod_inputs_sha256": "old"}, environ={"PATH": path_with_mpicxx}
+    ).build
 
 
 def test_only_a_finished_build_counts_as_cached(tmp_path):

@@ -78,8 +78,13 @@ def test_malformed_tasks_per_node_are_named(text):
 
 
 def test_tasks_per_node_give_uneven_slots():
-    layout = slurm_layout({"SLURM_JOB_NODELIST": "node[01-03,07]",
-                           "SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_NTASKS": "7"})
+    layout = slurm_layout(
+        {
+            "SLURM_JOB_NODELIST": "node[01-03,07]",
+            "SLURM_TASKS_PER_NODE": "2(x3),1",
+            "SLURM_NTASKS": "7",
+        }
+    )
     assert layout.hosts == "node01:2,node02:2,node03:2,node07:1"
     assert layout.workers == 7
 
@@ -110,11 +115,15 @@ def test_older_slurm_nodelist_variable_is_read():
     [
         ({}, "SLURM_JOB_NODELIST is not set"),
         ({"SLURM_JOB_NODELIST": "n[1-2]"}, "none of SLURM_TASKS_PER_NODE"),
-        ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2(x3)"},
-         "gives 3 node(s) but the node list has 2"),
+        (
+            {"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "2(x3)"},
+            "gives 3 node(s) but the node list has 2",
+        ),
         ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NTASKS": "3"}, "does not split evenly"),
-        ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NTASKS_PER_NODE": "2", "SLURM_NTASKS": "9"},
-         "more than the 4 slots"),
+        (
+            {"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NTASKS_PER_NODE": "2", "SLURM_NTASKS": "9"},
+            "more than the 4 slots",
+        ),
         ({"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_GPUS_ON_NODE": "lots"}, "SLURM_GPUS_ON_NODE"),
         ({"SLURM_JOB_NODELIST": "n1,n1", "SLURM_NTASKS": "2"}, "names a node twice"),
     ],
@@ -132,7 +141,7 @@ def sbatch_directives(text):
         if stripped and not stripped.startswith("#"):
             break  # sbatch stops reading directives at the first command
         if stripped.startswith("#SBATCH"):
-            option = stripped[len("#SBATCH"):].split("#", 1)[0].strip()
+            option = stripped[len("#SBATCH") :].split("#", 1)[0].strip()
             name, _, value = option.partition("=")
             directives[name] = value
     return directives
@@ -141,17 +150,22 @@ def sbatch_directives(text):
 def test_sbatch_directives_are_complete_and_consistent():
     text = TEMPLATE.read_text()
     directives = sbatch_directives(text)
-    assert {"--nodes", "--ntasks-per-node", "--gres", "--cpus-per-task", "--time",
-            "--output"} <= set(directives)
+    assert {
+        "--nodes",
+        "--ntasks-per-node",
+        "--gres",
+        "--cpus-per-task",
+        "--time",
+        "--output",
+    } <= set(directives)
     # Every #SBATCH line is above the first command, or sbatch would silently ignore it.
     assert text.count("\n#SBATCH") == len(directives)
     gpus = re.fullmatch(r"gpu:(?:[\w-]+:)?(\d+)", directives["--gres"])
     assert gpus, f"--gres={directives['--gres']} is not gpu:N"
-    assert int(directives["--ntasks-per-node"]) == int(gpus.group(1)), \
+    assert int(directives["--ntasks-per-node"]) == int(gpus.group(1)), (
         "one Horovod worker per GPU: --ntasks-per-node must equal the GPUs in --gres"
+    )
     assert int(directives["--nodes"]) >= 1 and int(directives["--cpus-per-task"]) >= 1
     assert re.fullmatch(r"\d+:\d\d:\d\d", directives["--time"])
     assert "%j" in directives["--output"]  # one output file per job
     assert "--ntasks" not in directives  # it would have to agree with nodes x tasks per node
-
-

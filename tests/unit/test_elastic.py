@@ -83,9 +83,18 @@ def test_runner_passes_the_elastic_options_through(tmp_path):
     from workbook.runner.command import HOROVODRUN
 
     elastic = [
-        "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(DISCOVER_HOSTS),
-        "--network-interfaces", "lo", "--blacklist-cooldown-range", "10", "100",
-    ]  # fmt: skip
+        "--min-np",
+        "1",
+        "--max-np",
+        "2",
+        "--host-discovery-script",
+        str(DISCOVER_HOSTS),
+        "--network-interfaces",
+        "lo",
+        "--blacklist-cooldown-range",
+        "10",
+        "100",
+    ]
     plan = plan_run(
         ["-np", "2", *elastic, str(ELASTIC_SCRIPT), "--epochs", "3"],
         cwd=tmp_path,
@@ -94,8 +103,12 @@ def test_runner_passes_the_elastic_options_through(tmp_path):
         gpus=0,
     )
     script_at = plan.argv.index(str(ELASTIC_SCRIPT))
-    assert plan.argv[len(HOROVODRUN):script_at] == ["--gloo", "-np", "2", *elastic, sys.executable]
+    assert plan.argv[len(HOROVODRUN) : script_at] == [
+        "--gloo",
+        "-np",
+        "2",
+        *elastic,
+        sys.executable,
+    ]
     assert plan.argv[script_at + 1 : script_at + 3] == ["--epochs", "3"]
     assert plan.np == 2 and plan.tensorboard_dir == tmp_path / "logs" / plan.run_name
-
-

@@ -16,14 +16,24 @@ def test_figures_beside_the_benchmarks_are_written_as_the_bench_writes_them():
     (a 2-epoch reference never reaches 90%), not '1118.00' or 'NaN'."""
     from workbook.paths import REPO
 
-    baseline = times("baseline", epochs=(60, 59, 59, 59, 59), speed=1118.0,
-                     accuracy=[0.8, 0.85, 0.88, 0.905, 0.91])
+    baseline = times(
+        "baseline",
+        epochs=(60, 59, 59, 59, 59),
+        speed=1118.0,
+        accuracy=[0.8, 0.85, 0.88, 0.905, 0.91],
+    )
     reference = times("reference", epochs=(90, 90), speed=668.0, share=1)
-    workers = times("yours", epochs=(62, 59, 59, 59, 59), workers=2, speed=1090.0,
-                    accuracy=[0.8, 0.85, 0.88, 0.905, 0.91])
+    workers = times(
+        "yours",
+        epochs=(62, 59, 59, 59, 59),
+        workers=2,
+        speed=1090.0,
+        accuracy=[0.8, 0.85, 0.88, 0.905, 0.91],
+    )
     table = estimates.beside_bench(
         {"reference": reference, "distributed": workers, "baseline": baseline},
-        REPO / "bench" / "results")
+        REPO / "bench" / "results",
+    )
     mine = table["yours"].tolist()
     assert all(isinstance(value, str) for value in mine)
     assert "1118" in mine and "1090" in mine and "0.82" in mine
@@ -37,10 +47,12 @@ def test_the_reference_estimate_counts_one_worker_faster_than_each_of_two():
     epoch x that efficiency; without a benchmark, N x at most."""
     from workbook.paths import REPO
 
-    workers = times("yours", epochs=(62, 58, 58, 58, 58), workers=2,
-                    steps=[58, 55, 55, 55, 55])  # 20 s start-up, 10 s after training
-    efficiency = bench_results.figures(REPO / "bench" / "results")[
-        "scaling efficiency, 2 workers"][0]
+    workers = times(
+        "yours", epochs=(62, 58, 58, 58, 58), workers=2, steps=[58, 55, 55, 55, 55]
+    )  # 20 s start-up, 10 s after training
+    efficiency = bench_results.figures(REPO / "bench" / "results")["scaling efficiency, 2 workers"][
+        0
+    ]
     # Steps at the later epochs' pace, 275 s, and 16 s between them; the first epoch's extra 3 s.
     worker_epoch = (275 + 16) / 5
     expected = 20 + 3 + (2 * worker_epoch * efficiency) * 2 + 10  # 2 epochs
@@ -55,20 +67,37 @@ def test_model_fits_end_is_measured_and_left_out_of_the_reference_estimate(tmp_p
     thread, measured per rank) were copied into the reference's estimate, 25% high."""
     from workbook.paths import REPO
 
-    folder = a_run(tmp_path / "workers", [62, 58, 58, 58, 58], after=31.7,
-                   step_seconds=[58, 55, 55, 55, 55], record={"workers": 2})
+    folder = a_run(
+        tmp_path / "workers",
+        [62, 58, 58, 58, 58],
+        after=31.7,
+        step_seconds=[58, 55, 55, 55, 55],
+        record={"workers": 2},
+    )
     log = folder / "horovodrun.log"
-    log.write_text(log.read_text().replace('{"test_accuracy": 0.8}',
-                                           '{"test_accuracy": 0.8, "train_seconds": 314.1}'))
+    log.write_text(
+        log.read_text().replace(
+            '{"test_accuracy": 0.8}', '{"test_accuracy": 0.8, "train_seconds": 314.1}'
+        )
+    )
     workers = run_times.read_run(folder, "your workers")
     assert run_times.fit_end_wait(workers) == pytest.approx(314.1 - 294.0)
     text = estimates.estimate_reference(workers, 2, REPO / "bench" / "results")
     assert "Your workers also waited 20 s at the end of model.fit" in text
     minutes = float(re.search(r"about ([\d.]+) min", text).group(1))
     without = estimates.estimate_reference(
-        run_times.read_run(a_run(tmp_path / "quick", [62, 58, 58, 58, 58], after=31.7 - 20.1,
-                                  step_seconds=[58, 55, 55, 55, 55], record={"workers": 2})),
-        2, REPO / "bench" / "results")
+        run_times.read_run(
+            a_run(
+                tmp_path / "quick",
+                [62, 58, 58, 58, 58],
+                after=31.7 - 20.1,
+                step_seconds=[58, 55, 55, 55, 55],
+                record={"workers": 2},
+            )
+        ),
+        2,
+        REPO / "bench" / "results",
+    )
     assert f"about {minutes:.1f} min" in without  # the wait is not copied
     assert run_times.fit_end_wait(times()) is None  # no folder, no RESULT: not known
     # The wait's cause is named only as far as it was measured (no CPU samples here).
@@ -81,8 +110,11 @@ def test_the_end_of_model_fit_is_put_on_the_autotuner_only_when_the_cpu_was_the_
 
     folder = a_run(tmp_path / "base", [62, 58], after=31.7, record={"workers": 1})
     log = folder / "horovodrun.log"
-    log.write_text(log.read_text().replace('{"test_accuracy": 0.8}',
-                                           '{"test_accuracy": 0.8, "train_seconds": 140.0}'))
+    log.write_text(
+        log.read_text().replace(
+            '{"test_accuracy": 0.8}', '{"test_accuracy": 0.8, "train_seconds": 140.0}'
+        )
+    )
     baseline = run_times.read_run(folder, "baseline")
     quiet = estimates.expect_like_baseline(replace(baseline, others_after_training=0.4))
     assert "with the CPU to itself: tf.data's autotuner thread" in quiet

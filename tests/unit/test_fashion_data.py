@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from authoring import sample as sampling
-from workbook import fashion_data as fd
-from workbook.fashion_data import cli, sources
-from workbook.fashion_data import official as idx
-from workbook.fashion_data import prepared as layout
-from workbook import preflight
 
 # isolated (autouse) keeps every test off the real data sources; official stands in for them
 from fashion_stand_ins import idx_bytes, isolated, official  # noqa: F401
+from workbook import fashion_data as fd
+from workbook import preflight
+from workbook.fashion_data import cli, sources
+from workbook.fashion_data import official as idx
+from workbook.fashion_data import prepared as layout
 
 REAL_DEBIAN_DIR = sources.DEBIAN_DIR
 
@@ -426,5 +426,3 @@ def test_preflight_reports_the_source_and_warns_about_unofficial_data(prepared, 
     [_, full] = preflight.check_data()
     assert full.status == preflight.WARN and full.fix == "make data"
     assert "not the official files" in full.detail
-
-

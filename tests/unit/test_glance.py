@@ -11,10 +11,20 @@ from workbook.run_times import speed_up
 
 def glance_runs():
     ref = times("1 worker (reference)", epochs=(80, 60), steps=(60, 50), speed=1130)
-    yours = times("your workers", epochs=(55, 35, 35, 35, 35), workers=2,
-                  steps=(40, 28, 28, 28, 28), speed=1736)
-    base = times(f"the baseline ({notebook_label('welcome')})", epochs=(50, 35, 35, 36, 36),
-                 share=None, steps=(35, 30, 30, 30, 30), speed=1780)
+    yours = times(
+        "your workers",
+        epochs=(55, 35, 35, 35, 35),
+        workers=2,
+        steps=(40, 28, 28, 28, 28),
+        speed=1736,
+    )
+    base = times(
+        f"the baseline ({notebook_label('welcome')})",
+        epochs=(50, 35, 35, 36, 36),
+        share=None,
+        steps=(35, 30, 30, 30, 30),
+        speed=1780,
+    )
     return ref, yours, base
 
 
@@ -30,7 +40,8 @@ def test_the_verdict_first_a_short_line_per_comparison_then_the_detail_folded():
     assert "(1,736 against 1,130 images/s)" in shown.lines[0]
     assert shown.lines[1].startswith(
         f"Against the baseline ({notebook_label('welcome')}): about the same "
-        f"({speed_up(base, yours):.2f}x)")
+        f"({speed_up(base, yours):.2f}x)"
+    )
     assert all(len(text) < 160 for text in shown.lines)  # a glance: two short sentences
     page = shown._repr_html_()
     top, folded = page.split("<details>")
@@ -55,13 +66,15 @@ def test_a_slow_down_its_reason_and_an_unfair_measure_come_first():
     from workbook.glance import glance
 
     base = times("baseline", epochs=(50, 35), share=None, steps=(35, 30), speed=1780)
-    slow = times("your workers", epochs=(95, 45), workers=2, steps=(40, 28), speed=1736,
-                 others=300.0)
+    slow = times(
+        "your workers", epochs=(95, 45), workers=2, steps=(40, 28), speed=1736, others=300.0
+    )
     shown = glance(base, slow)
     assert shown.lines[0].startswith("Against baseline: a slow-down, ")
     assert "What mattered: the time outside the steps, 59 s more" in shown.lines[0]
     assert len(shown.flags) == 1 and shown.flags[0].startswith(
-        "Not a fair measure: other processes took enough CPU during your workers to change")
+        "Not a fair measure: other processes took enough CPU during your workers to change"
+    )
     both = glance(times("ref", others=300.0), slow, base)  # each flagged once, in one line
     assert len(both.flags) == 1 and "during ref and your workers" in both.flags[0]
     assert "Not a fair measure" in shown._repr_html_().split("<details>")[0]
@@ -73,7 +86,8 @@ def test_how_to_read_the_bars_gives_each_runs_numbers():
     ref, yours, base = glance_runs()
     text = str(how_to_read([ref, yours, base], yours, ref))
     assert "your workers' steps went 1.54x as fast as the reference's (at most 2x)" in " ".join(
-        text.split())
+        text.split()
+    )
     flat = " ".join(text.split())
     assert "1 worker (reference) 15.0 s per epoch, your workers 8.6 s per epoch" in flat
     assert "twice as fast" not in flat
@@ -83,8 +97,14 @@ def test_code_in_the_verdict_shows_as_code_not_backticks():
     from workbook.glance import glance
 
     base = times("baseline", epochs=(50, 35), share=None, steps=(35, 30), speed=1780)
-    slow = times("your workers", epochs=(95, 45), workers=2, steps=(40, 28), speed=1736,
-                 busy=["`python busy.py --forever` (pid 42) used 95% of a core for 60 s"])
+    slow = times(
+        "your workers",
+        epochs=(95, 45),
+        workers=2,
+        steps=(40, 28),
+        speed=1736,
+        busy=["`python busy.py --forever` (pid 42) used 95% of a core for 60 s"],
+    )
     page = glance(base, slow)._repr_html_()
     assert "<code>python busy.py --forever</code> (pid 42)" in page
     assert "`" not in page
@@ -93,8 +113,10 @@ def test_code_in_the_verdict_shows_as_code_not_backticks():
 def test_prose_wraps_between_words_and_sets_code_in_code():
     from workbook.prose import WIDTH, say
 
-    text = ("The reading can't tell for sure (the callbacks are built in `make_callbacks()`, "
-            "which the check cannot follow): running your script to decide " * 2).strip()
+    text = (
+        "The reading can't tell for sure (the callbacks are built in `make_callbacks()`, "
+        "which the check cannot follow): running your script to decide " * 2
+    ).strip()
     shown = say(text)
     assert str(shown).split() == text.split()
     assert max(len(row) for row in str(shown).splitlines()) <= WIDTH

@@ -14,15 +14,14 @@ import black
 import pytest
 
 import grader
-from grader import batch, budget, check_all, check_bonus, check_step, check_strict, strict
-from grader.bonus import BONUSES
-from grader_cases.mistakes import CASES
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
-from grader.rules import step_08, step_11
 from authoring.notebooks import SOURCE_DIR
+from grader import batch, budget, check_all, check_bonus, check_step, check_strict, strict
+from grader.bonus import BONUSES
+from grader.rules import step_08, step_11
+from grader_cases.mistakes import CASES
 from workbook.facts import step_notebook
-
 
 STEPS = range(1, LAST_STEP + 1)
 SOLUTIONS = step_chain.OUTPUT_DIR
@@ -101,7 +100,11 @@ def test_expected_diff_shows_only_that_step():
     for step in STEPS:
         diff = grader.reference.expected_diff(step)
         assert diff.startswith("---") and f"after step {step}" in diff
-        added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+        added = [
+            line
+            for line in diff.splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
         assert added, f"step {step} adds nothing?"
         source = step_chain.SOURCE.read_text(encoding="utf-8")
         before, after = step_chain.render(source, step - 1), step_chain.render(source, step)
@@ -138,9 +141,9 @@ def test_corpus_covers_every_step():
     for step in STEPS:
         wrong = [case for case in CASES if case.step == step and not case.expect_pass]
         right = [case for case in CASES if case.step == step and case.expect_pass]
-        assert (
-            len(wrong) >= 3 and len(right) >= 2
-        ), f"step {step}: {len(wrong)} wrong, {len(right)} right"
+        assert len(wrong) >= 3 and len(right) >= 2, (
+            f"step {step}: {len(wrong)} wrong, {len(right)} right"
+        )
 
 
 UNCALLED = [case for case in CASES if "is a function: call it" in case.expect_message]
@@ -264,8 +267,12 @@ def test_bad_files_keep_to_themselves(tmp_path):
     assert [grade.score for grade in grades] == [0, LAST_STEP, 0]
     assert "line 1" in grades[0].problem and "binary" in grades[2].problem
     missing = tmp_path / "missing.py"
-    for bad, says in ((broken, "line 1"), (binary, "binary"), (missing, "no such file"),
-                      (tmp_path, "directory")):  # fmt: skip
+    for bad, says in (
+        (broken, "line 1"),
+        (binary, "binary"),
+        (missing, "no such file"),
+        (tmp_path, "directory"),
+    ):
         results = check_all(bad)
         assert len(results) == LAST_STEP and not any(r.passed for r in results)
         assert says in results[0].message
@@ -395,12 +402,25 @@ def test_strict_reports_extra_code(tmp_path):
 # ---- speed: nothing heavy is imported ---------------------------------------------------
 
 
-@pytest.mark.parametrize("step, base, source, target, written", [
-    (10, 10, "scaled_lr = args.base_lr * hvd.size()", "scaled_lr = args.base_lr * hvd.local_size()",
-     "scaled_lr = args.base_lr * hvd.local_size()"),
-    (3, 3, "verbose = 1 if hvd.rank() == 0 else 0", "verbose = 0 if hvd.rank() == 0 else 1",
-     "verbose = 0 if hvd.rank() == 0 else 1"),
-])
+@pytest.mark.parametrize(
+    "step, base, source, target, written",
+    [
+        (
+            10,
+            10,
+            "scaled_lr = args.base_lr * hvd.size()",
+            "scaled_lr = args.base_lr * hvd.local_size()",
+            "scaled_lr = args.base_lr * hvd.local_size()",
+        ),
+        (
+            3,
+            3,
+            "verbose = 1 if hvd.rank() == 0 else 0",
+            "verbose = 0 if hvd.rank() == 0 else 1",
+            "verbose = 0 if hvd.rank() == 0 else 1",
+        ),
+    ],
+)
 def test_a_mistake_is_reported_where_it_is_written_not_where_it_is_used(
     tmp_path, step, base, source, target, written
 ):

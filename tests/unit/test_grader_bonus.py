@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from grader import check_all, check_bonus
 from authoring import chain as step_chain
+from grader import check_all, check_bonus
 
 SOLUTIONS = step_chain.OUTPUT_DIR
 REFERENCE = SOLUTIONS / step_chain.BONUSES["alexnet"]

@@ -10,24 +10,39 @@ import time
 
 import pytest
 
-from hostile_scripts import BUDGET_SECONDS, HUGE_POWER, SQUARES, script_after, with_line
-
 from grader import check_step
 from grader.report import FAILED, PASSED
+from hostile_scripts import BUDGET_SECONDS, HUGE_POWER, SQUARES, script_after, with_line
 
 
-@pytest.mark.parametrize("name, text, step, culprit", [
-    ("huge power", HUGE_POWER, 11, "big = 9 ** 9 ** 9 ** 2"),
-    ("repeated squares", SQUARES, 11, "n = n * n"),
-    ("huge product", with_line(script_after(12), "def step_decay", "cells = [0] * 10 ** 10"), 11,
-     "[0] * 10 ** 10"),
-    ("huge shift", with_line(script_after(12), "def step_decay", "bits = 1 << 10 ** 9"), 11,
-     "1 << 10 ** 9"),
-    ("huge range", with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
-     11, "range(10 ** 12)"),
-])
-def test_a_script_that_asks_too_much_is_never_a_pass_of_the_reading(tmp_path, name, text, step,
-                                                                    culprit):
+@pytest.mark.parametrize(
+    "name, text, step, culprit",
+    [
+        ("huge power", HUGE_POWER, 11, "big = 9 ** 9 ** 9 ** 2"),
+        ("repeated squares", SQUARES, 11, "n = n * n"),
+        (
+            "huge product",
+            with_line(script_after(12), "def step_decay", "cells = [0] * 10 ** 10"),
+            11,
+            "[0] * 10 ** 10",
+        ),
+        (
+            "huge shift",
+            with_line(script_after(12), "def step_decay", "bits = 1 << 10 ** 9"),
+            11,
+            "1 << 10 ** 9",
+        ),
+        (
+            "huge range",
+            with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
+            11,
+            "range(10 ** 12)",
+        ),
+    ],
+)
+def test_a_script_that_asks_too_much_is_never_a_pass_of_the_reading(
+    tmp_path, name, text, step, culprit
+):
     """The reading no longer works out a schedule (a run does): a step_decay that computes
     something huge is read within the budget, and is a "can't tell" (the run decides), or a
     failure naming the line where the reading had to stop: never a pass."""

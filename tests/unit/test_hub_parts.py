@@ -16,12 +16,15 @@ from workbook.facts import LEARNER_SCRIPT_NAME, step_notebook
 from workbook.paths import REPO
 
 
-@pytest.mark.parametrize("machine, attendees, expected", [
-    ([0, 1], ["a", "b"], {"a": [0], "b": [1]}),
-    ([0, 1], ["a", "b", "c"], {"a": [0], "b": [1], "c": [0]}),   # oversubscribed
-    ([0, 1, 2, 3, 4, 5, 6, 7], ["a", "b", "c"], {"a": [0, 1], "b": [2, 3], "c": [4, 5]}),
-    ([0, 1, 2, 3], ["a"], {"a": [0, 1, 2, 3]}),
-])
+@pytest.mark.parametrize(
+    "machine, attendees, expected",
+    [
+        ([0, 1], ["a", "b"], {"a": [0], "b": [1]}),
+        ([0, 1], ["a", "b", "c"], {"a": [0], "b": [1], "c": [0]}),  # oversubscribed
+        ([0, 1, 2, 3, 4, 5, 6, 7], ["a", "b", "c"], {"a": [0, 1], "b": [2, 3], "c": [4, 5]}),
+        ([0, 1, 2, 3], ["a"], {"a": [0, 1, 2, 3]}),
+    ],
+)
 def test_cores_are_shared_out_in_equal_blocks(machine, attendees, expected):
     planned = cores.plan(attendees, machine)
     assert planned == expected
@@ -54,8 +57,7 @@ def test_settings_keep_their_passwords_and_stay_private(tmp_path):
     assert oct(first.path.stat().st_mode & 0o777) == "0o600"
     assert len(first.admin_password) >= 32
     alice, bob = first.passwords["alice"], first.passwords["bob"]
-    assert alice != bob and len(alice) == 14 and set(alice) <= set(
-        settings.PASSWORD_ALPHABET + "-")
+    assert alice != bob and len(alice) == 14 and set(alice) <= set(settings.PASSWORD_ALPHABET + "-")
     again = settings.load_or_new(tmp_path / "state", roster=None, port=None, ip="10.0.0.5")
     again.attendees = ["alice", "bob", "carol"]
     assert again.ensure_passwords() == ["carol"]  # a new attendee; the others keep theirs
@@ -63,8 +65,10 @@ def test_settings_keep_their_passwords_and_stay_private(tmp_path):
     assert (again.roster, again.port, again.url) == ("r.csv", 8100, "http://10.0.0.5:8100/")
 
 
-@pytest.mark.parametrize("attendees, total, expected", [
-    (2, 8192, 3584), (3, 24105, 7680), (16, 65536, 4032), (64, 131072, 2032 // 64 * 64)])
+@pytest.mark.parametrize(
+    "attendees, total, expected",
+    [(2, 8192, 3584), (3, 24105, 7680), (16, 65536, 4032), (64, 131072, 2032 // 64 * 64)],
+)
 def test_each_attendee_gets_an_equal_share_of_the_memory(attendees, total, expected):
     from hub import limits
 
@@ -91,8 +95,12 @@ def test_an_attendees_copy_is_made_once_and_never_overwritten(tmp_path):
 
 
 def test_attendees_get_the_assignments_list_and_the_instructor_the_formgrader(tmp_path):
-    s = settings.HubSettings(state_dir=str(tmp_path / "state"), roster="r.csv",
-                             exchange="/srv/x/exchange", course=str(tmp_path / "course"))
+    s = settings.HubSettings(
+        state_dir=str(tmp_path / "state"),
+        roster="r.csv",
+        exchange="/srv/x/exchange",
+        course=str(tmp_path / "course"),
+    )
     s.save()
     classroom.write_role_configs(s)
     student, instructor = (classroom.config_dir(s, role) for role in classroom.ROLES)
@@ -100,15 +108,18 @@ def test_attendees_get_the_assignments_list_and_the_instructor_the_formgrader(tm
         text = (folder / "nbgrader_config.py").read_text()
         assert "c.Exchange.root = '/srv/x/exchange'" in text
         assert "c.CourseDirectory.course_id = 'horovod_workbook'" in text
-    assert f"c.CourseDirectory.root = {str(tmp_path / 'course')!r}" in \
-        (instructor / "nbgrader_config.py").read_text()
+    assert (
+        f"c.CourseDirectory.root = {str(tmp_path / 'course')!r}"
+        in (instructor / "nbgrader_config.py").read_text()
+    )
     hidden = json.loads((student / "labconfig" / "page_config.json").read_text())
     assert hidden["disabledExtensions"]["@jupyter/nbgrader:formgrader"] is True
     assert "@jupyter/nbgrader:assignment-list" not in hidden["disabledExtensions"]
     server = json.loads((student / "jupyter_server_config.json").read_text())
     assert server["ServerApp"]["jpserver_extensions"] == {
         "nbgrader.server_extensions.formgrader": False,
-        "nbgrader.server_extensions.course_list": False}
+        "nbgrader.server_extensions.course_list": False,
+    }
     assert not (instructor / "labconfig").exists()
     # The servers read their role's settings beside the state folder, which stays root only.
     assert oct(Path(s.state_dir).stat().st_mode & 0o777) == "0o700"
@@ -122,7 +133,8 @@ def test_a_course_made_for_another_exchange_is_made_again(tmp_path):
     assert classroom.course_exchange(course) is None
     course.mkdir()
     (course / "nbgrader_config.py").write_text(
-        "c = get_config()\nc.Exchange.root = '/srv/old/exchange'\nc.Exchange.other = 1\n")
+        "c = get_config()\nc.Exchange.root = '/srv/old/exchange'\nc.Exchange.other = 1\n"
+    )
     assert classroom.course_exchange(course) == "/srv/old/exchange"
 
 
@@ -139,9 +151,8 @@ def test_the_kubernetes_chart_starts_jupyterlab_with_the_workbooks_options():
     assert tuple(chart["singleuser"]["cmd"][1:]) == here
 
 
-
-
 # --- the class view (issue 38.6) ---------------------------------------------------------------
+
 
 def test_a_check_record_is_one_line_in_one_format(tmp_path):
     from grader.report import STATUSES
@@ -151,9 +162,16 @@ def test_a_check_record_is_one_line_in_one_format(tmp_path):
     assert class_progress.STATUSES == STATUSES  # the grader's vocabulary, which it cannot import
     record = Record(4, "failed", 1764320000.5)
     assert parse(record.line()) == record and record.line().endswith("\n")
-    for bad in ('{"step": 13, "status": "passed", "time": 1}', '{"step": 4, "status": "ok", '
-                '"time": 1}', '{"step": "4", "status": "passed", "time": 1}', '{"step": 4}',
-                '{"step": 4, "status": "passed", "time": NaN}', "not json", "x" * 300, ""):
+    for bad in (
+        '{"step": 13, "status": "passed", "time": 1}',
+        '{"step": 4, "status": "ok", "time": 1}',
+        '{"step": "4", "status": "passed", "time": 1}',
+        '{"step": 4}',
+        '{"step": 4, "status": "passed", "time": NaN}',
+        "not json",
+        "x" * 300,
+        "",
+    ):
         assert parse(bad) is None, bad
 
 
@@ -168,12 +186,15 @@ def test_a_check_is_noted_only_in_the_file_the_hub_made(tmp_path):
     assert class_progress.note(1, "passed", now=100.0, environ=env)
     assert class_progress.note(2, "failed", now=160.0, environ=env)
     assert not class_progress.note(99, "passed", environ=env)
-    assert class_progress.read(target) == [class_progress.Record(1, "passed", 100.0),
-                                           class_progress.Record(2, "failed", 160.0)]
+    assert class_progress.read(target) == [
+        class_progress.Record(1, "passed", 100.0),
+        class_progress.Record(2, "failed", 160.0),
+    ]
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    assert not class_progress.note(3, "passed", environ={class_progress.PROGRESS_VARIABLE:
-                                                         str(link)})
+    assert not class_progress.note(
+        3, "passed", environ={class_progress.PROGRESS_VARIABLE: str(link)}
+    )
     with pytest.raises(OSError):
         class_progress.read(link)  # the view never follows a link
     assert class_progress.read(tmp_path) == []  # no regular file: no records
@@ -196,10 +217,19 @@ def test_who_is_stuck_longest_and_since_when():
 
     now = 10_000.0
     records = {
-        "ana": [R(1, "passed", 100), R(2, "passed", 200), R(3, "failed", 300),
-                R(2, "passed", 400), R(3, "failed", 500)],       # other checks: still stuck
-        "ben": [R(3, "failed", 100), R(3, "passed", 1000), R(4, "failed", 2000),
-                R(4, "failed", 2500)],
+        "ana": [
+            R(1, "passed", 100),
+            R(2, "passed", 200),
+            R(3, "failed", 300),
+            R(2, "passed", 400),
+            R(3, "failed", 500),
+        ],  # other checks: still stuck
+        "ben": [
+            R(3, "failed", 100),
+            R(3, "passed", 1000),
+            R(4, "failed", 2000),
+            R(4, "failed", 2500),
+        ],
         "cleo": [R(1, "passed", 50), R(2, "can't tell", 9000)],  # counts as done
         "dan": [],
         "eve": "Permission denied",
@@ -213,35 +243,44 @@ def test_who_is_stuck_longest_and_since_when():
     assert dan.last is None and eve.unreadable == "Permission denied"
     assert class_view.stuck_longest(standings) is ana
     assert class_view.headline(standings, now).startswith(
-        "Stuck longest: ana, on step 3 (Print only on rank 0) for 2 h 41 min, 2 failed checks")
+        "Stuck longest: ana, on step 3 (Print only on rank 0) for 2 h 41 min, 2 failed checks"
+    )
     # A pass of the step ends it; a failure after it starts again.
     assert class_view.standing("x", [R(5, "failed", 1), R(5, "passed", 2)]).stuck_since is None
-    assert class_view.standing("x", [R(5, "failed", 1), R(5, "passed", 2),
-                                     R(5, "failed", 3)]).stuck_since == 3
+    assert (
+        class_view.standing(
+            "x", [R(5, "failed", 1), R(5, "passed", 2), R(5, "failed", 3)]
+        ).stuck_since
+        == 3
+    )
     page = class_view.table_html(standings, now)
     assert page.count("<tr") == 6 and "no check yet" in page and "Permission denied" in page
     assert "step 4: Wrap the optimizer" in page and "2 h 13 min (2 failed)" in page
     assert class_view.headline(class_view.class_standings({"dan": []}, now), now).startswith(
-        "Nobody is stuck")
+        "Nobody is stuck"
+    )
 
 
 def test_an_attendee_name_is_escaped_in_the_view():
     from hub import class_view
     from workbook.class_progress import Record
 
-    page = class_view.table_html(class_view.class_standings(
-        {"<script>": [Record(1, "failed", 1.0)]}, 2.0), 2.0)
+    page = class_view.table_html(
+        class_view.class_standings({"<script>": [Record(1, "failed", 1.0)]}, 2.0), 2.0
+    )
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
 # --- ports (issue 38.4) ------------------------------------------------------------------------
 
+
 def test_each_account_has_a_range_of_ports_of_its_own():
     from hub import isolation
     from workbook.ports import PORTS_TRIED
 
-    s = settings.HubSettings(state_dir="/x", roster="r.csv", instructor="root",
-                             attendees=["daemon", "bin", "sys"])
+    s = settings.HubSettings(
+        state_dir="/x", roster="r.csv", instructor="root", attendees=["daemon", "bin", "sys"]
+    )
     ranges = [isolation.port_range(s, user) for user in isolation.accounts(s)]
     assert all(len(r) == PORTS_TRIED for r in ranges)  # a TensorBoard's move stays in its range
     ports = [port for r in ranges for port in r]
@@ -259,22 +298,29 @@ def test_the_port_guards_program_is_ten_instructions():
 
     code = port_guard.program(range(6100, 6180), range(6120, 6140))
     assert len(code) == 10 * 8 and code[-8] == 0x95  # ends with exit
-    assert port_guard.cgroup2_root("cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n") == \
-        Path("/sys/fs/cgroup/unified")
+    assert port_guard.cgroup2_root("cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n") == Path(
+        "/sys/fs/cgroup/unified"
+    )
     assert port_guard.cgroup2_root("cgroup /sys/fs/cgroup/pids cgroup rw,pids 0 0\n") is None
 
 
 # --- limits that say their name, banner commands (issue 38.5) ----------------------------------
 
+
 def test_a_limit_that_stopped_something_is_named_with_what_was_used(tmp_path):
     from hub import kernel_limits
 
-    mounts = ("cgroup /cg/memory cgroup rw,memory 0 0\ncgroup /cg/pids cgroup rw,pids 0 0\n"
-              "cgroup /cg/cpu cgroup rw,cpu 0 0\n")
+    mounts = (
+        "cgroup /cg/memory cgroup rw,memory 0 0\ncgroup /cg/pids cgroup rw,pids 0 0\n"
+        "cgroup /cg/cpu cgroup rw,cpu 0 0\n"
+    )
     groups = kernel_limits.own_groups(
-        "8:pids:/horovod-workbook/alice\n4:memory:/horovod-workbook/alice\n1:cpu:/\n", mounts)
-    assert groups == {"memory": Path("/cg/memory/horovod-workbook/alice"),
-                      "pids": Path("/cg/pids/horovod-workbook/alice")}
+        "8:pids:/horovod-workbook/alice\n4:memory:/horovod-workbook/alice\n1:cpu:/\n", mounts
+    )
+    assert groups == {
+        "memory": Path("/cg/memory/horovod-workbook/alice"),
+        "pids": Path("/cg/pids/horovod-workbook/alice"),
+    }
     assert kernel_limits.own_groups("4:memory:/\n", mounts) == {}  # the root group: no limit
     memory, pids = tmp_path / "memory", tmp_path / "pids"
     memory.mkdir()
@@ -289,11 +335,15 @@ def test_a_limit_that_stopped_something_is_named_with_what_was_used(tmp_path):
     now = kernel_limits.counts(groups)
     assert now == {"oom_kill": 3, "pids_max": 7}
     said = kernel_limits.messages({"oom_kill": 2, "pids_max": 0}, now, groups, "during this cell")
-    assert said[0].startswith("Memory limit: during this cell, 1 of your processes was killed "
-                              "for going over your memory limit of 3.0 GiB (your peak: 3.0 GiB")
+    assert said[0].startswith(
+        "Memory limit: during this cell, 1 of your processes was killed "
+        "for going over your memory limit of 3.0 GiB (your peak: 3.0 GiB"
+    )
     assert "the kernel died, this was it" in said[0]
-    assert said[1].startswith("Process limit: during this cell, 7 new processes or threads could "
-                              "not start: you reached your limit of 1024 processes and threads "
-                              "(1019 running now)")
+    assert said[1].startswith(
+        "Process limit: during this cell, 7 new processes or threads could "
+        "not start: you reached your limit of 1024 processes and threads "
+        "(1019 running now)"
+    )
     assert kernel_limits.messages(now, now, groups, "x") == []
     assert "module.install(get_ipython())" in kernel_limits.startup_text()

@@ -209,13 +209,18 @@ def test_the_names_layer_knows_nothing_of_horovod():
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     }
     names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-              for alias in node.names}
+    names |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     assert not {"HVD", "HVD_FUNCTIONS", "BROADCASTS", "COLLECTIVES"} & names
     strings = [
         node.value
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
         and id(node) not in docstrings
     ]
     assert not [text for text in strings if "horovod" in text.lower() or "hvd" in text]

@@ -50,8 +50,9 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def function_source(path: Path, name: str) -> str:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-             and node.name == name]
+    found = [
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
     assert len(found) == 1, f"{path.name}: {len(found)} functions named {name}"
     return ast.unparse(found[0])
 

@@ -15,13 +15,16 @@ from workbook.paths import SOLUTIONS_DIR
 SAVED = {"sha256": "abc", "ran": True, "run_timeout": 60.0, "results": []}
 
 
-@pytest.mark.parametrize("way, digest, reused", [
-    (JudgedWith(True, 60.0), "abc", True),
-    (JudgedWith(True, 120.0), "abc", False),  # another time limit: the run may end otherwise
-    (JudgedWith(False, None), "abc", False),  # read only: never instead of a run, or after
-    (JudgedWith(True, 60.0), "def", False),  # another script
-    (JudgedWith(True, 60.0), "", False),  # no script to fingerprint
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "way, digest, reused",
+    [
+        (JudgedWith(True, 60.0), "abc", True),
+        (JudgedWith(True, 120.0), "abc", False),  # another time limit: the run may end otherwise
+        (JudgedWith(False, None), "abc", False),  # read only: never instead of a run, or after
+        (JudgedWith(True, 60.0), "def", False),  # another script
+        (JudgedWith(True, 60.0), "", False),  # no script to fingerprint
+    ],
+)
 def test_a_saved_judgement_is_reused_only_when_made_the_same_way(way, digest, reused):
     assert way.made(SAVED, digest) is reused
     assert not way.made(None, digest)
@@ -49,8 +52,13 @@ def test_identical_scripts_share_one_judgement_and_a_second_pass_reuses_it(tmp_p
 
 
 @pytest.mark.parametrize("given", ["0", "-3", "nan", "inf", "soon"])
-@pytest.mark.parametrize("command", [["instructor", "autograde", "course", "--run-timeout"],
-                                     ["grader", "run", "fashion_mnist.py", "--timeout"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["instructor", "autograde", "course", "--run-timeout"],
+        ["grader", "run", "fashion_mnist.py", "--timeout"],
+    ],
+)
 def test_a_time_limit_that_is_no_positive_number_is_refused(command, given, capsys):
     """The instructor's grading and the learner's run check take a run's limit the same way."""
     import importlib
@@ -60,8 +68,12 @@ def test_a_time_limit_that_is_no_positive_number_is_refused(command, given, caps
         build_parser().parse_args([*command[1:], given])
     assert stopped.value.code == 2
     assert f"'{given}' is not a positive number of seconds" in capsys.readouterr().err
-    assert vars(build_parser().parse_args([*command[1:], "45"]))[
-        command[-1].lstrip("-").replace("-", "_")] == 45
+    assert (
+        vars(build_parser().parse_args([*command[1:], "45"]))[
+            command[-1].lstrip("-").replace("-", "_")
+        ]
+        == 45
+    )
 
 
 class FakeBox:
@@ -92,8 +104,11 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
 
     course = init(tmp_path / "course", steps=[1, 6])
     first = (SOLUTIONS_DIR / chain_file_name(1)).read_text()
-    scripts = {"ann": (SOLUTIONS_DIR / chain_file_name(6)).read_text(), "bob": first,
-               "cid": first + "# cid's own\n"}  # fmt: skip
+    scripts = {
+        "ann": (SOLUTIONS_DIR / chain_file_name(6)).read_text(),
+        "bob": first,
+        "cid": first + "# cid's own\n",
+    }
     for student, text in scripts.items():
         folder = course.folder("submitted", student)
         folder.mkdir(parents=True)
@@ -109,13 +124,18 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
     monkeypatch.setattr(judging.Canary, "_ask", lambda self, box: asked.append(1) or machine)
     said, FakeBox.closed = [], 0
     if machine:
-        with pytest.raises(judging.CourseError, match="no script can be run for grading on "
-                           "this machine.*no bubblewrap.*bob's: RecursionError"):
-            judging.judge_class(course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2,
-                                echo=said.append)  # fmt: skip
+        with pytest.raises(
+            judging.CourseError,
+            match="no script can be run for grading on "
+            "this machine.*no bubblewrap.*bob's: RecursionError",
+        ):
+            judging.judge_class(
+                course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2, echo=said.append
+            )
         return
-    judged = judging.judge_class(course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2,
-                                 echo=said.append)  # fmt: skip
+    judged = judging.judge_class(
+        course, ["ann", "bob", "cid"], sandbox=FakeBox(), jobs=2, echo=said.append
+    )
     assert [bool(j.problem) for j in judged] == [False, True, False]
     assert judged[0].limits == ["output"] and asked == [1]  # the canary, once
     assert FakeBox.closed == 3  # every student's box released, the failed one's too
@@ -129,12 +149,20 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
 def test_the_class_report_names_limits_twins_and_runs_not_judged():
     from instructor.class_report import AUTOGRADE_FAILED, GRADED, ClassReport, StudentRow
 
-    rows = [StudentRow("ann", GRADED, {1: True}, limits=["memory", "output"]),
-            StudentRow("bea", GRADED, {1: True}, twin_of="ann"),
-            StudentRow("cid", AUTOGRADE_FAILED, reason=f"{judging.NOT_JUDGED}: RecursionError: "
-                       "maximum recursion depth exceeded; then: python -m instructor ...")]
+    rows = [
+        StudentRow("ann", GRADED, {1: True}, limits=["memory", "output"]),
+        StudentRow("bea", GRADED, {1: True}, twin_of="ann"),
+        StudentRow(
+            "cid",
+            AUTOGRADE_FAILED,
+            reason=f"{judging.NOT_JUDGED}: RecursionError: "
+            "maximum recursion depth exceeded; then: python -m instructor ...",
+        ),
+    ]
     text = ClassReport("horovod_steps", [1], rows).summary()
     assert "  ann: memory, output" in text.split("reached a limit")[1]
     assert "  bea: shares ann's run" in text.split("(twins)")[1]
-    assert "  cid: its run could not be judged: RecursionError" in text.split(
-        "could not be judged (not graded")[1]
+    assert (
+        "  cid: its run could not be judged: RecursionError"
+        in text.split("could not be judged (not graded")[1]
+    )

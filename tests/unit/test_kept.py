@@ -20,9 +20,11 @@ def modes_and_owners(folder):
     found = {}
     for path in folder.rglob("*"):
         info = path.lstat()
-        found[path.relative_to(folder).as_posix()] = (stat.S_IMODE(info.st_mode), info.st_uid,
-                                                      stat.S_ISREG(info.st_mode) or
-                                                      stat.S_ISDIR(info.st_mode))  # fmt: skip
+        found[path.relative_to(folder).as_posix()] = (
+            stat.S_IMODE(info.st_mode),
+            info.st_uid,
+            stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode),
+        )
     return found
 
 
@@ -65,12 +67,16 @@ def test_only_plain_records_are_kept_as_the_graders_own_files(box, tmp_path):
     target.mkdir()
     keep_run(box, target, "logs")
     assert sorted(p.name for p in (target / "records").iterdir()) == [
-        "run1-rank0-first-update.npy", "run1-rank0.json", "run3-rank0.json"]
+        "run1-rank0-first-update.npy",
+        "run1-rank0.json",
+        "run3-rank0.json",
+    ]
     # No link, pipe or huge file came along; nothing kept has a mode of the run's.
     assert {mode for mode, _, _ in modes_and_owners(target).values()} <= {0o600, 0o700}
     assert all(uid == os.getuid() and plain for _, uid, plain in modes_and_owners(target).values())
     assert "everyone's grades" not in "".join(
-        p.read_text() for p in (target / "records").glob("*.json"))
+        p.read_text() for p in (target / "records").glob("*.json")
+    )
     assert not (target / "elsewhere").exists()
     evidence = Evidence.read(target / "records", 2)
     assert evidence.ranks(1)[0].finished
@@ -80,8 +86,11 @@ def test_the_log_folders_come_back_as_names_bounded_in_depth_and_number(box, tmp
     target = tmp_path / "kept"
     target.mkdir()
     keep_run(box, target, "logs")
-    names = sorted(p.relative_to(target / "logs").as_posix()
-                   for p in (target / "logs").rglob("*") if p.is_file())  # fmt: skip
+    names = sorted(
+        p.relative_to(target / "logs").as_posix()
+        for p in (target / "logs").rglob("*")
+        if p.is_file()
+    )
     assert "events.out.tfevents.1.host.7.0.v2" in names
     assert "name?with?[31mcontrol" in names  # printable
     assert "link" not in names and not any(n.endswith("bottom.txt") for n in names)
@@ -100,7 +109,9 @@ def test_a_huge_log_keeps_its_head_and_tail(tmp_path):
     assert len(text) <= kept.LOG_HEAD_BYTES + kept.LOG_TAIL_BYTES + 100
     link = tmp_path / "linked.log"
     link.symlink_to(log)
-    assert not keep_log(link, tmp_path / "launch-2.log") and not (tmp_path / "launch-2.log").exists()
+    assert (
+        not keep_log(link, tmp_path / "launch-2.log") and not (tmp_path / "launch-2.log").exists()
+    )
 
 
 def test_a_missing_folder_keeps_nothing_and_a_kept_file_is_never_written_through_a_link(tmp_path):

@@ -22,8 +22,11 @@ def test_a_committed_notebook_is_served_with_what_its_kernel_reports(tmp_path):
     assert info == kernel_language_info()
     assert info["version"] and info["codemirror_mode"] == {"name": "ipython", "version": 3}
     # The file itself is left as it is; only what JupyterLab is handed changes.
-    assert json.loads((tmp_path / welcome.name).read_text())["metadata"]["language_info"] == \
-        committed
+    assert (
+        json.loads((tmp_path / welcome.name).read_text())["metadata"]["language_info"] == committed
+    )
     # Not a notebook's content: nothing to add.
-    assert "content" not in asyncio.run(manager.get(welcome.name, content=False)) or \
-        asyncio.run(manager.get(welcome.name, content=False))["content"] is None
+    assert (
+        "content" not in asyncio.run(manager.get(welcome.name, content=False))
+        or asyncio.run(manager.get(welcome.name, content=False))["content"] is None
+    )

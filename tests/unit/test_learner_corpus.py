@@ -31,7 +31,10 @@ def test_script_parses_and_truth_has_its_shape(name):
     assert set(truth["why"]) <= set(truth["steps"]) and truth["how"]
     assert set(truth) <= {"base", "kind", "steps", "why", "how", "unshown"}
     for step in truth.get("unshown", []):  # code done, but no run shows it: not credited
-        assert truth["steps"][str(step)] is False and "no run of this script" in truth["why"][str(step)]
+        assert (
+            truth["steps"][str(step)] is False
+            and "no run of this script" in truth["why"][str(step)]
+        )
     if truth["kind"] == "correct":
         assert all(truth["steps"].values())
     else:

@@ -27,11 +27,15 @@ def test_the_load_is_measured_here_and_now():
 
 def test_the_estimates_before_a_run_scale_the_quiet_machines_time_by_the_load_now():
     quiet = estimates.check_run(2, 120, load=QUIET)
-    assert quiet.startswith("13-14 s on the benchmark's quiet 2-core machine, and this one is "
-                            "quiet now; never more than 120 s of the machine's time")
+    assert quiet.startswith(
+        "13-14 s on the benchmark's quiet 2-core machine, and this one is "
+        "quiet now; never more than 120 s of the machine's time"
+    )
     busy = estimates.check_run(2, 120, load=BUSY)
-    assert "now other programs are taking 95% of the CPU (2 cores, load 13.2): up to about " \
+    assert (
+        "now other programs are taking 95% of the CPU (2 cores, load 13.2): up to about "
         "1.6-1.7 min here, 7.6x, if they go on so" in busy
+    )
     assert "10-40 s" not in busy
     baseline = estimates.before_baseline(load=BUSY)
     assert "the baseline took 5.1-5.6 min from launch to end" in baseline
@@ -48,9 +52,11 @@ def test_a_run_slowed_by_other_programs_says_so_at_once_in_one_line():
     monitor.others_core_seconds = 7.2
     monitor.busy[42] = BusyProcess(42, "python busy.py", busy_seconds=6.0, core_seconds=5.9)
     line = monitor.slowed_line()
-    assert line == ("Slowed by other programs: in the run's first 6 s they took 60% of the CPU "
-                    "(2 cores), which can make it up to 100% longer; its times will say so (the "
-                    "busiest: python busy.py, pid 42).")
+    assert line == (
+        "Slowed by other programs: in the run's first 6 s they took 60% of the CPU "
+        "(2 cores), which can make it up to 100% longer; its times will say so (the "
+        "busiest: python busy.py, pid 42)."
+    )
     assert "\n" not in line and "`" not in line
 
 
@@ -60,8 +66,10 @@ def test_the_baselines_time_is_scaled_from_its_own_load_to_this_moments():
     baseline = times("baseline", epochs=(100.0, 100.0), share=None)  # 230 s, no samples
     assert "At this moment's load" not in estimates.expect_like_baseline(baseline, load=QUIET)
     busy_now = estimates.expect_like_baseline(baseline, load=BUSY)
-    assert ("At this moment's load (other programs are taking 95% of the CPU (2 cores, load "
-            "13.2)): about 29.1 min.") in busy_now  # 230 s x 7.6
+    assert (
+        "At this moment's load (other programs are taking 95% of the CPU (2 cores, load "
+        "13.2)): about 29.1 min."
+    ) in busy_now  # 230 s x 7.6
     # Measured under load (its samples: 200 core-seconds in 200 s on 2 cores, 50%), now quiet.
     loaded = times("baseline", epochs=(100.0, 100.0), share=None, others=200.0)
     assert "about 2.6 min." in estimates.expect_like_baseline(loaded, load=QUIET)

@@ -44,8 +44,12 @@ def test_notebooks_are_numbered_by_their_place_and_named_by_unique_slugs():
 def test_the_steps_of_the_chain_and_the_checker_are_the_manifests():
     assert tuple(RULES) == STEPS, "one grader/rules/step_NN.py per step of the manifest"
     assert all(rule.__name__.endswith(f".step_{step:02d}") for step, rule in RULES.items())
-    todo_steps = {int(n) for n in re.findall(r"# TODO: Step (\d+)\b", chain.render(
-        chain.SOURCE.read_text(encoding="utf-8"), 0))}
+    todo_steps = {
+        int(n)
+        for n in re.findall(
+            r"# TODO: Step (\d+)\b", chain.render(chain.SOURCE.read_text(encoding="utf-8"), 0)
+        )
+    }
     assert todo_steps == set(STEPS), "a `# TODO: Step N` in the starting script for every step"
 
 
@@ -59,10 +63,15 @@ def test_every_notebook_has_its_source_and_nothing_else_is_a_source():
 # 13_run_distributed.ipynb, "all twelve steps". The builder's placeholders write them.
 HAND_WRITTEN = [
     (re.compile(r"\b[Nn]otebooks?\s+\(?\d"), "notebook N: write notebook {{ number SLUG }}"),
-    (re.compile(r"\b\d\d_[a-z][a-z0-9_]*(\.ipynb)?\b"), "NN_slug: write {{ file SLUG }} or {{ link SLUG }}"),  # fmt: skip
+    (
+        re.compile(r"\b\d\d_[a-z][a-z0-9_]*(\.ipynb)?\b"),
+        "NN_slug: write {{ file SLUG }} or {{ link SLUG }}",
+    ),
     (re.compile(r"\}\}\s+(?:to|and|or)\s+\d"), "a list of notebooks: write {{ number SLUG }}"),
-    (re.compile(rf"\b{builder.in_words(len(STEPS))}\b", re.I),
-     "the number of steps: write {{ steps_in_words }}"),
+    (
+        re.compile(rf"\b{builder.in_words(len(STEPS))}\b", re.I),
+        "the number of steps: write {{ steps_in_words }}",
+    ),
 ]
 
 
@@ -78,12 +87,23 @@ def test_no_text_writes_a_notebook_number_by_hand(entry):
 
 
 def test_the_hand_written_patterns_catch_what_they_are_for():
-    caught = ["notebook 13 compares", "(notebook 00)", "Notebook 19", "notebooks 14 to 18",
-              "notebooks {{ number several_hosts }} to 18",
-              "[13_run_distributed](13_run_distributed.ipynb)",
-              f"all {builder.in_words(len(STEPS))} steps"]
+    caught = [
+        "notebook 13 compares",
+        "(notebook 00)",
+        "Notebook 19",
+        "notebooks 14 to 18",
+        "notebooks {{ number several_hosts }} to 18",
+        "[13_run_distributed](13_run_distributed.ipynb)",
+        f"all {builder.in_words(len(STEPS))} steps",
+    ]
     for text in caught:
         assert any(pattern.search(text) for pattern, _ in HAND_WRITTEN), text
-    for text in ["rank 0's weights", "step 12", "10 classes", "gpu[01-02]", "up to 100",
-                 "{{ number run_distributed }}'s"]:
+    for text in [
+        "rank 0's weights",
+        "step 12",
+        "10 classes",
+        "gpu[01-02]",
+        "up to 100",
+        "{{ number run_distributed }}'s",
+    ]:
         assert not any(pattern.search(text) for pattern, _ in HAND_WRITTEN), text

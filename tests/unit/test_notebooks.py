@@ -18,10 +18,18 @@ import nbformat
 import pytest
 
 from authoring import notebooks as builder
-from workbook.paths import NOTEBOOKS_DIR, REPO
 from authoring.chain import BONUSES, LAST_STEP, SOURCE, output_name, render
-from workbook.facts import (BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEP_TITLES, Notebook,
-                           notebook_of_kind)
+from workbook.facts import (
+    BONUS,
+    LESSON,
+    NOTEBOOKS,
+    RUN,
+    STEP,
+    STEP_TITLES,
+    Notebook,
+    notebook_of_kind,
+)
+from workbook.paths import NOTEBOOKS_DIR, REPO
 
 NOTEBOOK_NAMES = [entry.file_name for entry in NOTEBOOKS]
 STEP_NOTEBOOKS = {entry.step: entry.file_name for entry in NOTEBOOKS if entry.kind == STEP}
@@ -115,8 +123,11 @@ def stale_project_imports(code: str) -> list[str]:
     learner's cell should name the name's home, which outlives a module's own imports."""
     import importlib.util
 
-    source = "\n".join(line for line in code.splitlines()  # IPython's own syntax left out
-                        if not line.strip().startswith(("%", "!", "?")) and not line.endswith("?"))
+    source = "\n".join(
+        line
+        for line in code.splitlines()  # IPython's own syntax left out
+        if not line.strip().startswith(("%", "!", "?")) and not line.endswith("?")
+    )
     stale = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.ImportFrom) or not node.module:
@@ -129,9 +140,12 @@ def stale_project_imports(code: str) -> list[str]:
         if not package:
             path = Path(module.__file__)
             tree = ast.parse(path.read_text(encoding="utf-8"))
-            borrowed = {alias.asname or alias.name.split(".")[0] for statement in tree.body
-                        if isinstance(statement, (ast.Import, ast.ImportFrom))
-                        for alias in statement.names} - set(getattr(module, "__all__", ()))
+            borrowed = {
+                alias.asname or alias.name.split(".")[0]
+                for statement in tree.body
+                if isinstance(statement, (ast.Import, ast.ImportFrom))
+                for alias in statement.names
+            } - set(getattr(module, "__all__", ()))
         for alias in node.names:
             if package and importlib.util.find_spec(f"{node.module}.{alias.name}"):
                 continue  # a module of the package
@@ -274,9 +288,12 @@ CHECK = "```{code-cell} ipython3\n:tags: [check]\n```\n"
 
 # A manifest of its own for the builder's tests: an intro, steps 1, 2 and 4, a run, a bonus.
 INTRO, FIRST, SECOND, FOURTH, FINAL, EXTRA = (
-    Notebook(0, "intro", LESSON), Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
-    Notebook(2, "second", STEP, 2, STEP_TITLES[2]), Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
-    Notebook(4, "final", RUN), Notebook(5, "extra", BONUS),
+    Notebook(0, "intro", LESSON),
+    Notebook(1, "first", STEP, 1, STEP_TITLES[1]),
+    Notebook(2, "second", STEP, 2, STEP_TITLES[2]),
+    Notebook(3, "fourth", STEP, 4, STEP_TITLES[4]),
+    Notebook(4, "final", RUN),
+    Notebook(5, "extra", BONUS),
 )
 
 
@@ -333,8 +350,10 @@ def test_builder_fills_placeholders(tmp_path):
 
 def test_builder_names_other_notebooks_from_the_manifest(tmp_path):
     """A notebook's number is its place in the manifest, not a step's: step 4 is notebook 03."""
-    text = ("Before {{ number fourth }}, after {{ number final }} ([run]({{ file final }})); "
-            "{{ link extra }}; {{ steps_in_words }} steps.\n")
+    text = (
+        "Before {{ number fourth }}, after {{ number final }} ([run]({{ file final }})); "
+        "{{ link extra }}; {{ steps_in_words }} steps.\n"
+    )
     notebook = build(tmp_path, INTRO, "# Intro\n\n" + text)
     assert notebook.cells[0].source.endswith(
         "Before 03, after 04 ([run](04_final.ipynb)); [05_extra](05_extra.ipynb); "
@@ -353,5 +372,3 @@ def test_builder_wants_every_source_in_the_manifest(tmp_path):
 
 
 # Small enough to copy; data/ is linked, notebooks/ gets its .ipynb files and a learner's script.
-
-

@@ -36,12 +36,18 @@ def test_a_port_taken_on_every_address_is_taken_for_localhost_too():
         assert not ports.is_free(held.getsockname()[1])
 
 
-@pytest.mark.parametrize("log, taken", [
-    ("E1128 10:02:03 program.py:300] TensorBoard could not bind to port 6006, it was already "
-     "in use\nERROR: TensorBoard could not bind to port 6006, it was already in use", True),
-    ("[C 2026-11-28 ServerApp] The port 8888 is already in use", True),
-    ("OSError: [Errno 98] Address already in use", True),
-    ("TensorBoard 2.15.2 at http://127.0.0.1:6006/ (Press CTRL+C to quit)", False),
-])
+@pytest.mark.parametrize(
+    "log, taken",
+    [
+        (
+            "E1128 10:02:03 program.py:300] TensorBoard could not bind to port 6006, it was already "
+            "in use\nERROR: TensorBoard could not bind to port 6006, it was already in use",
+            True,
+        ),
+        ("[C 2026-11-28 ServerApp] The port 8888 is already in use", True),
+        ("OSError: [Errno 98] Address already in use", True),
+        ("TensorBoard 2.15.2 at http://127.0.0.1:6006/ (Press CTRL+C to quit)", False),
+    ],
+)
 def test_what_a_server_logs_when_its_port_was_taken(log, taken):
     assert ports.says_port_taken(log) is taken

@@ -43,21 +43,36 @@ FIT = """model.fit(
     verbose=verbose,
 )"""
 FIT_ARGS = FIT.replace("model.fit(\n    train_dataset,", "fit_args = dict(") + (
-    "\nmodel.fit(train_dataset, **fit_args)")
-BROADCAST = ('resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, '
-             'name="resume_from_epoch"))')
+    "\nmodel.fit(train_dataset, **fit_args)"
+)
+BROADCAST = (
+    "resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, "
+    'name="resume_from_epoch"))'
+)
 
 
-@pytest.mark.parametrize("old, new, steps", [
-    # model.fit's arguments gathered in a dict first (issue 37: "gets no steps_per_epoch")
-    (FIT, FIT_ARGS, (3, 5, 6, 7, 8, 9, 11)),
-    # the epoch agreed by an allreduce (op=hvd.Max: rank 0's), not a broadcast
-    (BROADCAST, BROADCAST.replace("broadcast(resume_from_epoch, root_rank=0,",
-                                  "allreduce(resume_from_epoch, op=hvd.Max,"), (8,)),
-    # the base rate kept in a config dict
-    ("scaled_lr = args.base_lr * hvd.size()",
-     'config = {"lr": args.base_lr}\nscaled_lr = config["lr"] * hvd.size()', (10, 11)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "old, new, steps",
+    [
+        # model.fit's arguments gathered in a dict first (issue 37: "gets no steps_per_epoch")
+        (FIT, FIT_ARGS, (3, 5, 6, 7, 8, 9, 11)),
+        # the epoch agreed by an allreduce (op=hvd.Max: rank 0's), not a broadcast
+        (
+            BROADCAST,
+            BROADCAST.replace(
+                "broadcast(resume_from_epoch, root_rank=0,",
+                "allreduce(resume_from_epoch, op=hvd.Max,",
+            ),
+            (8,),
+        ),
+        # the base rate kept in a config dict
+        (
+            "scaled_lr = args.base_lr * hvd.size()",
+            'config = {"lr": args.base_lr}\nscaled_lr = config["lr"] * hvd.size()',
+            (10, 11),
+        ),
+    ],
+)
 def test_equivalent_forms_the_reading_does_not_fail(tmp_path, old, new, steps):
     """Correct forms learners write: passed, or can't tell (the run decides), never failed."""
     text = SOLUTION.read_text()
@@ -70,9 +85,12 @@ def test_equivalent_forms_the_reading_does_not_fail(tmp_path, old, new, steps):
 
 
 def test_arguments_in_a_dict_it_can_not_read_are_cant_tell(tmp_path):
-    text = SOLUTION.read_text().replace(FIT, FIT_ARGS.replace(
-        "fit_args = dict(", "fit_args = load_options(dict(", 1).replace(
-        "\nmodel.fit(", ")\nmodel.fit(", 1))  # fmt: skip
+    text = SOLUTION.read_text().replace(
+        FIT,
+        FIT_ARGS.replace("fit_args = dict(", "fit_args = load_options(dict(", 1).replace(
+            "\nmodel.fit(", ")\nmodel.fit(", 1
+        ),
+    )
     text = text.replace("import argparse", "import argparse\nload_options = dict", 1)
     script = tmp_path / "fashion_mnist.py"
     script.write_text(text)

@@ -80,13 +80,20 @@ def test_only_the_three_statuses_exist():
 
 
 def test_a_result_with_details_shows_each_with_its_mark():
-    parts = [Result(PASSED, "a", "same", step=4), Result(FAILED, "b", "differ", step=5,
-             hint="Broadcast."), Result(CANT_TELL, "c", "can't tell: z", step=6)]  # fmt: skip
+    parts = [
+        Result(PASSED, "a", "same", step=4),
+        Result(FAILED, "b", "differ", step=5, hint="Broadcast."),
+        Result(CANT_TELL, "c", "can't tell: z", step=6),
+    ]
     whole = Result(worst(part.status for part in parts), "Whole", "three parts", details=parts)
     lines = str(whole).splitlines()
     assert lines[:2] == ["[FAIL] Whole", "  three parts"]
-    assert lines[2:] == ["  [ok] step 4: same", "  [NO] step 5: differ",
-                         "         Hint: Broadcast.", "  [??] step 6: can't tell: z"]  # fmt: skip
+    assert lines[2:] == [
+        "  [ok] step 4: same",
+        "  [NO] step 5: differ",
+        "         Hint: Broadcast.",
+        "  [??] step 6: can't tell: z",
+    ]
     page = whole._repr_html_()
     assert page.count("<li") == 3 and "not yet" in page and "<em>Hint:</em> Broadcast." in page
     data = json.loads(whole.to_json())

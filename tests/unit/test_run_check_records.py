@@ -13,13 +13,21 @@ import pytest
 from grader.live import run_step
 from grader.live.evidence import Evidence
 from grader.live.invariants import finding, not_shown
-from grader.live.outcome import (CRASHED, FINISHED, HUNG, NOT_RUN, UNFINISHED, Outcome,
-                                  from_the_script_on, judge, mismatched_training,
-                                  stuck_collective)
+from grader.live.outcome import (
+    CRASHED,
+    FINISHED,
+    HUNG,
+    NOT_RUN,
+    UNFINISHED,
+    Outcome,
+    from_the_script_on,
+    judge,
+    mismatched_training,
+    stuck_collective,
+)
 from grader.live.probe import Record, private_log_dir
 from grader.live.report import run_result
 from grader.report import CANT_TELL, FAILED, PASSED, Result
-
 
 # --- records as the probe writes them ------------------------------------------------------
 
@@ -31,26 +39,42 @@ def write_rank(folder: Path, rank: int, run: int = 1, **data) -> Record:
     return record
 
 
-FIT = {"initial_epoch": 0, "epochs": 1, "steps_per_epoch": 4, "callbacks": [],
-       "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
-       "code": "model.fit(", "top_line": 350}  # fmt: skip
+FIT = {
+    "initial_epoch": 0,
+    "epochs": 1,
+    "steps_per_epoch": 4,
+    "callbacks": [],
+    "optimizer": "SGD",
+    "distributed_optimizer": True,
+    "dataset": True,
+    "line": 350,
+    "code": "model.fit(",
+    "top_line": 350,
+}
 
 
 # --- how a run ended --------------------------------------------------------------------------
 
 
 def waiting_at(line: int, call: str = "hvd.broadcast", top_line: int | None = None) -> dict:
-    return {"call": call, "name": "resume_from_epoch", "line": line, "code": "x = hvd.broadcast(x)",
-            "top_line": top_line or line}  # fmt: skip
+    return {
+        "call": call,
+        "name": "resume_from_epoch",
+        "line": line,
+        "code": "x = hvd.broadcast(x)",
+        "top_line": top_line or line,
+    }
 
 
 def test_a_collective_another_rank_went_past_is_a_hang(tmp_path):
     write_rank(tmp_path, 0, waiting=waiting_at(313), stages=[[1, "started the script"]])
     write_rank(tmp_path, 1, fit=FIT, stages=[[1, "started the script"], [2, "started model.fit"]])
     stuck = stuck_collective(Evidence.read(tmp_path, 2), runs=1)
-    assert stuck == ("rank 0 waits in hvd.broadcast at line 313 (`x = hvd.broadcast(x)`), which "
-                     "rank 1 went past without calling it: rank 1 was training in model.fit at "
-                     "line 350")  # fmt: skip
+    assert stuck == (
+        "rank 0 waits in hvd.broadcast at line 313 (`x = hvd.broadcast(x)`), which "
+        "rank 1 went past without calling it: rank 1 was training in model.fit at "
+        "line 350"
+    )
 
 
 def test_a_rank_not_there_yet_is_no_hang(tmp_path):
@@ -126,39 +150,64 @@ class Ended:
 def test_the_time_limit_without_evidence_of_a_hang_is_no_hang(tmp_path):
     write_rank(tmp_path, 0, fit=FIT, stages=[[1, "started model.fit"], [9, "finished epoch 1"]])
     write_rank(tmp_path, 1, stages=[[1, "started the script"]])
-    outcome = judge(Ended(timed_out=True, exit_code=None), Evidence.read(tmp_path, 2), 2, 60,
-                    None, 1)  # fmt: skip
+    outcome = judge(
+        Ended(timed_out=True, exit_code=None), Evidence.read(tmp_path, 2), 2, 60, None, 1
+    )
     assert outcome.kind == UNFINISHED and "hung" not in outcome.message
-    assert outcome.message == ("the run did not finish within 60 s: rank 0 was training in "
-                               "model.fit at line 350 (finished epoch 1); rank 1 had reached: "
-                               "started the script")  # fmt: skip
+    assert outcome.message == (
+        "the run did not finish within 60 s: rank 0 was training in "
+        "model.fit at line 350 (finished epoch 1); rank 1 had reached: "
+        "started the script"
+    )
 
 
 def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
     write_rank(tmp_path, 0)
     error = {"type": "ValueError", "message": "bad shape", "line": 120, "code": "x = f(y)"}
     write_rank(tmp_path, 1, error=error)
-    outcome = judge(Ended(exit_code=1, failed_rank=1, error="Traceback...\nValueError: bad shape"),
-                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
+    outcome = judge(
+        Ended(exit_code=1, failed_rank=1, error="Traceback...\nValueError: bad shape"),
+        Evidence.read(tmp_path, 2),
+        2,
+        60,
+        None,
+        1,
+    )
     assert outcome.kind == CRASHED
-    assert outcome.message == ("rank 1 stopped with an error at line 120 (`x = f(y)`): "
-                               "ValueError: bad shape")  # fmt: skip
+    assert outcome.message == (
+        "rank 1 stopped with an error at line 120 (`x = f(y)`): ValueError: bad shape"
+    )
     assert "Traceback" in outcome.error
 
 
 def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     hung = Outcome(HUNG, "the run hung: ...", "A collective...")
-    result = run_result(8, "f.py", hung, [
-        finding(4, CANT_TELL, "can't tell: x"), finding(5, FAILED, "weights differ", "Broadcast."),
-        finding(6, CANT_TELL, "can't tell: y")], seconds=20, workers=2)  # fmt: skip
+    result = run_result(
+        8,
+        "f.py",
+        hung,
+        [
+            finding(4, CANT_TELL, "can't tell: x"),
+            finding(5, FAILED, "weights differ", "Broadcast."),
+            finding(6, CANT_TELL, "can't tell: y"),
+        ],
+        seconds=20,
+        workers=2,
+    )
     text = str(result)
     assert not result.passed and result.status == FAILED
     assert text.startswith("[FAIL] Step 8, run for real on 2 workers\n  the run hung: ... (20 s)")
     assert "[??] steps 4, 6: not shown: the run stopped before it showed (no credit)" in text
     assert "[NO] step 5: weights differ" in text and "Hint: Broadcast." in text
     assert "steps 4, 6" in result._repr_html_()
-    finished = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
-                          finding(5, CANT_TELL, "can't tell: z")], seconds=9, workers=2)  # fmt: skip
+    finished = run_result(
+        5,
+        "f.py",
+        Outcome(FINISHED, ""),
+        [finding(4, PASSED, "same"), finding(5, CANT_TELL, "can't tell: z")],
+        seconds=9,
+        workers=2,
+    )
     assert finished.passed and finished.status == CANT_TELL  # nothing wrong seen: it passes
     assert "[??] step 5: can't tell: z" in str(finished)
     assert finished.message == "the script ran on every worker; 1 of 2 hold, 1 can't tell (9 s)"
@@ -166,24 +215,45 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     assert data["passed"] is True and data["status"] == CANT_TELL
     assert data["run"]["outcome"] == FINISHED and data["details"][1]["status"] == CANT_TELL
     assert data["details"][0]["title"] == "averaged updates"
-    failing = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
-                         finding(5, FAILED, "differ")], seconds=9, workers=2)  # fmt: skip
+    failing = run_result(
+        5,
+        "f.py",
+        Outcome(FINISHED, ""),
+        [finding(4, PASSED, "same"), finding(5, FAILED, "differ")],
+        seconds=9,
+        workers=2,
+    )
     assert failing.status == FAILED and "1 of 2 hold, 1 fail (9 s)" in failing.message
     # A step the script kept the run from showing (an exit before model.fit, no checkpoint at
     # all) earns nothing, though the run finished.
-    unshown = run_result(5, "f.py", Outcome(FINISHED, ""), [finding(4, PASSED, "same"),
-                         not_shown(5, "can't tell: ranks 0 and 1 never reached model.fit")],
-                         seconds=9, workers=2)  # fmt: skip
+    unshown = run_result(
+        5,
+        "f.py",
+        Outcome(FINISHED, ""),
+        [
+            finding(4, PASSED, "same"),
+            not_shown(5, "can't tell: ranks 0 and 1 never reached model.fit"),
+        ],
+        seconds=9,
+        workers=2,
+    )
     assert unshown.status == FAILED and not unshown.passed
-    assert unshown.message == ("the script ran on every worker; 1 of 2 hold, 1 not shown (no "
-                               "credit) (9 s)")  # fmt: skip
+    assert unshown.message == (
+        "the script ran on every worker; 1 of 2 hold, 1 not shown (no credit) (9 s)"
+    )
 
 
 def test_workers_that_never_started_the_probe_are_the_machines_fault(tmp_path):
     """No rank wrote a record (the launcher could not start a worker): the script never ran,
     so nothing of it may be judged: not run (grader.judge_file raises RunUnavailable)."""
-    outcome = judge(Ended(exit_code=1, error="python: No module named 'workbook'"),
-                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
+    outcome = judge(
+        Ended(exit_code=1, error="python: No module named 'workbook'"),
+        Evidence.read(tmp_path, 2),
+        2,
+        60,
+        None,
+        1,
+    )
     assert outcome.kind == NOT_RUN
     assert outcome.message == "the workers never started: python: No module named 'workbook'"
 
@@ -193,13 +263,30 @@ def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):
     line that built it (or a class passed where model.fit needs an instance)."""
     write_rank(tmp_path, 0)
     culprit = {"kind": "callback", "class": "CSVLogger", "line": 40, "code": "log = CSVLogger(p)"}
-    write_rank(tmp_path, 1, error={"type": "NotFoundError", "message": "p; No such file",
-                                   "line": 90, "code": "model.fit(", "culprit": culprit})  # fmt: skip
-    outcome = judge(Ended(exit_code=1, failed_rank=1, error="Traceback...\nNotFoundError"),
-                    Evidence.read(tmp_path, 2), 2, 60, None, 1)  # fmt: skip
-    assert outcome.message == ("rank 1 stopped with an error at line 90 (`model.fit(`), in the "
-                               "callback CSVLogger built at line 40 (`log = CSVLogger(p)`): "
-                               "NotFoundError: p; No such file")  # fmt: skip
+    write_rank(
+        tmp_path,
+        1,
+        error={
+            "type": "NotFoundError",
+            "message": "p; No such file",
+            "line": 90,
+            "code": "model.fit(",
+            "culprit": culprit,
+        },
+    )
+    outcome = judge(
+        Ended(exit_code=1, failed_rank=1, error="Traceback...\nNotFoundError"),
+        Evidence.read(tmp_path, 2),
+        2,
+        60,
+        None,
+        1,
+    )
+    assert outcome.message == (
+        "rank 1 stopped with an error at line 90 (`model.fit(`), in the "
+        "callback CSVLogger built at line 40 (`log = CSVLogger(p)`): "
+        "NotFoundError: p; No such file"
+    )
     assert outcome.culprit == culprit
     result = run_result(3, "f.py", outcome, [], seconds=3, workers=2)
     assert result.run.culprit == culprit
@@ -219,17 +306,17 @@ def test_run_step_refuses_steps_without_an_invariant():
 
 
 def test_the_traceback_starts_at_the_learners_script():
-    error = ("[1]<stderr>:Traceback (most recent call last):\n"
-             '  File "/g/probe.py", line 354, in <module>\n    main()\n'
-             '  File "<frozen runpy>", line 88, in _run_code\n'
-             '  File "/n/fashion_mnist.py", line 334, in <module>\n    raise E("x")\nE: x')  # fmt: skip
+    error = (
+        "[1]<stderr>:Traceback (most recent call last):\n"
+        '  File "/g/probe.py", line 354, in <module>\n    main()\n'
+        '  File "<frozen runpy>", line 88, in _run_code\n'
+        '  File "/n/fashion_mnist.py", line 334, in <module>\n    raise E("x")\nE: x'
+    )
     assert from_the_script_on(error, "/n/fashion_mnist.py") == (
         '[1]<stderr>:Traceback (most recent call last):\n  File "/n/fashion_mnist.py", line 334, '
         'in <module>\n    raise E("x")\nE: x'
     )
     assert from_the_script_on(error, "/elsewhere.py") == error
-
-
 
 
 def test_a_kept_run_folder_goes_a_day_later(tmp_path):
@@ -239,8 +326,11 @@ def test_a_kept_run_folder_goes_a_day_later(tmp_path):
 
     from grader.live.run import FOLDER_PREFIX, KEPT_S, _remove_old_runs
 
-    old, new, other = (tmp_path / f"{FOLDER_PREFIX}06-old", tmp_path / f"{FOLDER_PREFIX}06-new",
-                       tmp_path / "someone-elses")  # fmt: skip
+    old, new, other = (
+        tmp_path / f"{FOLDER_PREFIX}06-old",
+        tmp_path / f"{FOLDER_PREFIX}06-new",
+        tmp_path / "someone-elses",
+    )
     for folder in (old, new, other):
         (folder / "logs").mkdir(parents=True)
     day_ago = time.time() - KEPT_S - 60

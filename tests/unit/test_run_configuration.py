@@ -32,8 +32,9 @@ def test_no_constant_a_learner_may_write_in_matches_the_first_launch():
     for key in ("warmup_epochs", "batch_size", "train_images", "val_batch_size", "test_images"):
         assert run.ASKED[key] not in CONSTANTS | preset, key
     assert tuple(run.ASKED["lr_drops"]) != tuple(solution_preset("lr_drops"))
-    assert run.ASKED["warmup_epochs"] != preset_value(reference_path(LAST_STEP), "gpu",
-                                                      "warmup_epochs")  # fmt: skip
+    assert run.ASKED["warmup_epochs"] != preset_value(
+        reference_path(LAST_STEP), "gpu", "warmup_epochs"
+    )
 
 
 @pytest.mark.parametrize("warmup", sorted(CONSTANTS - {64, 32, 128}))
@@ -53,8 +54,9 @@ def test_the_resume_uses_the_scripts_defaults_and_the_same_schedule():
     assert options == ["--depth", "--width", "--epochs", "--data-dir"]
     assert second.hosts == [] and probe.SIMULATED_GPUS_VARIABLE not in second.env
     asked = Recipe(0.00625, 2, run.ASKED["warmup_epochs"], tuple(run.ASKED["lr_drops"]))
-    defaults = Recipe(0.00625, 2, solution_preset("warmup_epochs"),
-                      tuple(solution_preset("lr_drops")))  # fmt: skip
+    defaults = Recipe(
+        0.00625, 2, solution_preset("warmup_epochs"), tuple(solution_preset("lr_drops"))
+    )
     last = run.FINAL_EPOCHS - 1
     assert last >= run.FIRST_EPOCHS
     assert asked.rate(last, 0, 1) == defaults.rate(last, 0, 1) < asked.scaled_lr
@@ -76,16 +78,18 @@ def test_the_first_launch_has_simulated_gpus_on_two_hosts_of_one_slot():
 # --- the run's clock ----------------------------------------------------------------------------
 
 
-def clock_after(interval: float, run_cpu: float, waited: float, machine_cpu: float,
-                monkeypatch, cores: int = 2) -> RunClock:
+def clock_after(
+    interval: float, run_cpu: float, waited: float, machine_cpu: float, monkeypatch, cores: int = 2
+) -> RunClock:
     """A clock ticked once over `interval` s in which the run used `run_cpu` CPU-seconds and
     waited `waited` s for a core, and the whole machine used `machine_cpu` CPU-seconds."""
     times, machine = iter([0.0, interval]), iter([0.0, machine_cpu])
     monkeypatch.setattr(run_clock, "time", SimpleNamespace(monotonic=lambda: next(times)))
     monkeypatch.setattr(run_clock, "machine_busy_seconds", lambda: next(machine))
     monkeypatch.setattr(run_clock, "waited_seconds", lambda pid: {1: waited})
-    monkeypatch.setattr(RunClock, "_note_cpu",
-                        lambda self, pid: self._cpu.__setitem__(pid, (run_cpu, True)))  # fmt: skip
+    monkeypatch.setattr(
+        RunClock, "_note_cpu", lambda self, pid: self._cpu.__setitem__(pid, (run_cpu, True))
+    )
     clock = RunClock(cores=cores)
     clock.start()
     clock._cpu[1], clock._waited[(1, 1)] = (0.0, True), 0.0
@@ -142,7 +146,8 @@ def test_a_cut_says_how_little_the_machine_gave():
     clock = RunClock(cores=2, counted=30, wall=720, starved=700)
     assert run._machine_cut(clock, 120) == (
         "in 720 s on the clock the machine gave the run only 30 s of its 120 s (4%: other "
-        "processes held the cores for 700 s)")
+        "processes held the cores for 700 s)"
+    )
 
 
 def test_the_clock_reads_this_machine():
@@ -199,8 +204,10 @@ def test_the_probe_names_modules_imported_from_outside(monkeypatch, tmp_path):
     mine = type(sys)("__main__x")
     mine.__file__ = script
     monkeypatch.setitem(sys.modules, "__main__x", mine)
-    assert not any("__main__x" in entry or "json" in entry.split()[1] for entry in
-                   probe.foreign_modules(script))  # fmt: skip
+    assert not any(
+        "__main__x" in entry or "json" in entry.split()[1]
+        for entry in probe.foreign_modules(script)
+    )
 
 
 def test_training_code_from_a_string_is_told_from_generated_code():
@@ -282,10 +289,13 @@ def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
 def test_the_class_report_names_re_runs_code_not_their_own_and_copies():
     from instructor.class_report import GRADED, ClassReport, StudentRow
 
-    rows = [StudentRow("ana", GRADED, {1: True}, reruns=["run again alone: the machine was busy"]),
-            StudentRow("ben", GRADED, {1: False},
-                       not_own=["ran /repo/solutions/fashion_mnist_solution.py"]),
-            StudentRow("cy", GRADED, {1: True}, copy_of="solutions/fashion_mnist_solution.py")]
+    rows = [
+        StudentRow("ana", GRADED, {1: True}, reruns=["run again alone: the machine was busy"]),
+        StudentRow(
+            "ben", GRADED, {1: False}, not_own=["ran /repo/solutions/fashion_mnist_solution.py"]
+        ),
+        StudentRow("cy", GRADED, {1: True}, copy_of="solutions/fashion_mnist_solution.py"),
+    ]
     text = ClassReport("horovod_steps", [1], rows).summary()
     assert "ana: run again alone: the machine was busy" in text
     assert "ben: ran /repo/solutions/fashion_mnist_solution.py" in text

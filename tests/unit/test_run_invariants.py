@@ -19,12 +19,32 @@ from grader.live.run import ASKED
 from grader.report import CANT_TELL, FAILED, PASSED
 
 WARMUP = [0.015625, 0.01875, 0.021875, 0.025]  # Horovod's warmup over 4 steps, 2 workers
-ARGS = {"values": {"base_lr": 0.0125, "warmup_epochs": 1.0, "lr_drops": [2], "epochs": 2,
-                   "train_images": 256, "batch_size": 32, "test_images": 64,
-                   "val_batch_size": 16, "momentum": 0.9}, "ignored": []}  # fmt: skip
-FIT = {"initial_epoch": 0, "epochs": 2, "steps_per_epoch": 4, "callbacks": [],
-       "optimizer": "SGD", "distributed_optimizer": True, "dataset": True, "line": 350,
-       "code": "model.fit(", "top_line": 350}  # fmt: skip
+ARGS = {
+    "values": {
+        "base_lr": 0.0125,
+        "warmup_epochs": 1.0,
+        "lr_drops": [2],
+        "epochs": 2,
+        "train_images": 256,
+        "batch_size": 32,
+        "test_images": 64,
+        "val_batch_size": 16,
+        "momentum": 0.9,
+    },
+    "ignored": [],
+}
+FIT = {
+    "initial_epoch": 0,
+    "epochs": 2,
+    "steps_per_epoch": 4,
+    "callbacks": [],
+    "optimizer": "SGD",
+    "distributed_optimizer": True,
+    "dataset": True,
+    "line": 350,
+    "code": "model.fit(",
+    "top_line": 350,
+}
 
 
 def write_rank(folder: Path, rank: int, run: int = 1, **data) -> Record:
@@ -47,14 +67,20 @@ def first_step(record: Record, before: np.ndarray, update: np.ndarray, after=Non
 
 
 def setting(tmp_path: Path) -> Setting:
-    return Setting(np=2, log_dir=str(tmp_path / "logs"), first_epochs=2, final_epochs=3,
-                   asked=ASKED, sgd_preset_lr=0.025)  # fmt: skip
+    return Setting(
+        np=2,
+        log_dir=str(tmp_path / "logs"),
+        first_epochs=2,
+        final_epochs=3,
+        asked=ASKED,
+        sgd_preset_lr=0.025,
+    )
 
 
 def keys(first: int, count: int, batch: int) -> list:
     """The keys of `count` keyed images from `first` on, in batches of `batch`."""
     levels = [float(level) for level in range(first, first + count)]
-    return [levels[at:at + batch] for at in range(0, count, batch)]
+    return [levels[at : at + batch] for at in range(0, count, batch)]
 
 
 def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
@@ -76,7 +102,10 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
             "steps": {"0": 4, "1": 4},
             "epoch_logs": {"0": {"loss": 2.31, "accuracy": 0.125}, "1": {"loss": 2.1}},
             "saved": ["/logs/checkpoint-1.h5", "/logs/checkpoint-2.h5"] if rank == 0 else [],
-            "printed": {"chars": 120 if rank == 0 else 0, "first": "Epoch 1/2" if rank == 0 else ""},
+            "printed": {
+                "chars": 120 if rank == 0 else 0,
+                "first": "Epoch 1/2" if rank == 0 else "",
+            },
             "horovod": {"initialized": True, "size": 2, "rank": rank, "local_rank": rank},
             "gpus": {"count": 2, "listed": [0, 1], "visible": [rank], "set": True},
             "finished": True,
@@ -86,9 +115,17 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
         records[rank] = write_rank(folder, rank, **data)
         first_step(records[rank], weights(rank), update, after=weights(7))
         if second:
-            write_rank(folder, rank, run=2, args=ARGS, fit={**FIT, "initial_epoch": 2, "epochs": 3},
-                       lr={"2": [0.0025] * 4}, steps={"2": 4}, epoch_logs={"2": {"loss": 2.0}},
-                       finished=True)  # fmt: skip
+            write_rank(
+                folder,
+                rank,
+                run=2,
+                args=ARGS,
+                fit={**FIT, "initial_epoch": 2, "epochs": 3},
+                lr={"2": [0.0025] * 4},
+                steps={"2": 4},
+                epoch_logs={"2": {"loss": 2.0}},
+                finished=True,
+            )
     return records
 
 
@@ -115,29 +152,50 @@ def test_only_the_steps_done_so_far_are_judged(tmp_path):
 def test_horovod_used_before_init_or_never_fails_step_1(tmp_path):
     good_ranks(tmp_path, horovod=({"initialized": False}, {"initialized": False}))
     assert "not initialized on ranks 0 and 1" in judged(tmp_path, 1)[1].message
-    error = {"type": "ValueError", "message": "Horovod has not been initialized; use hvd.init().",
-             "line": 280, "code": "verbose = 1 if hvd.rank() == 0 else 0"}  # fmt: skip
+    error = {
+        "type": "ValueError",
+        "message": "Horovod has not been initialized; use hvd.init().",
+        "line": 280,
+        "code": "verbose = 1 if hvd.rank() == 0 else 0",
+    }
     good_ranks(tmp_path, error=(error, None))
     found = judged(tmp_path, 1)[1]
-    assert found.status == FAILED and "rank 0 used Horovod before hvd.init() at line 280" in found.message
+    assert (
+        found.status == FAILED
+        and "rank 0 used Horovod before hvd.init() at line 280" in found.message
+    )
 
 
-@pytest.mark.parametrize("visible, words", [
-    (([0, 1], [0, 1]), "rank 0 never chose a GPU, so it would use all 2"),
-    (([0], [0]), "rank 1 chose GPU 0, not the GPU of its local rank"),
-    (([], []), "rank 0 made no GPU visible"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "visible, words",
+    [
+        (([0, 1], [0, 1]), "rank 0 never chose a GPU, so it would use all 2"),
+        (([0], [0]), "rank 1 chose GPU 0, not the GPU of its local rank"),
+        (([], []), "rank 0 made no GPU visible"),
+    ],
+)
 def test_gpus_simulated_show_each_rank_pinning_its_own(tmp_path, visible, words):
-    states = tuple({"count": 2, "listed": [0, 1], "visible": v, "set": v != [0, 1]} for v in visible)
+    states = tuple(
+        {"count": 2, "listed": [0, 1], "visible": v, "set": v != [0, 1]} for v in visible
+    )
     good_ranks(tmp_path, gpus=states)
     found = judged(tmp_path, 2)[2]
     assert found.status == FAILED and words in found.message, found.message
 
 
 def test_a_second_rank_printing_fails_and_no_print_at_all_fails(tmp_path):
-    good_ranks(tmp_path, printed=({"chars": 90, "first": "Epoch"}, {"chars": 40, "first": "Throughput: 100 images/s"}))
+    good_ranks(
+        tmp_path,
+        printed=(
+            {"chars": 90, "first": "Epoch"},
+            {"chars": 40, "first": "Throughput: 100 images/s"},
+        ),
+    )
     found = judged(tmp_path, 3)[3]
-    assert found.status == FAILED and "rank 1 printed too (40 characters, beginning `Throughput" in found.message
+    assert (
+        found.status == FAILED
+        and "rank 1 printed too (40 characters, beginning `Throughput" in found.message
+    )
     good_ranks(tmp_path, printed=({"chars": 0, "first": ""}, {"chars": 0, "first": ""}))
     assert "no rank printed anything" in judged(tmp_path, 3)[3].message
 
@@ -146,7 +204,10 @@ def test_updates_that_differ_beyond_rounding_fail(tmp_path):
     records = good_ranks(tmp_path)
     first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
     found = judged(tmp_path, 4)[4]
-    assert found.status == FAILED and "rank 0 and rank 1 changed their weights differently" in found.message
+    assert (
+        found.status == FAILED
+        and "rank 0 and rank 1 changed their weights differently" in found.message
+    )
     assert "hvd.DistributedOptimizer" in found.hint
 
 
@@ -177,17 +238,30 @@ def test_weights_that_differ_after_the_resumed_launchs_first_step_fail(tmp_path)
     rank 0's loaded optimizer state is never sent and the ranks drift apart."""
     good_ranks(tmp_path)
     for rank in (0, 1):
-        record = write_rank(tmp_path / "records", rank, run=2, args=ARGS, finished=True,
-                            fit={**FIT, "initial_epoch": 2, "epochs": 3})  # fmt: skip
+        record = write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            finished=True,
+            fit={**FIT, "initial_epoch": 2, "epochs": 3},
+        )
         record.save_vector("after-first-step", weights(7 if rank == 0 else 8))
     found = judged(tmp_path, 5)[5]
     assert found.status == FAILED
-    assert found.message.startswith("after the first training step of the resumed launch the "
-                                    "weights of rank 1 differ from rank 0's")  # fmt: skip
+    assert found.message.startswith(
+        "after the first training step of the resumed launch the "
+        "weights of rank 1 differ from rank 0's"
+    )
     (tmp_path / "records" / "run2-rank1-after-first-step.npy").unlink()
-    write_rank(tmp_path / "records", 1, run=2, args=ARGS, finished=True,
-               fit={**FIT, "initial_epoch": 2, "epochs": 3}).save_vector(
-                   "after-first-step", weights(7))  # fmt: skip
+    write_rank(
+        tmp_path / "records",
+        1,
+        run=2,
+        args=ARGS,
+        finished=True,
+        fit={**FIT, "initial_epoch": 2, "epochs": 3},
+    ).save_vector("after-first-step", weights(7))
     found = judged(tmp_path, 5)[5]
     assert found.status == PASSED and found.message.endswith("in the resumed launch too")
 
@@ -199,8 +273,9 @@ def test_each_rank_on_images_of_its_own_holds(tmp_path):
     assert "validated on test images of its own" in found.message
 
 
-@pytest.mark.parametrize("callback, step", [("BroadcastGlobalVariablesCallback", 5),
-                                             ("MetricAverageCallback", 7)])
+@pytest.mark.parametrize(
+    "callback, step", [("BroadcastGlobalVariablesCallback", 5), ("MetricAverageCallback", 7)]
+)
 def test_a_collective_callback_on_rank_0_only_fails(tmp_path, callback, step):
     """Under `if hvd.rank() == 0:`: the run hangs in its first step, and the records say why."""
     good_ranks(tmp_path, second=False, fit=(dict(FIT, callbacks=[callback]), dict(FIT)))
@@ -208,7 +283,9 @@ def test_a_collective_callback_on_rank_0_only_fails(tmp_path, callback, step):
         path.unlink()
     found = judged(tmp_path, step)[step]
     assert found.status == FAILED, found.message
-    assert f"rank 0 passed hvd.callbacks.{callback} to model.fit and rank 1 did not" in found.message
+    assert (
+        f"rank 0 passed hvd.callbacks.{callback} to model.fit and rank 1 did not" in found.message
+    )
 
 
 def test_ranks_that_share_images_fail(tmp_path):
@@ -220,11 +297,19 @@ def test_ranks_that_share_images_fail(tmp_path):
     assert "before shuffling" in found.hint
 
 
-@pytest.mark.parametrize("train, steps, epochs, words", [
-    ((keys(0, 128, 32) * 2, keys(128, 128, 32) * 2), 8, 2, "rank 0 went over its 128 images 2 times"),
-    ((keys(0, 64, 32), keys(128, 64, 32)), 2, 2, "the epoch covers only 50% of the data"),
-    (None, 4, 1, "rank 0 trained until epoch 1, though --epochs asked for 2"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "train, steps, epochs, words",
+    [
+        (
+            (keys(0, 128, 32) * 2, keys(128, 128, 32) * 2),
+            8,
+            2,
+            "rank 0 went over its 128 images 2 times",
+        ),
+        ((keys(0, 64, 32), keys(128, 64, 32)), 2, 2, "the epoch covers only 50% of the data"),
+        (None, 4, 1, "rank 0 trained until epoch 1, though --epochs asked for 2"),
+    ],
+)
 def test_the_data_once_per_epoch(tmp_path, train, steps, epochs, words):
     fit = dict(FIT, epochs=epochs)
     more = {"train_keys": train} if train else {}
@@ -233,10 +318,13 @@ def test_the_data_once_per_epoch(tmp_path, train, steps, epochs, words):
     assert found.status == FAILED and words in found.message, found.message
 
 
-@pytest.mark.parametrize("validated, words", [
-    ((keys(0, 64, 16), keys(0, 64, 16)), "rank 0 and rank 1 both validated on 64 of the same"),
-    ((keys(0, 32, 16) * 2, keys(32, 32, 16) * 2), "rank 0 went over its 32 images 2 times"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "validated, words",
+    [
+        ((keys(0, 64, 16), keys(0, 64, 16)), "rank 0 and rank 1 both validated on 64 of the same"),
+        ((keys(0, 32, 16) * 2, keys(32, 32, 16) * 2), "rank 0 went over its 32 images 2 times"),
+    ],
+)
 def test_validation_on_the_test_images_once(tmp_path, validated, words):
     """Unsharded validation, or validation_steps not divided: each worker repeats work."""
     good_ranks(tmp_path, val_keys=validated, val_steps=({"0": 4}, {"0": 4}))
@@ -273,8 +361,10 @@ def test_a_callback_that_saw_its_ranks_own_metrics_fails(tmp_path):
     good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}}], []))
     found = judged(tmp_path, 7)[7]
     assert found.status == FAILED, found.message
-    assert ("on rank 0 ModelCheckpoint recorded loss 2.2900, its own, not the value every rank "
-            "ended the epoch with 2.3100") in found.message
+    assert (
+        "on rank 0 ModelCheckpoint recorded loss 2.2900, its own, not the value every rank "
+        "ended the epoch with 2.3100"
+    ) in found.message
     good_ranks(tmp_path, seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.31}}], []))
     assert judged(tmp_path, 7)[7].status == PASSED
 
@@ -282,35 +372,53 @@ def test_a_callback_that_saw_its_ranks_own_metrics_fails(tmp_path):
 OWN = ({"loss": 2.29, "accuracy": 0.1}, {"loss": 2.33, "accuracy": 0.15})  # each rank's batches
 
 
-@pytest.mark.parametrize("seen", [
-    # the learner's own averaging callback, a LambdaCallback averaging in place, a Throughput
-    # meter before the averaging: each saw its rank's own loss on entry, and records nothing
-    [{"callback": "AverageLogs", "logs": {"loss": 2.29}, "reads": False}],
-    [{"callback": "LambdaCallback", "logs": {"loss": 2.29}, "reads": False}],
-    [{"callback": "Throughput", "logs": {"loss": 2.29}, "reads": False},
-     {"callback": "ModelCheckpoint", "logs": {"loss": 2.31}, "reads": True}],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "seen",
+    [
+        # the learner's own averaging callback, a LambdaCallback averaging in place, a Throughput
+        # meter before the averaging: each saw its rank's own loss on entry, and records nothing
+        [{"callback": "AverageLogs", "logs": {"loss": 2.29}, "reads": False}],
+        [{"callback": "LambdaCallback", "logs": {"loss": 2.29}, "reads": False}],
+        [
+            {"callback": "Throughput", "logs": {"loss": 2.29}, "reads": False},
+            {"callback": "ModelCheckpoint", "logs": {"loss": 2.31}, "reads": True},
+        ],
+    ],
+)
 def test_metrics_averaged_by_any_callback_before_the_readers_hold(tmp_path, seen):
-    good_ranks(tmp_path, own_logs=OWN, seen_logs=(seen, []),
-               epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2)  # fmt: skip
+    good_ranks(
+        tmp_path,
+        own_logs=OWN,
+        seen_logs=(seen, []),
+        epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2,
+    )
     found = judged(tmp_path, 7)[7]
     assert found.status == PASSED, found.message
     assert "(the average of the ranks' own)" in found.message
 
 
 def test_summed_metrics_fail_as_a_sum_not_as_an_average(tmp_path):
-    good_ranks(tmp_path, own_logs=OWN, epoch_logs=({"0": {"loss": 4.62, "accuracy": 0.25}},) * 2,
-               seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}, "reads": True}],
-                          []))  # fmt: skip
+    good_ranks(
+        tmp_path,
+        own_logs=OWN,
+        epoch_logs=({"0": {"loss": 4.62, "accuracy": 0.25}},) * 2,
+        seen_logs=([{"callback": "ModelCheckpoint", "logs": {"loss": 2.29}, "reads": True}], []),
+    )
     found = judged(tmp_path, 7)[7]
     assert found.status == FAILED
-    assert found.message == ("every rank ended epoch 1 with loss 4.6200, the sum of the ranks' "
-                             "own (rank 0 2.2900, rank 1 2.3300), not their average 2.3100")  # fmt: skip
+    assert found.message == (
+        "every rank ended epoch 1 with loss 4.6200, the sum of the ranks' "
+        "own (rank 0 2.2900, rank 1 2.3300), not their average 2.3100"
+    )
 
 
 def test_a_reader_that_saw_its_own_metric_is_named_against_the_average(tmp_path):
-    good_ranks(tmp_path, own_logs=OWN, epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2,
-               seen_logs=([{"callback": "CSVLogger", "logs": {"loss": 2.29}, "reads": True}], []))  # fmt: skip
+    good_ranks(
+        tmp_path,
+        own_logs=OWN,
+        epoch_logs=({"0": {"loss": 2.31, "accuracy": 0.125}},) * 2,
+        seen_logs=([{"callback": "CSVLogger", "logs": {"loss": 2.29}, "reads": True}], []),
+    )
     found = judged(tmp_path, 7)[7]
     assert found.status == FAILED
     assert "CSVLogger recorded loss 2.2900, its own, not the average 2.3100" in found.message
@@ -330,8 +438,9 @@ def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
 
 def test_what_the_check_can_not_see_is_not_withheld(tmp_path):
     """Blind spots of the check, not the script's doing: the reading may still decide them."""
-    good_ranks(tmp_path, fit=(dict(FIT, dataset=False), dict(FIT, dataset=False)),
-               train_keys=([], []))  # fmt: skip
+    good_ranks(
+        tmp_path, fit=(dict(FIT, dataset=False), dict(FIT, dataset=False)), train_keys=([], [])
+    )
     found = judged(tmp_path, 6)[6]
     assert found.status == CANT_TELL and not found.withheld
     assert "neither a tf.data.Dataset nor arrays" in found.message
@@ -342,28 +451,43 @@ def test_no_checkpoint_at_all_shows_neither_the_writer_nor_the_resume(tmp_path):
     checkpoint there is nothing to resume from: neither step is shown, neither is credited."""
     good_ranks(tmp_path, saved=([], []))
     rank1 = tmp_path / "records" / "run1-rank1.json"  # rank 1: another process than rank 0
-    rank1.write_text(rank1.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {os.getpid() + 1}'))
+    rank1.write_text(
+        rank1.read_text().replace(f'"pid": {os.getpid()}', f'"pid": {os.getpid() + 1}')
+    )
     (Path(setting(tmp_path).log_dir) / "train").mkdir(parents=True)
-    (Path(setting(tmp_path).log_dir) / "train" / f"events.out.tfevents.1.vm.{os.getpid()}.0.v2").write_bytes(b"")
+    (
+        Path(setting(tmp_path).log_dir) / "train" / f"events.out.tfevents.1.vm.{os.getpid()}.0.v2"
+    ).write_bytes(b"")
     found = judged(tmp_path, 9)
     assert found[9].status == CANT_TELL and found[9].withheld
-    assert found[9].message == ("can't tell: rank 0 wrote TensorBoard logs but no checkpoint, so "
-                                "the run did not show that only rank 0 writes them")  # fmt: skip
+    assert found[9].message == (
+        "can't tell: rank 0 wrote TensorBoard logs but no checkpoint, so "
+        "the run did not show that only rank 0 writes them"
+    )
     assert found[8].status == CANT_TELL and found[8].withheld
     assert "the first run wrote no checkpoint" in found[8].message
 
 
-@pytest.mark.parametrize("starts, finals, words", [
-    ((2, 0), (3, 3), "rank 0 resumed after epoch 2, rank 1 started from scratch"),
-    ((3, 3), (3, 3), "every rank went on after epoch 3, but the newest checkpoint"),
-    ((2, 2), (5, 5), "trained until epoch 5, not the 3 asked for"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "starts, finals, words",
+    [
+        ((2, 0), (3, 3), "rank 0 resumed after epoch 2, rank 1 started from scratch"),
+        ((3, 3), (3, 3), "every rank went on after epoch 3, but the newest checkpoint"),
+        ((2, 2), (5, 5), "trained until epoch 5, not the 3 asked for"),
+    ],
+)
 def test_the_resume(tmp_path, starts, finals, words):
     good_ranks(tmp_path)
     for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": [0.0025] * 4},
-                   fit={**FIT, "initial_epoch": starts[rank], "epochs": finals[rank]},
-                   finished=True)  # fmt: skip
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            lr={"2": [0.0025] * 4},
+            fit={**FIT, "initial_epoch": starts[rank], "epochs": finals[rank]},
+            finished=True,
+        )
     found = judged(tmp_path, 8)[8]
     assert found.status == FAILED and words in found.message, found.message
 
@@ -371,8 +495,14 @@ def test_the_resume(tmp_path, starts, finals, words):
 def test_a_second_run_that_never_ended_shows_no_resume(tmp_path):
     """A resume that hangs (a fresh optimizer's variables named otherwise): not a pass."""
     good_ranks(tmp_path)
-    write_rank(tmp_path / "records", 1, run=2, args=ARGS, fit={**FIT, "initial_epoch": 2,
-               "epochs": 3}, stages=[[1.0, "started model.fit"]])  # fmt: skip
+    write_rank(
+        tmp_path / "records",
+        1,
+        run=2,
+        args=ARGS,
+        fit={**FIT, "initial_epoch": 2, "epochs": 3},
+        stages=[[1.0, "started model.fit"]],
+    )
     found = judged(tmp_path, 8)[8]
     assert found.status == CANT_TELL and "in the second run, which never ended" in found.message
     assert found.withheld  # a resume that never ended earns nothing
@@ -403,14 +533,19 @@ def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
     (tmp_path / "validation" / "events.out.tfevents.17.my.host.42.3.v2").write_bytes(b"")
     (tmp_path / "events.out.tfevents.17.host.43.1.v2").write_bytes(b"")
     found = event_file_writers([tmp_path], {42: 1, 43: 0})
-    assert found == {1: ["validation/events.out.tfevents.17.my.host.42.3.v2"],
-                     0: ["events.out.tfevents.17.host.43.1.v2"]}  # fmt: skip
+    assert found == {
+        1: ["validation/events.out.tfevents.17.my.host.42.3.v2"],
+        0: ["events.out.tfevents.17.host.43.1.v2"],
+    }
 
 
-@pytest.mark.parametrize("rates, words", [
-    ([0.0125] * 4, "stays at --base-lr 0.0125"),
-    ([0.003125] * 4, "peaked at 0.003125, not 0.025"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rates, words",
+    [
+        ([0.0125] * 4, "stays at --base-lr 0.0125"),
+        ([0.003125] * 4, "peaked at 0.003125, not 0.025"),
+    ],
+)
 def test_learning_rates_that_are_not_scaled(tmp_path, rates, words):
     good_ranks(tmp_path, lr=({"0": rates, "1": rates}, {"0": rates, "1": rates}))
     good = judged(tmp_path, 10)
@@ -419,8 +554,13 @@ def test_learning_rates_that_are_not_scaled(tmp_path, rates, words):
 
 def test_the_scaled_rate_needs_a_finished_epoch_at_the_full_rate(tmp_path):
     """A run stopped in the warmup (a deadlock in step 1) shows no peak: not a fail."""
-    good_ranks(tmp_path, second=False, lr=({"0": WARMUP[:1]}, {"0": WARMUP[:1]}),
-               epoch_logs=({}, {}), steps=({}, {}))  # fmt: skip
+    good_ranks(
+        tmp_path,
+        second=False,
+        lr=({"0": WARMUP[:1]}, {"0": WARMUP[:1]}),
+        epoch_logs=({}, {}),
+        steps=({}, {}),
+    )
     found = judged(tmp_path, 11)
     assert found[10].status == CANT_TELL and "finished no epoch" in found[10].message
     assert found[11].status == CANT_TELL, found[11].message
@@ -429,11 +569,21 @@ def test_the_scaled_rate_needs_a_finished_epoch_at_the_full_rate(tmp_path):
 def test_the_schedule_follows_the_scripts_own_scaled_rate(tmp_path):
     """A rate scaled wrongly (step 10's fault) but warmed up and dropped right: step 11 holds."""
     own = [rate / 8 for rate in WARMUP]
-    good_ranks(tmp_path, lr=({"0": own, "1": [own[-1]] * 4}, {"0": own, "1": [own[-1]] * 4}),
-               lr_callbacks=({"LearningRateWarmupCallback": own[-1]},) * 2)  # fmt: skip
+    good_ranks(
+        tmp_path,
+        lr=({"0": own, "1": [own[-1]] * 4}, {"0": own, "1": [own[-1]] * 4}),
+        lr_callbacks=({"LearningRateWarmupCallback": own[-1]},) * 2,
+    )
     for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": [own[-1] / 10] * 4},
-                   fit={**FIT, "initial_epoch": 2, "epochs": 3}, epoch_logs={"2": {}})  # fmt: skip
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            lr={"2": [own[-1] / 10] * 4},
+            fit={**FIT, "initial_epoch": 2, "epochs": 3},
+            epoch_logs={"2": {}},
+        )
     found = judged(tmp_path, 11)
     assert found[10].status == FAILED
     assert found[11].status == PASSED, found[11].message
@@ -443,36 +593,68 @@ def test_each_launch_is_held_to_the_options_it_parsed(tmp_path):
     """The second launch runs on the script's defaults (grader/live/run.py): one that starts
     from scratch there (rank 0 had no checkpoint) warms up over the default's epochs, not the
     first launch's; a rate off its own recipe still fails."""
-    defaults = {"values": {**ARGS["values"], "warmup_epochs": 2.0, "lr_drops": [5], "epochs": 3,
-                           "batch_size": 64}, "ignored": []}  # fmt: skip
+    defaults = {
+        "values": {
+            **ARGS["values"],
+            "warmup_epochs": 2.0,
+            "lr_drops": [5],
+            "epochs": 3,
+            "batch_size": 64,
+        },
+        "ignored": [],
+    }
     ramp = [0.0125 * (1 + (step / 2) / 2) for step in (1, 2)]  # 2 steps an epoch, over 2 epochs
     ramp2 = [0.0125 * (1 + (1 + step / 2) / 2) for step in (1, 2)]
     good_ranks(tmp_path)
     for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=defaults, lr={"0": ramp, "1": ramp2,
-                   "2": [0.025] * 2}, steps={"0": 2, "1": 2, "2": 2},
-                   fit={**FIT, "initial_epoch": 0, "epochs": 3, "steps_per_epoch": 2},
-                   epoch_logs={"0": {}, "1": {}, "2": {}}, finished=True)  # fmt: skip
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=defaults,
+            lr={"0": ramp, "1": ramp2, "2": [0.025] * 2},
+            steps={"0": 2, "1": 2, "2": 2},
+            fit={**FIT, "initial_epoch": 0, "epochs": 3, "steps_per_epoch": 2},
+            epoch_logs={"0": {}, "1": {}, "2": {}},
+            finished=True,
+        )
     assert judged(tmp_path, 11)[11].status == PASSED, judged(tmp_path, 11)[11].message
     for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=defaults, lr={"0": [0.025] * 2},
-                   steps={"0": 2}, fit={**FIT, "initial_epoch": 0, "epochs": 3,
-                   "steps_per_epoch": 2}, epoch_logs={"0": {}}, finished=True)  # fmt: skip
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=defaults,
+            lr={"0": [0.025] * 2},
+            steps={"0": 2},
+            fit={**FIT, "initial_epoch": 0, "epochs": 3, "steps_per_epoch": 2},
+            epoch_logs={"0": {}},
+            finished=True,
+        )
     found = judged(tmp_path, 11)[11]
     assert found.status == FAILED and "(its defaults)" in found.message, found.message
 
 
-@pytest.mark.parametrize("first, second, resumed, words", [
-    ([0.025] * 4, [0.025] * 4, [0.0025] * 4, "no warmup"),
-    ([0.0140625, 0.015625, 0.0171875, 0.01875], [0.025] * 4, [0.0025] * 4, "rises too slowly"),
-    (WARMUP, [0.025] * 4, [0.025] * 4, "in epoch 3 (after resuming), step 1"),
-    (WARMUP, [0.0025] * 4, [0.0025] * 4, "in epoch 2, step 1, the learning rate was 0.0025"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "first, second, resumed, words",
+    [
+        ([0.025] * 4, [0.025] * 4, [0.0025] * 4, "no warmup"),
+        ([0.0140625, 0.015625, 0.0171875, 0.01875], [0.025] * 4, [0.0025] * 4, "rises too slowly"),
+        (WARMUP, [0.025] * 4, [0.025] * 4, "in epoch 3 (after resuming), step 1"),
+        (WARMUP, [0.0025] * 4, [0.0025] * 4, "in epoch 2, step 1, the learning rate was 0.0025"),
+    ],
+)
 def test_every_steps_rate_is_compared_with_the_recipe(tmp_path, first, second, resumed, words):
     good_ranks(tmp_path, lr=({"0": first, "1": second}, {"0": first, "1": second}))
     for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=ARGS, lr={"2": resumed},
-                   fit={**FIT, "initial_epoch": 2, "epochs": 3})  # fmt: skip
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            lr={"2": resumed},
+            fit={**FIT, "initial_epoch": 2, "epochs": 3},
+        )
     found = judged(tmp_path, 11)[11]
     assert found.status == FAILED and words in found.message, found.message
 
@@ -485,9 +667,14 @@ def test_a_run_stopped_before_the_drop_cant_tell_the_schedule(tmp_path):
 
 
 def test_ranks_with_other_rates_fail(tmp_path):
-    good_ranks(tmp_path, lr=({"0": WARMUP, "1": [0.025] * 4}, {"0": [0.0125] * 4, "1": [0.025] * 4}))
+    good_ranks(
+        tmp_path, lr=({"0": WARMUP, "1": [0.025] * 4}, {"0": [0.0125] * 4, "1": [0.025] * 4})
+    )
     found = judged(tmp_path, 11)[11]
-    assert found.status == FAILED and "rank 1 used other learning rates than rank 0 in epoch 1" in found.message
+    assert (
+        found.status == FAILED
+        and "rank 1 used other learning rates than rank 0 in epoch 1" in found.message
+    )
 
 
 def test_the_recipe_is_horovods_warmup_then_the_drops():
@@ -535,7 +722,8 @@ def test_the_probe_passes_only_the_options_a_script_knows():
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--lr-drops", type=int, nargs="*")
-    kept, ignored = known_options(parser, ["--epochs", "2", "--warmup-epochs", "1",
-                                           "--lr-drops", "2", "3", "--depth=4"])  # fmt: skip
+    kept, ignored = known_options(
+        parser, ["--epochs", "2", "--warmup-epochs", "1", "--lr-drops", "2", "3", "--depth=4"]
+    )
     assert kept == ["--epochs", "2", "--lr-drops", "2", "3"]
     assert ignored == ["--warmup-epochs", "--depth"]

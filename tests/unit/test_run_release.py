@@ -40,32 +40,47 @@ class FakeBox:
 def launched(script, log_dir, launch, np, timeout, records, attempt, sandbox, say):
     """A launch that ran (no process: its result and one record)."""
     (records / "run1-rank0.json").write_text('{"run": 1, "rank": 0, "pid": 1}')
-    attempt.run = SimpleNamespace(wall_seconds=1.0, log_path=log_dir / "horovodrun.log",
-                                  ok=True, timed_out=False)  # fmt: skip
+    attempt.run = SimpleNamespace(
+        wall_seconds=1.0, log_path=log_dir / "horovodrun.log", ok=True, timed_out=False
+    )
 
 
 def fail(error):
     def raising(*args, **kwargs):
         raise error
+
     return raising
 
 
-@pytest.mark.parametrize("stage, patch, said", [
-    ("prepare", {"write_keyed_data": fail(OSError(28, "No space left on device"))},
-     "No space left on device"),
-    ("launch", {"_run_watched": fail(RuntimeError("no horovodrun here"))}, "no horovodrun"),
-    ("read", {"_run_watched": launched,
-              "keep_run": fail(RecursionError("maximum recursion depth exceeded"))},
-     "the run's records could not be read: RecursionError"),
-    ("clean-up", {"_run_watched": launched}, "umount failed"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "stage, patch, said",
+    [
+        (
+            "prepare",
+            {"write_keyed_data": fail(OSError(28, "No space left on device"))},
+            "No space left on device",
+        ),
+        ("launch", {"_run_watched": fail(RuntimeError("no horovodrun here"))}, "no horovodrun"),
+        (
+            "read",
+            {
+                "_run_watched": launched,
+                "keep_run": fail(RecursionError("maximum recursion depth exceeded")),
+            },
+            "the run's records could not be read: RecursionError",
+        ),
+        ("clean-up", {"_run_watched": launched}, "umount failed"),
+    ],
+)
 def test_a_failure_at_any_stage_is_the_runs_result_and_releases_its_box(
-        stage, patch, said, monkeypatch, tmp_path):  # fmt: skip
+    stage, patch, said, monkeypatch, tmp_path
+):
     for name, value in patch.items():
         monkeypatch.setattr(run_module, name, value)
     box = FakeBox(failing_close=stage == "clean-up")
-    result = run_module.run_step(12, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path,
-                                 quiet=True, sandbox=box)  # fmt: skip
+    result = run_module.run_step(
+        12, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path, quiet=True, sandbox=box
+    )
     assert result.run.outcome == NOT_RUN and said in result.message, result.message
     assert box.calls.count("close") == 1, box.calls  # released once, whatever failed
     assert list(tmp_path.iterdir()) == []  # nothing of the run is left

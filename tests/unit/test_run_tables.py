@@ -41,8 +41,7 @@ def test_the_ratio_the_table_the_plot_and_tensorboard_agree(tmp_path):
 
 def test_the_table_shows_a_dash_for_a_missing_figure_and_whole_images_per_second(tmp_path):
     reference = run_times.read_run(a_run(tmp_path / "ref", [100.0, 100.0]), "reference")
-    mine = run_times.read_run(a_run(tmp_path / "mine", [70.0, 55.0], speed=[99.6, 99.6]),
-                               "mine")
+    mine = run_times.read_run(a_run(tmp_path / "mine", [70.0, 55.0], speed=[99.6, 99.6]), "mine")
     table = run_tables.table([reference, mine], reference)
     assert table.loc["mine", "images/s (steps, epochs after the first)"] == 100
     assert str(table.loc["mine", "images/s (steps, epochs after the first)"]) == "100"

@@ -15,7 +15,6 @@ from workbook.runner.contention import BusyProcess
 from workbook.runner.record import ContentionRecord, RunRecord
 from workbook.speed import TimeParts
 
-
 # --- the accounting ---------------------------------------------------------------------------
 
 
@@ -40,8 +39,9 @@ def test_unknown_ends_and_no_epoch():
 
 
 def test_a_run_is_timed_from_its_folder(tmp_path):
-    run = run_times.read_run(a_run(tmp_path / "r", [60.0, 50.0, 50.0], speed=[80, 100, 120]),
-                              "mine")
+    run = run_times.read_run(
+        a_run(tmp_path / "r", [60.0, 50.0, 50.0], speed=[80, 100, 120]), "mine"
+    )
     assert (run.start_up, run.training, run.after_training) == pytest.approx((20, 160, 15))
     assert run.epoch_ends == pytest.approx([60, 110, 160])
     assert run.accuracy == pytest.approx([0.5, 0.6, 0.7])
@@ -57,8 +57,11 @@ def test_a_reused_folder_counts_only_the_last_launch(tmp_path):
 
 
 def test_the_baselines_hardware(tmp_path):
-    folder = a_run(tmp_path / "b", [60.0], record={
-        "launcher": "python", "threads_per_worker": None, "pinned": False, "layout": "x"})
+    folder = a_run(
+        tmp_path / "b",
+        [60.0],
+        record={"launcher": "python", "threads_per_worker": None, "pinned": False, "layout": "x"},
+    )
     run = run_times.read_run(folder)
     assert run.hardware == "1 process without Horovod, all 2 cores; no GPU"
     assert run.cores_per_worker is None
@@ -81,8 +84,9 @@ def test_the_newest_finished_run(tmp_path):
 def test_a_run_in_parts_from_its_folder(tmp_path):
     folder = a_run(tmp_path / "r", [60.0, 50.0, 50.0], step_seconds=[50.0, 40.0, 40.0])
     parts = run_times.read_run(folder).parts
-    assert parts == TimeParts(start_up=20.0, first_epoch_extra=10.0, steps=120.0,
-                              between_steps=30.0, after_training=15.0)
+    assert parts == TimeParts(
+        start_up=20.0, first_epoch_extra=10.0, steps=120.0, between_steps=30.0, after_training=15.0
+    )
     # A script that logs no step_seconds: the parts it cannot know are None.
     assert run_times.read_run(a_run(tmp_path / "old", [60.0])).parts.steps is None
 
@@ -90,12 +94,26 @@ def test_a_run_in_parts_from_its_folder(tmp_path):
 def test_the_record_the_runner_writes_is_the_record_read(tmp_path):
     """run.json has one description, RunRecord: what is written is what is read, the contention
     with its busy processes included; a folder without one reads as an empty record."""
-    contention = ContentionRecord(sampled_seconds=12.0, others_core_seconds=3.5, cores=2,
-                                  samples=[[STARTED + 2, 1.5], [STARTED + 4, 2.0]],
-                                  busy_processes=[BusyProcess(7, "python x.py", 10.0, 3.0)])
-    record = RunRecord(run_name="r", launcher="horovodrun", workers=2, threads_per_worker=1,
-                       cores=2, pinned=True, started=STARTED, ended=STARTED + 60, ok=True,
-                       busy_others=["`python x.py` (pid 7) used ..."], contention=contention)
+    contention = ContentionRecord(
+        sampled_seconds=12.0,
+        others_core_seconds=3.5,
+        cores=2,
+        samples=[[STARTED + 2, 1.5], [STARTED + 4, 2.0]],
+        busy_processes=[BusyProcess(7, "python x.py", 10.0, 3.0)],
+    )
+    record = RunRecord(
+        run_name="r",
+        launcher="horovodrun",
+        workers=2,
+        threads_per_worker=1,
+        cores=2,
+        pinned=True,
+        started=STARTED,
+        ended=STARTED + 60,
+        ok=True,
+        busy_others=["`python x.py` (pid 7) used ..."],
+        contention=contention,
+    )
     record.write(tmp_path)
     assert RunRecord.read(tmp_path) == record
     assert RunRecord.read(tmp_path / "nothing") == RunRecord()

@@ -10,14 +10,20 @@ from pathlib import Path
 import pytest
 
 import runner_outputs
-from runner_outputs import (BS, FAILURE_OUTPUT, MPI_OUTPUT, SOLUTION_OUTPUT, STARTER_OUTPUT,
-                            STARTER_PIECES, TFA_NOTICE, finished_bars, parse_in_pieces,
-                            transcript_of)
-
-
+from runner_outputs import (
+    BS,
+    FAILURE_OUTPUT,
+    MPI_OUTPUT,
+    SOLUTION_OUTPUT,
+    STARTER_OUTPUT,
+    STARTER_PIECES,
+    TFA_NOTICE,
+    finished_bars,
+    parse_in_pieces,
+    transcript_of,
+)
 from workbook import runner
 from workbook.runner import Line, OutputParser, Progress, Transcript, rank_error
-
 
 # ---------------------------------------------------------------------------------------------
 # Output parsing
@@ -100,7 +106,7 @@ def test_events_do_not_depend_on_where_the_output_is_cut(name):
     data = getattr(runner_outputs, name)
     whole = parse_in_pieces(data, len(data))
     for cut, events in split_everywhere(data):
-        assert events == whole, f"cut at byte {cut}: {data[max(0, cut - 30):cut + 30]!r}"
+        assert events == whole, f"cut at byte {cut}: {data[max(0, cut - 30) : cut + 30]!r}"
     assert parse_in_pieces(data, 1) == whole
     # And into many pieces at random places, with multi-byte characters cut too.
     text = data.replace(b"Epoch", "Époque ✓".encode())
@@ -246,5 +252,3 @@ def test_magic_is_registered():
 
     runner.load_ipython_extension(FakeShell())
     assert registered["horovodrun"] == (runner.horovodrun_magic, "line")
-
-

@@ -13,10 +13,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-
 from workbook import runner
-from workbook.runner import horovodrun_cli, hosts
-from workbook.runner import auto_layout, parse_magic_line, plan_run, split_horovodrun_args
+from workbook.runner import (
+    auto_layout,
+    horovodrun_cli,
+    hosts,
+    parse_magic_line,
+    plan_run,
+    split_horovodrun_args,
+)
 from workbook.runner.command import HOROVODRUN
 
 VENV_BIN = Path(sys.executable).parent
@@ -63,8 +68,16 @@ ONE_GPU_HIDDEN = (
 
 
 def plan_layout(np, gpus, share=None, cores=16):
-    return runner.layout.choose_layout(np, share=share, launcher="horovodrun", cores=cores,
-                                       gpus=gpus, hosts=None, remote=None, launch_options=[])
+    return runner.layout.choose_layout(
+        np,
+        share=share,
+        launcher="horovodrun",
+        cores=cores,
+        gpus=gpus,
+        hosts=None,
+        remote=None,
+        launch_options=[],
+    )
 
 
 @pytest.mark.parametrize(
@@ -72,19 +85,31 @@ def plan_layout(np, gpus, share=None, cores=16):
     [
         # One GPU: np="auto" compares 2 CPU workers, its reference is on the CPU too, and the
         # GPU gets a run of its own (np=1).
-        ("auto", None, 1,
-         f"2 workers x 8 threads on 16 CPU cores, each pinned to 8 cores of its own; "
-         f"{ONE_GPU_HIDDEN}"),
-        (1, "auto", 1,
-         '1 worker x 8 threads pinned to 8 of 16 CPU cores; on the CPU, the 1 GPU hidden '
-         '(CUDA_VISIBLE_DEVICES=""), like the CPU workers of np="auto" it is the reference for '
-         '(with 1 GPU, np="auto" runs 2 workers on the CPU)'),
+        (
+            "auto",
+            None,
+            1,
+            f"2 workers x 8 threads on 16 CPU cores, each pinned to 8 cores of its own; "
+            f"{ONE_GPU_HIDDEN}",
+        ),
+        (
+            1,
+            "auto",
+            1,
+            "1 worker x 8 threads pinned to 8 of 16 CPU cores; on the CPU, the 1 GPU hidden "
+            '(CUDA_VISIBLE_DEVICES=""), like the CPU workers of np="auto" it is the reference for '
+            '(with 1 GPU, np="auto" runs 2 workers on the CPU)',
+        ),
         (1, None, 1, "1 worker x 16 threads on 16 CPU cores, on one GPU (1 GPU visible)"),
         (2, None, 1, f"2 workers x 8 threads on 16 CPU cores; {ONE_GPU_HIDDEN}"),
-        (4, None, 2,
-         '4 workers x 4 threads on 16 CPU cores; on the CPU, the 2 GPUs hidden '
-         '(CUDA_VISIBLE_DEVICES=""): the lesson\'s gpus[hvd.local_rank()] needs a GPU per '
-         'worker, and with 4 workers on 2 GPUs local rank 2 would find none (IndexError)'),
+        (
+            4,
+            None,
+            2,
+            "4 workers x 4 threads on 16 CPU cores; on the CPU, the 2 GPUs hidden "
+            '(CUDA_VISIBLE_DEVICES=""): the lesson\'s gpus[hvd.local_rank()] needs a GPU per '
+            "worker, and with 4 workers on 2 GPUs local rank 2 would find none (IndexError)",
+        ),
         (2, None, 4, "2 workers x 8 threads on 16 CPU cores, one GPU each (4 GPUs visible)"),
         (1, "auto", 4, "1 worker x 4 threads on 16 CPU cores, on one GPU (4 GPUs visible)"),
     ],
@@ -179,9 +204,17 @@ def test_magic_line_parsing():
     assert (args.np, args.timeout, args.run_name) == ("8", 600.0, "wide")
     # horovodrun's options pass through; the script's own arguments are left alone.
     assert args.command == [
-        "-H", "host1:4,host2:4", "--verbose",
-        "fashion_mnist.py", "--epochs", "3", "-np", "5", "--name", "x",
-    ]  # fmt: skip
+        "-H",
+        "host1:4,host2:4",
+        "--verbose",
+        "fashion_mnist.py",
+        "--epochs",
+        "3",
+        "-np",
+        "5",
+        "--name",
+        "x",
+    ]
 
     args = parse_magic_line("--hostfile hosts.txt 'my script.py' --depth 10")
     assert args.np == "auto" and args.command == [
@@ -216,11 +249,19 @@ def test_plan_for_auto_on_two_cores(tmp_path, monkeypatch):
     )
     # Each worker pinned to its own core, by the launcher, before the script starts.
     pin = [str(runner.command.PIN_LAUNCHER), "1"]
-    assert plan.argv[len(HOROVODRUN):] == [
-        "--gloo", "-np", "2", sys.executable, *pin,
-        str(script), "--epochs", "3", "--log-dir", str(tmp_path / "logs/base"),
-    ]  # fmt: skip
-    assert tuple(plan.argv[:len(HOROVODRUN)]) == HOROVODRUN  # horovodrun, its check answered
+    assert plan.argv[len(HOROVODRUN) :] == [
+        "--gloo",
+        "-np",
+        "2",
+        sys.executable,
+        *pin,
+        str(script),
+        "--epochs",
+        "3",
+        "--log-dir",
+        str(tmp_path / "logs/base"),
+    ]
+    assert tuple(plan.argv[: len(HOROVODRUN)]) == HOROVODRUN  # horovodrun, its check answered
     assert plan.display_command == (
         f"horovodrun --gloo -np 2 python {pin[0]} 1 train.py --epochs 3 --log-dir logs/base"
     )
@@ -236,10 +277,11 @@ def test_plan_passes_explicit_options_through(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
     a_script(tmp_path)
     # One options object for every plan below (np="auto": -np and the hosts decide).
-    options = runner.RunOptions(np="auto", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2,
-                                gpus=0)  # fmt: skip
+    options = runner.RunOptions(
+        np="auto", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0
+    )
     plan = plan_run("-np 3 --mpi -H host1:2,host2:2 train.py --log-dir elsewhere", options=options)
-    assert plan.argv[len(HOROVODRUN):][:5] == ["-np", "3", "--mpi", "-H", "host1:2,host2:2"]
+    assert plan.argv[len(HOROVODRUN) :][:5] == ["-np", "3", "--mpi", "-H", "host1:2,host2:2"]
     assert "--gloo" not in plan.argv
     assert plan.argv.count("--log-dir") == 1 and plan.argv[-1] == "elsewhere"
     assert plan.run_dir == tmp_path / "elsewhere"
@@ -302,16 +344,33 @@ def test_plan_leaves_scripts_without_log_dir_alone(tmp_path):
 def test_one_options_object_carries_a_run(tmp_path):
     a_script(tmp_path)
     options = runner.RunOptions(
-        np=2, run_name="same", cwd=tmp_path, logs_root=tmp_path / "logs", cores=2, gpus=0,
-        share=1, env={"X": "1"},
-    )  # fmt: skip
+        np=2,
+        run_name="same",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+        share=1,
+        env={"X": "1"},
+    )
     with pytest.raises(AttributeError):
         options.np = 3  # built once, handed down unchanged
     plan = plan_run("train.py", options=options)
-    as_keywords = plan_run("train.py", 2, run_name="same", cwd=tmp_path,
-                           logs_root=tmp_path / "logs", cores=2, gpus=0, share=1, env={"X": "1"})
+    as_keywords = plan_run(
+        "train.py",
+        2,
+        run_name="same",
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        cores=2,
+        gpus=0,
+        share=1,
+        env={"X": "1"},
+    )
     assert (plan.argv, plan.layout, plan.run_dir) == (
-        as_keywords.argv, as_keywords.layout, as_keywords.run_dir
+        as_keywords.argv,
+        as_keywords.layout,
+        as_keywords.run_dir,
     )
     assert plan.layout.pinned and plan.env["X"] == "1" and plan.np == 2
     # Keywords beside the options replace those fields; a -np in the command wins over both.
@@ -437,5 +496,3 @@ def test_plan_bounds_the_start_on_remote_hosts(tmp_path, monkeypatch):
     assert "--start-timeout" not in from_env.argv
     local = plan_run("-H localhost:2 train.py", **common)
     assert "--start-timeout" not in local.argv and local.ssh == hosts.SshSettings()
-
-

@@ -19,8 +19,8 @@ import pytest
 
 from workbook.runner import contention
 from workbook.runner.command import HOROVODRUN, PIN_LAUNCHER, plan_run
-from workbook.runner.layout import auto_layout, pins_cores, share_layout
 from workbook.runner.contention import ContentionMonitor, short_command
+from workbook.runner.layout import auto_layout, pins_cores, share_layout
 from workbook.runner.pin_cores import cores_of_worker, local_rank
 
 needs_horovodrun = pytest.mark.skipif(
@@ -35,8 +35,15 @@ def a_script(folder: Path, text: str = "import argparse  # --log-dir\n", name="t
 
 
 def plan(tmp_path, command="train.py", **options):
-    return plan_run(command, cwd=tmp_path, logs_root=tmp_path / "logs", run_name="run",
-                    cores=options.pop("cores", 2), gpus=options.pop("gpus", 0), **options)
+    return plan_run(
+        command,
+        cwd=tmp_path,
+        logs_root=tmp_path / "logs",
+        run_name="run",
+        cores=options.pop("cores", 2),
+        gpus=options.pop("gpus", 0),
+        **options,
+    )
 
 
 # --- layouts ----------------------------------------------------------------------------------
@@ -47,8 +54,13 @@ def plan(tmp_path, command="train.py", **options):
     [
         (1, "auto", 2, 1, "1 worker x 1 thread pinned to 1 of 2 CPU cores"),
         (1, "auto", 8, 4, "1 worker x 4 threads pinned to 4 of 8 CPU cores"),
-        (2, "auto", 8, 4,
-         "2 workers x 4 threads on 8 CPU cores, each pinned to 4 cores of its own"),
+        (
+            2,
+            "auto",
+            8,
+            4,
+            "2 workers x 4 threads on 8 CPU cores, each pinned to 4 cores of its own",
+        ),
         (1, 3, 8, 3, "1 worker x 3 threads pinned to 3 of 8 CPU cores"),
         (1, "auto", 1, 1, "1 worker x 1 thread on 1 CPU core"),  # all of one core: no pinning
     ],
@@ -79,8 +91,11 @@ def test_auto_and_share_plans_start_the_script_through_the_pinning_launcher(tmp_
     script = a_script(tmp_path)
     auto, one = plan(tmp_path, np="auto"), plan(tmp_path, np=1, share="auto")
     assert auto.argv[auto.argv.index(sys.executable, len(HOROVODRUN)) :][:4] == [
-        sys.executable, str(PIN_LAUNCHER), "1", str(script)
-    ]  # fmt: skip
+        sys.executable,
+        str(PIN_LAUNCHER),
+        "1",
+        str(script),
+    ]
     assert (one.np, one.layout.threads, one.layout.pinned) == (1, 1, True)
     assert f"-np 1 python {PIN_LAUNCHER} 1 train.py" in one.display_command
     assert one.env["TF_NUM_INTRAOP_THREADS"] == "1"
@@ -99,7 +114,9 @@ def test_timeline_option(tmp_path):
     path = tmp_path / "logs" / "run" / "timeline.json"
     assert planned.timeline_path == path
     at = planned.argv.index("--timeline-filename")
-    assert planned.argv[at + 1] == str(path) and at < planned.argv.index(sys.executable, len(HOROVODRUN))
+    assert planned.argv[at + 1] == str(path) and at < planned.argv.index(
+        sys.executable, len(HOROVODRUN)
+    )
     assert "--timeline-filename logs/run/timeline.json" in planned.display_command
     assert planned.env["HOROVOD_CACHE_CAPACITY"] == "0"
     assert "HOROVOD_CACHE_CAPACITY" not in plan(tmp_path, np="auto").env
@@ -140,9 +157,11 @@ def test_only_the_busiest_neighbours_are_named(monkeypatch):
         monitor.busy[pid] = contention.BusyProcess(pid, f"job{pid}", 10.0, 10.0 * pid / 5)
     monitor.sampled_seconds, monitor.others_core_seconds = 10.0, 30.0
     found = monitor.findings()
-    assert found[0] == ("other processes took 150% of the CPU (30 core-seconds in the run's 10 s "
-                        "on 2 cores): up to 100% of its time, as a worker that loses its core "
-                        "stalls them all")
+    assert found[0] == (
+        "other processes took 150% of the CPU (30 core-seconds in the run's 10 s "
+        "on 2 cores): up to 100% of its time, as a worker that loses its core "
+        "stalls them all"
+    )
     assert [line.split("`")[1] for line in found[1:4]] == ["job5", "job4", "job3"]
     assert found[4] == "2 other processes too"
 

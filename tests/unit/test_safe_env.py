@@ -47,5 +47,3 @@ def test_make_test_rebuilds_a_build_without_mpi_once_mpicxx_is_there(tmp_path):
     wanted = bootstrap.mpi_decision("cpu", state, environ=environ, want_mpi=True)
     assert wanted.build and "rebuilding Horovod with it" in wanted.reason  # make test
     assert not bootstrap.stamp_matches(state, bootstrap.wanted_state("cpu", wanted))
-
-

@@ -20,8 +20,15 @@ from workbook.paths import REPO
 @pytest.fixture
 def box():
     """A sandbox with small limits, closed (cgroups and mounts released) after the test."""
-    with Sandbox(Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=20,
-                        disk_bytes=32 << 20, tmp_bytes=16 << 20)) as sandbox:  # fmt: skip
+    with Sandbox(
+        Limits(
+            memory_bytes=512 << 20,
+            processes=64,
+            cpu_seconds=20,
+            disk_bytes=32 << 20,
+            tmp_bytes=16 << 20,
+        )
+    ) as sandbox:
         yield sandbox
     assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
 
@@ -46,8 +53,7 @@ def test_the_command_runs_the_argv_last_in_new_namespaces(monkeypatch, tmp_path)
     assert "--share-net" not in argv
 
 
-def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monkeypatch,
-                                                                            tmp_path):
+def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monkeypatch, tmp_path):
     not_root(monkeypatch)
     runs, student = tmp_path / "runs", tmp_path / "student"
     student.mkdir()
@@ -62,7 +68,9 @@ def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monk
     # roster, no course, no notebooks (the box sees what the run needs).
     assert str(REPO) not in ro and str(REPO / "workbook") in ro
     assert {p for p in ro if p.startswith(str(REPO / "grader"))} == {
-        str(REPO / "grader" / "live" / "probe.py"), str(REPO / "grader" / "live" / "box_keeper.py")}
+        str(REPO / "grader" / "live" / "probe.py"),
+        str(REPO / "grader" / "live" / "box_keeper.py"),
+    }
     sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
     assert str(Limits().tmp_bytes) in sizes
 
@@ -81,11 +89,10 @@ def test_the_probe_folder_of_the_environment_is_writable(monkeypatch, tmp_path):
     not_root(monkeypatch)
     records = tmp_path / "records"
     argv = Sandbox().wrap(["true"], {"WORKBOOK_PROBE_DIR": str(records)})
-    assert ["--bind", str(records), str(records)] == argv[argv.index("--bind"):][:3]
+    assert ["--bind", str(records), str(records)] == argv[argv.index("--bind") :][:3]
 
 
-def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatch,
-                                                                                tmp_path):
+def test_hidden_folders_get_an_empty_tmpfs_before_the_learners_folder(monkeypatch, tmp_path):
     not_root(monkeypatch)
     course = tmp_path / "course"
     alice = course / "submitted" / "alice"
@@ -103,15 +110,33 @@ def test_only_allowed_variables_reach_the_box_and_home_is_the_private_tmp(monkey
     not_root(monkeypatch)
     monkeypatch.setenv("DATABASE_URL", "postgres://grader:hunter2@db/course")
     monkeypatch.setenv("OLDPWD", "/root/secret-project")
-    env = {"JUPYTERHUB_API_TOKEN": "x", "AWS_ACCESS_KEY_ID": "y", "PATH": "/root/bin:/usr/bin",
-           "WORKBOOK_RUN_ID": "z", "HOROVOD_RANK": "0", "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8",
-           "PYTHONUNBUFFERED": "1", "SOMETHING": "else"}  # fmt: skip
+    env = {
+        "JUPYTERHUB_API_TOKEN": "x",
+        "AWS_ACCESS_KEY_ID": "y",
+        "PATH": "/root/bin:/usr/bin",
+        "WORKBOOK_RUN_ID": "z",
+        "HOROVOD_RANK": "0",
+        "OMP_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "SOMETHING": "else",
+    }
     argv = Sandbox().wrap(["true"], env)
     unset = {argv[i + 1] for i, word in enumerate(argv) if word == "--unsetenv"}
-    assert {"JUPYTERHUB_API_TOKEN", "AWS_ACCESS_KEY_ID", "SOMETHING", "DATABASE_URL",
-            "OLDPWD"} <= unset  # fmt: skip
-    assert not unset & {"WORKBOOK_RUN_ID", "HOROVOD_RANK", "OMP_NUM_THREADS", "LANG",
-                        "PYTHONUNBUFFERED"}  # fmt: skip
+    assert {
+        "JUPYTERHUB_API_TOKEN",
+        "AWS_ACCESS_KEY_ID",
+        "SOMETHING",
+        "DATABASE_URL",
+        "OLDPWD",
+    } <= unset
+    assert not unset & {
+        "WORKBOOK_RUN_ID",
+        "HOROVOD_RANK",
+        "OMP_NUM_THREADS",
+        "LANG",
+        "PYTHONUNBUFFERED",
+    }
     box = {argv[i + 1]: argv[i + 2] for i, word in enumerate(argv) if word == "--setenv"}
     assert box["HOME"] == box["TMPDIR"] == "/tmp"
     path = box["PATH"]
@@ -122,7 +147,11 @@ def test_the_keeper_starts_the_command_with_the_output_limit(monkeypatch):
     not_root(monkeypatch)
     argv = Sandbox(Limits(output_bytes=1234)).wrap(["horovodrun", "x"], {})
     keeper = len(argv) - 1 - argv[::-1].index(str(sandbox_module.KEEPER))  # run, after bound
-    assert argv[keeper - 2:keeper] == ["-I", "-S"] and argv[keeper + 1:] == ["1234", "horovodrun", "x"]
+    assert argv[keeper - 2 : keeper] == ["-I", "-S"] and argv[keeper + 1 :] == [
+        "1234",
+        "horovodrun",
+        "x",
+    ]
 
 
 def test_not_root_is_said_to_be_weaker_and_limits_by_rlimits(monkeypatch):
@@ -151,16 +180,18 @@ def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_
     monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(sandbox_module, "ensure_user", lambda name: (990, 991))
     mounted = []
-    monkeypatch.setattr(sandbox_module, "mount_tmpfs",
-                        lambda folder, size, inodes, uid, gid:
-                        mounted.append((folder, size, inodes)) or folder)  # fmt: skip
+    monkeypatch.setattr(
+        sandbox_module,
+        "mount_tmpfs",
+        lambda folder, size, inodes, uid, gid: mounted.append((folder, size, inodes)) or folder,
+    )
     procs = [tmp_path / "memory" / "cgroup.procs", tmp_path / "pids" / "cgroup.procs"]
     monkeypatch.setattr(sandbox_module, "make_cgroups", lambda limits: procs)
     sandbox = Sandbox()
     argv = sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
     assert argv[:2] == ["/bin/sh", "-c"] and argv[4] == " ".join(map(str, procs))
     drop = argv.index("setpriv")
-    assert argv[drop:drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
+    assert argv[drop : drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
     assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
     assert mounted == [(tmp_path / "logs", Limits().disk_bytes, Limits().inodes)]
     assert sandbox._held["cgroups"] == [procs]  # close() removes them
@@ -184,8 +215,9 @@ def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):
     script.write_text("print('hi')\n")
     recorder = Recorder()
     plain = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r"))
-    boxed = plan_run([str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r",
-                                                       sandbox=recorder))  # fmt: skip
+    boxed = plan_run(
+        [str(script)], options=RunOptions(np=2, logs_root=tmp_path, run_name="r", sandbox=recorder)
+    )
     assert boxed.argv == ["boxed", *plain.argv]
     assert boxed.display_command == plain.display_command
     argv, env, cwd, writable = recorder.seen
@@ -203,15 +235,19 @@ def _mountinfo_line(where: str, source: str, kind: str = "tmpfs") -> str:
 
 def test_only_the_mounts_of_a_grader_that_is_gone_are_orphans():
     alive = sandbox_module.holder_tag()
-    mountinfo = "\n".join([
-        _mountinfo_line("/tmp/run-a/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
-        _mountinfo_line("/tmp/run\\040b/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
-        _mountinfo_line("/tmp/run-c/box", f"{sandbox_module.HELD_BY}{alive}"),  # this grader's
-        _mountinfo_line("/tmp/run-d/box", "tmpfs"),  # not the sandbox's
-        _mountinfo_line("/tmp/run-e/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}", kind="ext4"),
-    ])
-    assert sandbox_module.orphaned_mounts(mountinfo) == [Path("/tmp/run-a/box"),
-                                                         Path("/tmp/run b/box")]
+    mountinfo = "\n".join(
+        [
+            _mountinfo_line("/tmp/run-a/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
+            _mountinfo_line("/tmp/run\\040b/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}"),
+            _mountinfo_line("/tmp/run-c/box", f"{sandbox_module.HELD_BY}{alive}"),  # this grader's
+            _mountinfo_line("/tmp/run-d/box", "tmpfs"),  # not the sandbox's
+            _mountinfo_line("/tmp/run-e/box", f"{sandbox_module.HELD_BY}{DEAD_TAG}", kind="ext4"),
+        ]
+    )
+    assert sandbox_module.orphaned_mounts(mountinfo) == [
+        Path("/tmp/run-a/box"),
+        Path("/tmp/run b/box"),
+    ]
 
 
 def test_a_holder_is_one_process_even_when_its_pid_is_reused():
@@ -227,8 +263,9 @@ def test_the_run_cgroups_are_named_after_their_grader(monkeypatch, tmp_path):
         (tmp_path / controller).mkdir()
     monkeypatch.setattr(sandbox_module, "own_cgroup", lambda controller: tmp_path / controller)
     made = sandbox_module.make_cgroups(Limits())
-    assert all(p.parent.name.startswith(sandbox_module.HELD_BY + sandbox_module.holder_tag())
-               for p in made)
+    assert all(
+        p.parent.name.startswith(sandbox_module.HELD_BY + sandbox_module.holder_tag()) for p in made
+    )
     dead = tmp_path / "memory" / f"{sandbox_module.HELD_BY}{DEAD_TAG}-0123456789ab"
     dead.mkdir()
     assert sandbox_module.orphaned_cgroups() == [dead / "cgroup.procs"]

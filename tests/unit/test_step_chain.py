@@ -75,8 +75,9 @@ def test_after_step_has_only_the_later_todos(step):
 def test_diff_touches_only_this_steps_blocks(step):
     old_text, new_text = rendered(step - 1).splitlines(), rendered(step).splitlines()
     # The steps of the blocks that enclose each line: a changed line must be inside `step`'s.
-    old_steps, new_steps = ([steps for _, steps in step_chain.render_lines(SOURCE_TEXT, s)]
-                            for s in (step - 1, step))
+    old_steps, new_steps = (
+        [steps for _, steps in step_chain.render_lines(SOURCE_TEXT, s)] for s in (step - 1, step)
+    )
     assert len(old_steps) == len(old_text) and len(new_steps) == len(new_text)
     matcher = difflib.SequenceMatcher(None, old_text, new_text, autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
@@ -237,9 +238,21 @@ def test_bonus_answers_stay_out_of_the_chain(name):
 
 def test_bonus_blocks_render_only_into_their_bonus():
     source = "\n".join(
-        ["a", "#@ bonus alexnet", "b", "#@ else", "c", "#@ end",
-         "#@ step 3", "    #@ bonus alexnet", "    d", "    #@ end", "#@ end", ""]
-    )  # fmt: skip
+        [
+            "a",
+            "#@ bonus alexnet",
+            "b",
+            "#@ else",
+            "c",
+            "#@ end",
+            "#@ step 3",
+            "    #@ bonus alexnet",
+            "    d",
+            "    #@ end",
+            "#@ end",
+            "",
+        ]
+    )
     assert render(source, LAST_STEP) == "a\nc\n"
     assert render(source, 2, bonus="alexnet") == "a\nb\n"
     assert render(source, LAST_STEP, bonus="alexnet") == "a\nb\n    d\n"

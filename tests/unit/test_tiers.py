@@ -14,8 +14,11 @@ TIERS = ("unit", "smoke", "system")
 
 
 def test_every_test_file_is_in_a_tier():
-    outside = [str(path.relative_to(TESTS)) for path in TESTS.rglob("test_*.py")
-               if path.relative_to(TESTS).parts[0] not in TIERS]
+    outside = [
+        str(path.relative_to(TESTS))
+        for path in TESTS.rglob("test_*.py")
+        if path.relative_to(TESTS).parts[0] not in TIERS
+    ]
     assert not outside, f"put each in tests/unit, tests/smoke or tests/system: {outside}"
 
 
@@ -31,7 +34,10 @@ def test_make_check_runs_the_unit_and_smoke_folders():
 
 
 def test_no_test_chooses_its_tier_by_a_mark():
-    marked = [str(path.relative_to(TESTS)) for tier in TIERS
-              for path in (TESTS / tier).glob("test_*.py")
-              if re.search(r"pytest\.mark\.(slow|check)\b", path.read_text())]
+    marked = [
+        str(path.relative_to(TESTS))
+        for tier in TIERS
+        for path in (TESTS / tier).glob("test_*.py")
+        if re.search(r"pytest\.mark\.(slow|check)\b", path.read_text())
+    ]
     assert not marked, f"the folder is the tier; remove the slow/check marks: {marked}"

@@ -11,8 +11,15 @@ import json
 
 import pytest
 
-from workbook.timeline import (TimelineError, parse_events, plot_steps, read_timeline, summary,
-                               summary_table, whole_percents)
+from workbook.timeline import (
+    TimelineError,
+    parse_events,
+    plot_steps,
+    read_timeline,
+    summary,
+    summary_table,
+    whole_percents,
+)
 
 GRADIENTS = [
     "PartitionedCall/DistributedSGD_Allreduce/cond/then/_1/HorovodAllreduce_grads_0",
@@ -24,27 +31,48 @@ class Trace:
     """Builds a Chrome trace as Horovod does: a process per tensor, times in microseconds."""
 
     def __init__(self):
-        self.events = [{"name": "process_name", "ph": "M", "pid": 0,
-                        "args": {"start_time_since_epoch_in_micros": 1_800_000_000_000_000}}]
+        self.events = [
+            {
+                "name": "process_name",
+                "ph": "M",
+                "pid": 0,
+                "args": {"start_time_since_epoch_in_micros": 1_800_000_000_000_000},
+            }
+        ]
         self.pids = {}
 
     def pid(self, tensor: str) -> int:
         if tensor not in self.pids:
             self.pids[tensor] = len(self.pids) + 1
-            self.events.append({"name": "process_name", "ph": "M", "pid": self.pids[tensor],
-                                "args": {"name": tensor}})
+            self.events.append(
+                {
+                    "name": "process_name",
+                    "ph": "M",
+                    "pid": self.pids[tensor],
+                    "args": {"name": tensor},
+                }
+            )
         return self.pids[tensor]
 
-    def collective(self, tensor, asked: dict, reduced: tuple, kind="ALLREDUCE",
-                   shape="[64, 10]", ranks_marked=True):
+    def collective(
+        self,
+        tensor,
+        asked: dict,
+        reduced: tuple,
+        kind="ALLREDUCE",
+        shape="[64, 10]",
+        ranks_marked=True,
+    ):
         """asked: {rank: ms}; reduced: (start ms, end ms)."""
         pid, us = self.pid(tensor), lambda ms: int(ms * 1000)
-        self.events.append({"ph": "B", "name": f"NEGOTIATE_{kind}", "ts": us(min(asked.values())),
-                            "pid": pid})
+        self.events.append(
+            {"ph": "B", "name": f"NEGOTIATE_{kind}", "ts": us(min(asked.values())), "pid": pid}
+        )
         if ranks_marked:
             for rank, ms in sorted(asked.items(), key=lambda item: item[1]):
                 self.events.append(
-                    {"ph": "X", "name": str(rank), "ts": us(ms), "pid": pid, "dur": 0})
+                    {"ph": "X", "name": str(rank), "ts": us(ms), "pid": pid, "dur": 0}
+                )
         self.events.append({"ph": "E", "ts": us(max(asked.values())), "pid": pid})
         start, end = reduced
         self.events += [
@@ -81,7 +109,9 @@ def test_steps_and_phases_per_rank():
     plain = steps[1]
     assert (plain.begin, plain.agreed, plain.done) == pytest.approx((0.050, 0.070, 0.074))
     assert plain.phases(0) == pytest.approx({"compute": 0.020, "waiting": 0.0, "allreduce": 0.004})
-    assert plain.phases(1) == pytest.approx({"compute": 0.008, "waiting": 0.012, "allreduce": 0.004})
+    assert plain.phases(1) == pytest.approx(
+        {"compute": 0.008, "waiting": 0.012, "allreduce": 0.004}
+    )
     for rank in (0, 1):
         assert sum(plain.phases(rank).values()) == pytest.approx(plain.seconds)
 
@@ -92,7 +122,8 @@ def test_summary_leaves_out_steps_with_other_work():
     assert found["gradient_megabytes"] == pytest.approx(2 * 64 * 10 * 4 / 1e6)
     rank1 = found["ranks"][1]
     assert (rank1["compute_ms"], rank1["waiting_ms"], rank1["allreduce_ms"]) == pytest.approx(
-        (8, 12, 4))
+        (8, 12, 4)
+    )
     assert rank1["waiting_share"] == pytest.approx(0.5)
 
 
@@ -105,8 +136,9 @@ def test_the_table_shows_percents_to_a_tenth_that_add_up_to_100():
     assert all(sum(row) == pytest.approx(100) for row in percents.to_numpy())
     # The figures the where_does_the_time_go notebook's sentences quote are the table's.
     ranks = summary(timeline)["ranks"]
-    assert [ranks[1][f"{phase}_percent"] for phase in ("compute", "waiting", "allreduce")] == \
-        percents.loc[1].tolist()
+    assert [
+        ranks[1][f"{phase}_percent"] for phase in ("compute", "waiting", "allreduce")
+    ] == percents.loc[1].tolist()
     # Issue 31: 1.5 ms of a 40.8 ms step, the table said 3 and the text 4%; now both 3.7.
     assert whole_percents([39.3 / 40.8, 1.5 / 40.8, 0.0], digits=1)[1] == 3.7
     assert whole_percents([0.333, 0.333, 0.334]) == [33, 33, 34]
@@ -126,7 +158,10 @@ def test_the_plot_has_a_panel_per_rank_and_a_bar_per_step_and_phase():
     # Rank 1 in step 3: compute 8 ms, waiting 12 ms, allreduce 4 ms (bars by phase, then step).
     assert [heights[1], heights[4], heights[7]] == pytest.approx([8.0, 12.0, 4.0])
     assert [t.get_text() for t in axes[0].get_legend().get_texts()][:3] == [
-        "compute", "waiting", "allreduce"]
+        "compute",
+        "waiting",
+        "allreduce",
+    ]
 
 
 def test_a_file_cut_short_is_read(tmp_path):
@@ -138,8 +173,12 @@ def test_a_file_cut_short_is_read(tmp_path):
 
 @pytest.mark.parametrize(
     "content, message",
-    [(None, "no timeline at"), ("", "is empty"), ("{not json", "not a Chrome trace"),
-     ('{"a": 1}', "a list of events was expected")],
+    [
+        (None, "no timeline at"),
+        ("", "is empty"),
+        ("{not json", "not a Chrome trace"),
+        ('{"a": 1}', "a list of events was expected"),
+    ],
 )
 def test_unreadable_timelines_say_why(tmp_path, content, message):
     path = tmp_path / "timeline.json"
@@ -162,5 +201,3 @@ def test_one_worker_has_no_gradients_to_draw():
     trace.collective("HorovodAllreduce", {0: 1}, (1, 2), shape="[]")
     with pytest.raises(TimelineError, match="a run of one worker allreduces none"):
         plot_steps(parse_events(trace.events))
-
-

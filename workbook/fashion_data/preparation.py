@@ -86,8 +86,12 @@ def prepare(
                 log(verbose, f"  skipped {name}: {exc}")
                 reasons.append(f"{name}: {exc}")
                 continue
-            about = {"source": name, "source_detail": detail, "split": OFFICIAL_SPLIT,
-                     "official_idx_sha256": official.IDX_SHA256}
+            about = {
+                "source": name,
+                "source_detail": detail,
+                "split": OFFICIAL_SPLIT,
+                "official_idx_sha256": official.IDX_SHA256,
+            }
             manifest = write_prepared(splits, dest, about)
             log(verbose, f"Prepared {describe(manifest)} ({detail}), in {shown(dest)}")
             return dest

@@ -69,12 +69,12 @@ importing only those above it in this list:
 """
 
 from workbook.runner import cell as _cell
-from workbook.runner.command import RunOptions, plan_run
-from workbook.runner.layout import Layout, auto_layout, explicit_layout, visible_gpus
-from workbook.runner.display import RunResult
 from workbook.runner.cell import BackgroundRun, horovodrun, start_in_background
+from workbook.runner.command import RunOptions, plan_run
+from workbook.runner.display import RunResult
 from workbook.runner.horovodrun_cli import split_horovodrun_args
 from workbook.runner.hosts import HostsUnreachable
+from workbook.runner.layout import Layout, auto_layout, explicit_layout, visible_gpus
 from workbook.runner.magic import horovodrun_magic, load_ipython_extension, parse_magic_line
 from workbook.runner.output import (
     Line,

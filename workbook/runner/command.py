@@ -287,8 +287,9 @@ def _shown_path(path: str | Path, cwd: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
-def worker_command(layout: Layout, script: Script, cwd: Path,
-                   tensorboard_dir: Path | None) -> tuple[list[str], list[str]]:
+def worker_command(
+    layout: Layout, script: Script, cwd: Path, tensorboard_dir: Path | None
+) -> tuple[list[str], list[str]]:
     """(argv, as shown) of one worker: the script, behind the pinning launcher when pinned."""
     args = list(script.args)
     if layout.pinned:
@@ -302,13 +303,15 @@ def worker_command(layout: Layout, script: Script, cwd: Path,
         argv, shown = [sys.executable, str(script.path), *args], ["python", script.program]
     else:
         argv, shown = [script.program, *args], [script.program]
-    shown += [_shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a
-              for a in args]  # fmt: skip
+    shown += [
+        _shown_path(a, cwd) if tensorboard_dir and a == str(tensorboard_dir) else a for a in args
+    ]
     return argv, shown
 
 
-def timeline_of(launch_options: list[str], options: RunOptions, run_dir: Path,
-                cwd: Path) -> tuple[Path | None, list[str]]:
+def timeline_of(
+    launch_options: list[str], options: RunOptions, run_dir: Path, cwd: Path
+) -> tuple[Path | None, list[str]]:
     """(where Horovod writes its timeline, horovodrun's options asking for it)."""
     given = option_value(launch_options, TIMELINE_OPTIONS)
     if given:
@@ -337,22 +340,27 @@ def _horovodrun_executable() -> str:
     return found
 
 
-def launch_command(options: RunOptions, layout: Layout, launch_options: list[str],
-                   worker: tuple[list[str], list[str]], remote: bool, shown_paths: dict,
-                   ) -> tuple[list[str], list[str]]:  # fmt: skip
+def launch_command(
+    options: RunOptions,
+    layout: Layout,
+    launch_options: list[str],
+    worker: tuple[list[str], list[str]],
+    remote: bool,
+    shown_paths: dict,
+) -> tuple[list[str], list[str]]:
     """(argv, as shown) of the run: horovodrun with its options before the worker's command,
     or the worker's command alone (launcher="python"). `shown_paths`: paths to show short."""
     worker_argv, shown_worker = worker
     if options.launcher == "python":
         return worker_argv, shown_worker
     if options.launcher != "horovodrun":
-        raise ValueError(
-            f"launcher must be 'horovodrun' or 'python', not {options.launcher!r}"
-        )
+        raise ValueError(f"launcher must be 'horovodrun' or 'python', not {options.launcher!r}")
     controller = [] if has_option(launch_options, CONTROLLER_FLAGS) else ["--gloo"]
     launch = [*controller, "-np", str(layout.workers), *launch_options]
     given_timeout = option_value(launch_options, START_TIMEOUT_OPTIONS) or {
-        **os.environ, **(options.env or {})}.get("HOROVOD_START_TIMEOUT")  # fmt: skip
+        **os.environ,
+        **(options.env or {}),
+    }.get("HOROVOD_START_TIMEOUT")
     if remote and not given_timeout:
         # Other machines: horovodrun's start-up checks get a bound the command shows.
         launch += [START_TIMEOUT_OPTIONS[0], str(REMOTE_START_TIMEOUT_S)]
@@ -361,8 +369,9 @@ def launch_command(options: RunOptions, layout: Layout, launch_options: list[str
     return [*HOROVODRUN, *launch, *worker_argv], ["horovodrun", *shown, *shown_worker]
 
 
-def run_env(layout: Layout, env: Mapping[str, str] | None, timeline: bool,
-            group: str | None = None) -> dict[str, str]:
+def run_env(
+    layout: Layout, env: Mapping[str, str] | None, timeline: bool, group: str | None = None
+) -> dict[str, str]:
     """The run's environment: safe for MPI, the layout's threads, unbuffered output, this
     kernel's Python first on PATH, `env` over all that, and the run's (and its group's) marker."""
     result = with_safe_env()  # e.g. no hang in hvd.init() while TensorBoard listens
@@ -410,10 +419,15 @@ def plan_run(
     hosts = given_hosts(launch_options, cwd)
     elsewhere = tuple(remote_hosts(hosts)) if hosts is not None else ()
     layout = choose_layout(
-        np, share=options.share, launcher=options.launcher,
-        cores=usable_cores() if options.cores is None else options.cores, gpus=options.gpus,
-        hosts=hosts, remote=hosts if elsewhere else None, launch_options=launch_options,
-    )  # fmt: skip
+        np,
+        share=options.share,
+        launcher=options.launcher,
+        cores=usable_cores() if options.cores is None else options.cores,
+        gpus=options.gpus,
+        hosts=hosts,
+        remote=hosts if elsewhere else None,
+        launch_options=launch_options,
+    )
     if hosts is not None and str(np) != "auto":
         check_workers_fit(layout.workers, hosts, launch_options)
 
@@ -431,8 +445,9 @@ def plan_run(
     timeline_path, launch_options = timeline_of(launch_options, options, run_dir, cwd)
     worker = worker_command(layout, script, cwd, tensorboard_dir)
     shown_paths = {str(timeline_path): _shown_path(timeline_path, cwd)} if timeline_path else {}
-    argv, shown = launch_command(options, layout, launch_options, worker, bool(elsewhere),
-                                 shown_paths)  # fmt: skip
+    argv, shown = launch_command(
+        options, layout, launch_options, worker, bool(elsewhere), shown_paths
+    )
     env = run_env(layout, options.env, timeline_path is not None, options.group)
     if options.sandbox is not None:
         argv = options.sandbox.wrap(argv, env, cwd=cwd, writable=[run_dir])

@@ -64,8 +64,12 @@ def short_command(cmdline: list[str], name: str, words: int = 4) -> str:
 class ContentionMonitor:
     """Samples the CPU use of every process but the run's own; `findings()` says who was busy."""
 
-    def __init__(self, interval: float = SAMPLE_INTERVAL_S, mention_after: float | None = None,
-                 cores: int | None = None):
+    def __init__(
+        self,
+        interval: float = SAMPLE_INTERVAL_S,
+        mention_after: float | None = None,
+        cores: int | None = None,
+    ):
         self.interval = interval
         # MENTION_AFTER_S read now, not when this module loaded: a test may lower it.
         self.mention_after = MENTION_AFTER_S if mention_after is None else mention_after
@@ -135,11 +139,13 @@ class ContentionMonitor:
             return None
         share = self.others_core_seconds / (self.cores * seconds)
         busiest = max(self.busy.values(), key=lambda p: p.core_seconds, default=None)
-        return (f"Slowed by other programs: in the run's first {seconds:.0f} s they took "
-                f"{share:.0%} of the CPU ({plural(self.cores, 'core')}), which can make it up to "
-                f"{worst:.0%} longer; its times will say so"
-                + (f" (the busiest: {busiest.command}, pid {busiest.pid})" if busiest else "")
-                + ".")
+        return (
+            f"Slowed by other programs: in the run's first {seconds:.0f} s they took "
+            f"{share:.0%} of the CPU ({plural(self.cores, 'core')}), which can make it up to "
+            f"{worst:.0%} longer; its times will say so"
+            + (f" (the busiest: {busiest.command}, pid {busiest.pid})" if busiest else "")
+            + "."
+        )
 
     def findings(self) -> list[str]:
         """[] when others took too little of the CPU to matter; else how much they took, then

@@ -28,15 +28,15 @@ from datetime import datetime
 from workbook.runner.command import RunPlan
 from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, status_text
-from workbook.runner.hosts import stop_remote
 from workbook.runner.horovod_build import BUILT_VARIABLE, built_controllers
+from workbook.runner.hosts import stop_remote
 from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser, Transcript, failure_text
 from workbook.runner.processes import (
     STOP_STAGES,
     ProcessTree,
-    marked_pids,
     interrupts_deferred,
+    marked_pids,
     wait_briefly,
 )
 from workbook.runner.record import write_record
@@ -108,15 +108,24 @@ class RunOutput:
     """The child's output: pumps copy each pipe to the raw log and a queue; what is taken from
     the queue is parsed into the transcript and its lines shown on the console."""
 
-    def __init__(self, plan: RunPlan, process: subprocess.Popen, log_file,
-                 transcript: Transcript, console: SilentConsole):
+    def __init__(
+        self,
+        plan: RunPlan,
+        process: subprocess.Popen,
+        log_file,
+        transcript: Transcript,
+        console: SilentConsole,
+    ):
         self.transcript, self.console = transcript, console
         self.parser = OutputParser(default_rank=plan.unprefixed_rank)
         self.chunks: queue.Queue = queue.Queue()
         lock = threading.Lock()
         pipes = {"stdout": process.stdout, "stderr": process.stderr}
-        self.pumps = [_Pump(name, pipe, log_file, lock, self.chunks)
-                      for name, pipe in pipes.items() if pipe is not None]  # fmt: skip
+        self.pumps = [
+            _Pump(name, pipe, log_file, lock, self.chunks)
+            for name, pipe in pipes.items()
+            if pipe is not None
+        ]
         for pump in self.pumps:
             pump.start()
         self.open_pipes = len(self.pumps)
@@ -173,9 +182,17 @@ class Ending:
         return self.interrupted or self.timed_out
 
 
-def _supervise(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree, output: RunOutput,
-               monitor: ContentionMonitor, console: SilentConsole, stop: threading.Event | None,
-               started: float, ending: Ending) -> None:
+def _supervise(
+    plan: RunPlan,
+    process: subprocess.Popen,
+    tree: ProcessTree,
+    output: RunOutput,
+    monitor: ContentionMonitor,
+    console: SilentConsole,
+    stop: threading.Event | None,
+    started: float,
+    ending: Ending,
+) -> None:
     """Shows the output until the pipes close; notes the timeout, a stop request or Ctrl-C."""
     last_snapshot = 0.0
     slowed_said = False
@@ -212,8 +229,14 @@ def _companions(plan: RunPlan) -> set[int]:
     return marked_pids(plan.group_marker) if plan.group_marker else set()
 
 
-def _stop_everything(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree,
-                     output: RunOutput, console: SilentConsole, ending: Ending) -> None:
+def _stop_everything(
+    plan: RunPlan,
+    process: subprocess.Popen,
+    tree: ProcessTree,
+    output: RunOutput,
+    console: SilentConsole,
+    ending: Ending,
+) -> None:
     """Stops what is left of the run: all of it when cut short (or failing in the loop), else
     the stragglers; then the workers on other hosts when it did not end well."""
     if ending.cut_short or (output.open_pipes and ending.exited_at is None):
@@ -242,8 +265,15 @@ def _stop_everything(plan: RunPlan, process: subprocess.Popen, tree: ProcessTree
     wait_briefly(process, 5)
 
 
-def _result(plan: RunPlan, process: subprocess.Popen, transcript: Transcript, ending: Ending,
-            monitor: ContentionMonitor, started: float, started_at: float) -> RunResult:
+def _result(
+    plan: RunPlan,
+    process: subprocess.Popen,
+    transcript: Transcript,
+    ending: Ending,
+    monitor: ContentionMonitor,
+    started: float,
+    started_at: float,
+) -> RunResult:
     failed_rank = None if ending.cut_short else transcript.failed_rank()
     if ending.timed_out:
         error = f"stopped after the timeout of {plan.timeout:g} s"

@@ -21,8 +21,10 @@ from pathlib import Path
 BUILT_VARIABLE = "WORKBOOK_HOROVOD_BUILT"  # "gloo", "gloo,mpi", ...: what was found built
 CONTROLLERS = ("gloo", "mpi")
 CHECK_TIMEOUT_S = 120
-_CHECK = ("import json; from horovod.common.util import gloo_built, mpi_built; "
-          "print(json.dumps({'gloo': bool(gloo_built()), 'mpi': bool(mpi_built())}))")  # fmt: skip
+_CHECK = (
+    "import json; from horovod.common.util import gloo_built, mpi_built; "
+    "print(json.dumps({'gloo': bool(gloo_built()), 'mpi': bool(mpi_built())}))"
+)
 
 
 def _build_key() -> str:
@@ -55,8 +57,9 @@ def built_controllers() -> str:
     except (OSError, ValueError, KeyError, AttributeError):
         pass
     try:
-        done = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
-                              timeout=CHECK_TIMEOUT_S)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S
+        )
         found = json.loads(done.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return ""
@@ -67,4 +70,3 @@ def built_controllers() -> str:
     except OSError:
         pass  # no cache here: the next process asks again
     return built
-

@@ -20,8 +20,13 @@ NP_OPTIONS = ("-np", "--num-proc")
 HOSTS_OPTIONS = ("-H", "--hosts")
 HOSTFILE_OPTIONS = ("-hostfile", "--hostfile")
 CONTROLLER_FLAGS = ("--gloo", "--mpi", "--jsrun")
-ELASTIC_OPTIONS = ("--min-np", "--min-num-proc", "--max-np", "--max-num-proc",
-                   "--host-discovery-script")  # fmt: skip
+ELASTIC_OPTIONS = (
+    "--min-np",
+    "--min-num-proc",
+    "--max-np",
+    "--max-num-proc",
+    "--host-discovery-script",
+)
 SSH_PORT_OPTIONS = ("-p", "--ssh-port")
 SSH_IDENTITY_OPTIONS = ("-i", "--ssh-identity-file")
 START_TIMEOUT_OPTIONS = ("--start-timeout",)

@@ -126,11 +126,15 @@ SSH_TIMEOUT_S = CONNECT_TIMEOUT_S + 10
 # The options horovodrun's own ssh calls use (horovod/runner/util/remote.py), plus BatchMode:
 # fail at once where ssh would ask for a password or a passphrase, since nobody can type it.
 SSH_OPTIONS = (
-    "-o", "PasswordAuthentication=no",
-    "-o", "StrictHostKeyChecking=no",
-    "-o", "BatchMode=yes",
-    "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
-)  # fmt: skip
+    "-o",
+    "PasswordAuthentication=no",
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+)
 
 
 class HostsUnreachable(RuntimeError):
@@ -252,7 +256,9 @@ _MARKED = """marked() {
   done
 }"""
 # SIGTERM, up to 3 s for them to end, then SIGKILL; prints what is still there after 3 s more.
-_STOP_MARKED = _MARKED + """
+_STOP_MARKED = (
+    _MARKED
+    + """
 pids=$(marked "$1"); [ -z "$pids" ] && exit 0
 kill -TERM $pids 2>/dev/null
 for i in 1 2 3 4 5 6; do pids=$(marked "$1"); [ -z "$pids" ] && exit 0; sleep 0.5; done
@@ -260,6 +266,7 @@ kill -KILL $pids 2>/dev/null
 for i in 1 2 3 4 5 6; do pids=$(marked "$1"); [ -z "$pids" ] && exit 0; sleep 0.5; done
 echo "left: $pids"
 """
+)
 
 
 def stop_remote(

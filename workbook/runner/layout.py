@@ -106,13 +106,17 @@ HIDE_GPUS = ("CUDA_VISIBLE_DEVICES", "")
 
 def hidden_gpus_reason(gpus: int, workers: int) -> str:
     """Why a layout's workers run on the CPU on a machine with `gpus` GPUs, in one clause."""
-    hidden = f"on the CPU, the {plural(gpus, 'GPU')} hidden (CUDA_VISIBLE_DEVICES=\"\")"
+    hidden = f'on the CPU, the {plural(gpus, "GPU")} hidden (CUDA_VISIBLE_DEVICES="")'
     if workers > gpus:
-        return (f"{hidden}: the lesson's gpus[hvd.local_rank()] needs a GPU per worker, and "
-                f"with {plural(workers, 'worker')} on {plural(gpus, 'GPU')} local rank {gpus} "
-                "would find none (IndexError)")
-    return (f"{hidden}, like the CPU workers of np=\"auto\" it is the reference for (with "
-            f"{plural(gpus, 'GPU')}, np=\"auto\" runs 2 workers on the CPU)")
+        return (
+            f"{hidden}: the lesson's gpus[hvd.local_rank()] needs a GPU per worker, and "
+            f"with {plural(workers, 'worker')} on {plural(gpus, 'GPU')} local rank {gpus} "
+            "would find none (IndexError)"
+        )
+    return (
+        f'{hidden}, like the CPU workers of np="auto" it is the reference for (with '
+        f'{plural(gpus, "GPU")}, np="auto" runs 2 workers on the CPU)'
+    )
 
 
 def auto_layout(cores: int, gpus: int) -> Layout:
@@ -159,8 +163,11 @@ def share_layout(workers: int, share: int | str, cores: int, gpus: int) -> Layou
     layout = Layout(workers=workers, threads=per_worker, cores=cores)
     # share="auto" is the reference of np="auto": on the device its workers have (a 1-GPU
     # machine's 2 auto workers run on the CPU, so its reference does too).
-    layout = gpus_for(layout, gpus) if share != "auto" or auto.gpus else \
-        replace(layout, hidden_gpus=gpus)
+    layout = (
+        gpus_for(layout, gpus)
+        if share != "auto" or auto.gpus
+        else replace(layout, hidden_gpus=gpus)
+    )
     return replace(layout, pinned=pins_cores(layout))
 
 
@@ -176,13 +183,22 @@ def pins_cores(layout: Layout) -> bool:
     )
 
 
-def choose_layout(np: int | str, *, share: int | str | None, launcher: str, cores: int,
-                  gpus: int | None, hosts: str | None, remote: str | None,
-                  launch_options: list[str]) -> Layout:
+def choose_layout(
+    np: int | str,
+    *,
+    share: int | str | None,
+    launcher: str,
+    cores: int,
+    gpus: int | None,
+    hosts: str | None,
+    remote: str | None,
+    launch_options: list[str],
+) -> Layout:
     """The layout of a run from -np (a number or "auto"), share= (cores per worker), the
     launcher, this machine's cores and GPUs (gpus None: count them), the hosts of -H (None: this
     machine) and `remote`, those hosts when the run reaches other machines. A given -np against
     the slots of -H is checked by the command (command.check_workers_fit)."""
+
     def counted_gpus() -> int:
         return visible_gpus() if gpus is None else gpus
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from workbook.runner.cell import horovodrun
 from workbook.runner.command import RunOptions
 from workbook.runner.display import RunResult
-from workbook.runner.cell import horovodrun
 from workbook.runner.horovodrun_cli import (
     NP_OPTIONS,
     option_value,

@@ -49,16 +49,25 @@ UNFINISHED_BAR = re.compile(r"^\s*\d+/(?:\d+|Unknown) (?:\[[=>.]*\] )?- ETA: ")
 KNOWN_NOISE = [
     # tensorflow_addons 0.23 warns on import that it is at its end of life (10 lines); the
     # workbook uses only NovoGrad from it, which works on the pinned TensorFlow.
-    (re.compile(r"tensorflow_addons/utils/tfa_eol_msg\.py:\d+: UserWarning:"),
-     re.compile(r"^\s*warnings\.warn\($")),
+    (
+        re.compile(r"tensorflow_addons/utils/tfa_eol_msg\.py:\d+: UserWarning:"),
+        re.compile(r"^\s*warnings\.warn\($"),
+    ),
     # Keras 2.15 on every model.save() to a .h5 file; the script's checkpoints are .h5 on
     # purpose (Horovod's examples and step 8 load them).
-    (re.compile(r"UserWarning: You are saving your model as an HDF5 file via `model\.save\(\)`"),
-     re.compile(r"^\s*saving_api\.save_model\($")),
+    (
+        re.compile(r"UserWarning: You are saving your model as an HDF5 file via `model\.save\(\)`"),
+        re.compile(r"^\s*saving_api\.save_model\($"),
+    ),
     # Keras times the first batches, which include Horovod's first allreduce: not a problem.
-    (re.compile(r"^WARNING:tensorflow:Callback method `on_train_batch_(?:begin|end)` is slow "
-                r"compared to the batch time"), None),
-]  # fmt: skip
+    (
+        re.compile(
+            r"^WARNING:tensorflow:Callback method `on_train_batch_(?:begin|end)` is slow "
+            r"compared to the batch time"
+        ),
+        None,
+    ),
+]
 NOISE_MAX_LINES = 15  # a block whose end never comes stops being hidden after this many lines
 
 

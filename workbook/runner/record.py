@@ -30,10 +30,13 @@ class ContentionRecord:
 
     @classmethod
     def of(cls, monitor: ContentionMonitor) -> ContentionRecord:
-        return cls(sampled_seconds=round(monitor.sampled_seconds, 1),
-                   others_core_seconds=round(monitor.others_core_seconds, 1),
-                   cores=monitor.cores, samples=monitor.samples,
-                   busy_processes=monitor.busy_processes())
+        return cls(
+            sampled_seconds=round(monitor.sampled_seconds, 1),
+            others_core_seconds=round(monitor.others_core_seconds, 1),
+            cores=monitor.cores,
+            samples=monitor.samples,
+            busy_processes=monitor.busy_processes(),
+        )
 
     @classmethod
     def from_json(cls, data: dict) -> ContentionRecord:
@@ -90,9 +93,14 @@ class RunRecord:
 
     def at_end(self, result: RunResult, monitor: ContentionMonitor) -> RunRecord:
         """This record completed: how and when the run ended, what other processes took."""
-        return replace(self, ended=result.ended_at, exit_code=result.exit_code, ok=result.ok,
-                       busy_others=list(result.busy_others),
-                       contention=ContentionRecord.of(monitor))
+        return replace(
+            self,
+            ended=result.ended_at,
+            exit_code=result.exit_code,
+            ok=result.ok,
+            busy_others=list(result.busy_others),
+            contention=ContentionRecord.of(monitor),
+        )
 
     @property
     def finished(self) -> bool:
@@ -123,8 +131,9 @@ class RunRecord:
         return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
-def write_record(plan: RunPlan, started_at: float, monitor: ContentionMonitor,
-                 result: RunResult | None = None) -> None:
+def write_record(
+    plan: RunPlan, started_at: float, monitor: ContentionMonitor, result: RunResult | None = None
+) -> None:
     """run.json: the plan's facts and the start; with the result, also how and when it ended
     and what the other processes took meanwhile."""
     record = RunRecord.at_start(plan, started_at)
