@@ -35,8 +35,11 @@ def ensure(name: str, group: str) -> tuple[pwd.struct_passwd, bool]:
     subprocess.run(["groupadd", "-f", group], check=True)
     made = not exists(name)
     if made:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--groups", group,
-                        name], check=True, capture_output=True)
+        subprocess.run(
+            ["useradd", "--create-home", "--shell", "/bin/bash", "--groups", group, name],
+            check=True,
+            capture_output=True,
+        )
     entry = pwd.getpwnam(name)
     os.chmod(entry.pw_dir, 0o700)  # attendees cannot read each other's files
     return entry, made

@@ -25,8 +25,9 @@ from workbook.facts import LEARNER_SCRIPT_NAME
 COPY_NAME = "horovod-workbook"
 CODE = ("workbook", "grader")
 SHARED_DATA = ("fashion_mnist", "sample")
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "logs", ".ipynb_checkpoints", "src",
-                                LEARNER_SCRIPT_NAME)
+IGNORE = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "logs", ".ipynb_checkpoints", "src", LEARNER_SCRIPT_NAME
+)
 
 
 def copy_dir(home: Path) -> Path:
@@ -42,8 +43,9 @@ def make(repo: Path, home: Path, uid: int, gid: int) -> tuple[Path, bool]:
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     shutil.copytree(repo / "notebooks", partial / "notebooks", ignore=IGNORE)
-    shutil.copyfile(repo / "solutions" / LEARNER_SCRIPT_NAME,
-                    partial / "notebooks" / LEARNER_SCRIPT_NAME)
+    shutil.copyfile(
+        repo / "solutions" / LEARNER_SCRIPT_NAME, partial / "notebooks" / LEARNER_SCRIPT_NAME
+    )
     for name in CODE:
         shutil.copytree(repo / name, partial / name, ignore=IGNORE)
     (partial / "data").mkdir()

@@ -50,13 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--exchange", metavar="PATH", help="nbgrader's exchange folder (default: DIR/exchange)"
     )
     init.add_argument(
-        "--steps", default=course.ALL_STEPS,
+        "--steps",
+        default=course.ALL_STEPS,
         help=f"the steps to grade, e.g. 1-7 or 1,6,9-12 (default: {course.ALL_STEPS})",
     )
     command("generate", "the student version in release/", "regenerate over an existing release")
     students = command("add-students", "add students to the gradebook")
     students.add_argument(
-        "students", nargs="+", metavar="ID_OR_CSV",
+        "students",
+        nargs="+",
+        metavar="ID_OR_CSV",
         help="student ids, or CSV files with columns id,first_name,last_name,email",
     )
     command("release", "put release/ into the exchange", "release again")
@@ -74,23 +77,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--student", action="append", metavar="ID", help="only this student (repeatable)"
     )
     grade.add_argument(
-        "--jobs", type=int, metavar="N",
+        "--jobs",
+        type=int,
+        metavar="N",
         help="nbgrader runs at once over disjoint students (default: usable cores + 1)",
     )
     grade.add_argument(
-        "--run-jobs", type=int, metavar="N",
+        "--run-jobs",
+        type=int,
+        metavar="N",
         help="students' scripts run at once, each on 2 workers in a sandbox of its own "
         "(default: usable cores // 2 + 1: on 2 cores, 2 at once grade 1.4x as many students "
         "an hour as 1)",
     )
     grade.add_argument(
-        "--run-timeout", type=positive_seconds, metavar="S",
+        "--run-timeout",
+        type=positive_seconds,
+        metavar="S",
         help=f"each student's run stops after S seconds (default {RUN_TIMEOUT_S:g}); a step "
         "it did not reach is decided by reading, or said undecided (a run takes 13-26 s on 2 "
         "cores)",
     )
     grade.add_argument(
-        "--no-run", action="store_true",
+        "--no-run",
+        action="store_true",
         help="a quick pass: decide by reading the scripts only, without running them "
         "(advisory grades; about 1 s per student instead of 10-20)",
     )
@@ -125,34 +135,51 @@ def run(args) -> int:
         if set_aside is not None:
             print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
             if set_aside:
-                print(f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
-                      f"the student they name ({opened.root / ownership.NOT_COLLECTED}):")
+                print(
+                    f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
+                    f"the student they name ({opened.root / ownership.NOT_COLLECTED}):"
+                )
                 for item in set_aside:
                     print(f"  {item}")
         else:
-            print(f"collect skipped: nothing was released or submitted through "
-                  f"{opened.exchange_root} (zip-collect fills submitted/ instead)")
+            print(
+                f"collect skipped: nothing was released or submitted through "
+                f"{opened.exchange_root} (zip-collect fills submitted/ instead)"
+            )
     elif args.command == "zip-collect":
         new, warnings = course.zip_collect(opened, args.zip, args.force)
         for warning in warnings:
             print(f"nbgrader: {warning}")
-        print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'} "
-              f"({len(new)} new)")
+        print(
+            f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'} "
+            f"({len(new)} new)"
+        )
     elif args.command == "autograde":
-        outcomes = autograde.autograde(opened, args.student, args.force, jobs=args.jobs,
-                                       runs=not args.no_run, run_jobs=args.run_jobs,
-                                       run_timeout=args.run_timeout)
+        outcomes = autograde.autograde(
+            opened,
+            args.student,
+            args.force,
+            jobs=args.jobs,
+            runs=not args.no_run,
+            run_jobs=args.run_jobs,
+            run_timeout=args.run_timeout,
+        )
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"graded {len(outcomes) - len(failed)} of {len(outcomes)} submissions")
         if failed:
-            print(f"not graded: {', '.join(o.student for o in failed)} "
-                  f"(`python -m instructor report {args.dir}` says how to recover them)")
+            print(
+                f"not graded: {', '.join(o.student for o in failed)} "
+                f"(`python -m instructor report {args.dir}` says how to recover them)"
+            )
         return 1 if failed else 0
     elif args.command == "feedback":
         students, problems = course.feedback(opened, args.release)
-        print(f"feedback for {len(students)} students in {opened.root / 'feedback'}"
-              + (" (released)" if args.release else "")
-              if students or problems else "no feedback: nobody is autograded")
+        print(
+            f"feedback for {len(students)} students in {opened.root / 'feedback'}"
+            + (" (released)" if args.release else "")
+            if students or problems
+            else "no feedback: nobody is autograded"
+        )
         for problem in problems:
             print(f"  left out: {problem}")
     elif args.command == "export":
@@ -174,8 +201,10 @@ def give_back_to_owner(folder) -> None:
         exchange = None
     changed = ownership.give_back(Path(folder), exchange)
     if changed:
-        print(f"(run as root: {len(changed)} new files and folders given back to the course's "
-              "owner, for their formgrader)")
+        print(
+            f"(run as root: {len(changed)} new files and folders given back to the course's "
+            "owner, for their formgrader)"
+        )
 
 
 def main(argv=None) -> int:

@@ -68,7 +68,8 @@ class Course:
         if not submitted.is_dir():
             return []
         return sorted(
-            p.name for p in submitted.iterdir()
+            p.name
+            for p in submitted.iterdir()
             if not p.is_symlink() and (p / self.assignment).is_dir()
         )
 
@@ -218,10 +219,12 @@ def release(course: Course, force: bool = False) -> None:
 
 
 # The exchange's plug-ins (instructor/exchange.py), whatever an older nbgrader_config.py names.
-EXCHANGE = {"ExchangeFactory": {
-    "collect": "instructor.exchange.CollectOwnSubmissions",
-    "release_feedback": "instructor.exchange.ReleaseFeedbackPerStudent",
-}}
+EXCHANGE = {
+    "ExchangeFactory": {
+        "collect": "instructor.exchange.CollectOwnSubmissions",
+        "release_feedback": "instructor.exchange.ReleaseFeedbackPerStudent",
+    }
+}
 
 
 def collect(course: Course) -> list | None:
@@ -277,19 +280,24 @@ def feedback(course: Course, release_to_students: bool = False) -> tuple:
     problems = []
     result = api.generate_feedback(course.assignment)
     if not result.get("success"):
-        failed = re.findall(r"error processing assignment '[^']*' for student '([^']*)'",
-                            result.get("log", ""))
+        failed = re.findall(
+            r"error processing assignment '[^']*' for student '([^']*)'", result.get("log", "")
+        )
         if not failed:
             checked(result, "generate_feedback")
-        problems += [f"{student}: nbgrader could not make its feedback (its log above)"
-                     for student in failed]
+        problems += [
+            f"{student}: nbgrader could not make its feedback (its log above)" for student in failed
+        ]
         students = [s for s in students if s not in failed]
     if release_to_students:
         result = api.release_feedback(course.assignment)
         if not result.get("success"):
             marker = "FEEDBACK NOT RELEASED: "
-            left = [line.split(marker, 1)[1] for line in result.get("log", "").splitlines()
-                    if marker in line]
+            left = [
+                line.split(marker, 1)[1]
+                for line in result.get("log", "").splitlines()
+                if marker in line
+            ]
             if not left:
                 checked(result, "release_feedback")
             problems += left

@@ -36,8 +36,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbgrader.exchange.default import (ExchangeCollect, ExchangeFetchAssignment, ExchangeList,
-                                       ExchangeReleaseFeedback, ExchangeSubmit)
+from nbgrader.exchange.default import (
+    ExchangeCollect,
+    ExchangeFetchAssignment,
+    ExchangeList,
+    ExchangeReleaseFeedback,
+    ExchangeSubmit,
+)
 from nbgrader.utils import ignore_patterns
 from traitlets import Unicode
 from traitlets.config import Configurable
@@ -78,7 +83,9 @@ class CollectOwnSubmissions(ExchangeCollect):
             except Exception:  # noqa: BLE001 (nbgrader fails the whole collect on a bad name)
                 self._aside(name, claims, "its name is not STUDENT+ASSIGNMENT+TIMESTAMP")
                 continue
-            why = ownership.not_their_own(Path(path), record["username"]) if self.check_owner else ""
+            why = (
+                ownership.not_their_own(Path(path), record["username"]) if self.check_owner else ""
+            )
             if why:
                 self._aside(name, record["username"], why)
                 continue
@@ -115,9 +122,17 @@ class CollectOwnSubmissions(ExchangeCollect):
         try:
             if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
                 raise RuntimeError(f"over {self.coursedir.max_dir_size} kB")
-            shutil.copytree(src, dest, symlinks=True, ignore=ignore_patterns(
-                exclude=self.coursedir.ignore, include=self.coursedir.include,
-                max_file_size=self.coursedir.max_file_size, log=self.log))
+            shutil.copytree(
+                src,
+                dest,
+                symlinks=True,
+                ignore=ignore_patterns(
+                    exclude=self.coursedir.ignore,
+                    include=self.coursedir.include,
+                    max_file_size=self.coursedir.max_file_size,
+                    log=self.log,
+                ),
+            )
         except Exception as error:  # noqa: BLE001 (one submission never stops the class)
             shutil.rmtree(dest, ignore_errors=True)
             name = os.path.basename(src)
@@ -130,9 +145,12 @@ class CollectOwnSubmissions(ExchangeCollect):
             everyone = self.coursedir.student_id in ("", "*")
             ownership.record(self.coursedir.root, self.set_aside, replace=everyone)
             if self.set_aside:
-                self.log.error("%d submissions set aside (not collected, never graded as the "
-                               "student they name): listed above and in %s",
-                               len(self.set_aside), ownership.NOT_COLLECTED)
+                self.log.error(
+                    "%d submissions set aside (not collected, never graded as the "
+                    "student they name): listed above and in %s",
+                    len(self.set_aside),
+                    ownership.NOT_COLLECTED,
+                )
 
 
 # nbgrader_config.py files written before the owner check name the collect by its old name.
@@ -148,12 +166,17 @@ class ReleaseFeedbackPerStudent(ExchangeReleaseFeedback):
         problems = []
         for folder in sorted(glob.glob(whole)):
             student = Path(folder).parent.name
-            missing = [n for n in ("timestamp.txt", "submission_secret.txt")
-                       if not os.path.isfile(os.path.join(folder, n))]
+            missing = [
+                n
+                for n in ("timestamp.txt", "submission_secret.txt")
+                if not os.path.isfile(os.path.join(folder, n))
+            ]
             if missing:
-                problems.append(f"{student}: no {' or '.join(missing)} in their feedback folder "
-                                "(a submission not made through the exchange, or forged): not "
-                                f"released; it stays in {folder}")
+                problems.append(
+                    f"{student}: no {' or '.join(missing)} in their feedback folder "
+                    "(a submission not made through the exchange, or forged): not "
+                    f"released; it stays in {folder}"
+                )
                 continue
             self.src_path = folder
             try:
@@ -165,8 +188,10 @@ class ReleaseFeedbackPerStudent(ExchangeReleaseFeedback):
         for problem in problems:
             self.log.error("FEEDBACK NOT RELEASED: %s", problem)
         if problems:
-            self.fail(f"feedback released for everyone else; not for {len(problems)}: "
-                      + "; ".join(problems))
+            self.fail(
+                f"feedback released for everyone else; not for {len(problems)}: "
+                + "; ".join(problems)
+            )
 
 
 # --- the attendees' side (the workshop hub) ----------------------------------------------------
@@ -176,9 +201,10 @@ class WorkbookFolder(Configurable):
     """Where the attendee works on the assignment."""
 
     folder = Unicode(
-        "", help="The attendee's workbook folder (relative to Exchange.assignment_dir) that is "
+        "",
+        help="The attendee's workbook folder (relative to Exchange.assignment_dir) that is "
         "the assignment: submit takes the assignment's files from it and the Assignments list "
-        "shows it as fetched. Empty: nbgrader's way, a fetched copy named after the assignment."
+        "shows it as fetched. Empty: nbgrader's way, a fetched copy named after the assignment.",
     ).tag(config=True)
 
     def workbook(self) -> Path | None:
@@ -211,24 +237,45 @@ class WorkbookSubmit(WorkbookFolder, ExchangeSubmit):
         names = self.released_files(*self._ids()) if self.folder else None
         sent = what_is_sent(Path(self.src_path), names)
         self.log.info("Sending: %s", sent)
-        copy_private(self.src_path, dest, names, self._ignore(),
-                     {"timestamp.txt": self.timestamp, "submission_secret.txt": secret})
-        cache = os.path.join(self.cache_path, self.assignment_filename.rsplit("+", 1)[0]
-                             if self.add_random_string else self.assignment_filename)
+        copy_private(
+            self.src_path,
+            dest,
+            names,
+            self._ignore(),
+            {"timestamp.txt": self.timestamp, "submission_secret.txt": secret},
+        )
+        cache = os.path.join(
+            self.cache_path,
+            self.assignment_filename.rsplit("+", 1)[0]
+            if self.add_random_string
+            else self.assignment_filename,
+        )
         os.makedirs(self.cache_path, exist_ok=True)
-        copy_private(self.src_path, cache, names, self._ignore(),
-                     {"timestamp.txt": self.timestamp, "submission_secret.txt": secret})
-        self.log.info("Submitted as: %s %s %s", self.coursedir.course_id,
-                      self.coursedir.assignment_id, self.timestamp)
+        copy_private(
+            self.src_path,
+            cache,
+            names,
+            self._ignore(),
+            {"timestamp.txt": self.timestamp, "submission_secret.txt": secret},
+        )
+        self.log.info(
+            "Submitted as: %s %s %s",
+            self.coursedir.course_id,
+            self.coursedir.assignment_id,
+            self.timestamp,
+        )
         if self.folder:  # the Assignments list says nothing on success: this file does
             Path(self.src_path, RECEIPT).write_text(
                 f"Submitted {self.coursedir.assignment_id} at {self.timestamp}:\n{sent}\n",
-                encoding="utf-8")
+                encoding="utf-8",
+            )
 
     def check_filename_diff(self):
         if not self.folder:
             return super().check_filename_diff()
-        missing = [n for n in self.released_files(*self._ids()) if not Path(self.src_path, n).is_file()]
+        missing = [
+            n for n in self.released_files(*self._ids()) if not Path(self.src_path, n).is_file()
+        ]
         if missing:
             self.log.warning("Not in %s, so not sent: %s", self.src_path, ", ".join(missing))
 
@@ -236,8 +283,12 @@ class WorkbookSubmit(WorkbookFolder, ExchangeSubmit):
         return self.coursedir.course_id, self.coursedir.assignment_id
 
     def _ignore(self):
-        return ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
-                               max_file_size=self.coursedir.max_file_size, log=self.log)
+        return ignore_patterns(
+            exclude=self.coursedir.ignore,
+            include=self.coursedir.include,
+            max_file_size=self.coursedir.max_file_size,
+            log=self.log,
+        )
 
 
 def copy_private(src, dest, names, ignore, extra: dict) -> None:
@@ -288,25 +339,32 @@ def what_is_sent(folder: Path, names: list | None = None) -> str:
     changed = datetime.datetime.fromtimestamp(script.stat().st_mtime, datetime.timezone.utc)
     ago = datetime.datetime.now(datetime.timezone.utc) - changed
     minutes = int(ago.total_seconds() // 60)
-    return (f"{folder / SCRIPT} last changed {changed:%Y-%m-%d %H:%M:%S} UTC "
-            f"({minutes} min ago); {steps_done(script)}; {notebooks} notebooks")
+    return (
+        f"{folder / SCRIPT} last changed {changed:%Y-%m-%d %H:%M:%S} UTC "
+        f"({minutes} min ago); {steps_done(script)}; {notebooks} notebooks"
+    )
 
 
 def steps_done(script: Path, timeout: float = 60) -> str:
     """What the step checker's reading of `script` sees done, in words (its own process: the
     checker budgets its checks with forks, which a Jupyter server must not do)."""
     try:
-        reply = subprocess.run([sys.executable, "-m", "grader", "check", str(script), "--all",
-                                "--json"], capture_output=True, text=True, timeout=timeout,
-                               cwd=script.parent)
+        reply = subprocess.run(
+            [sys.executable, "-m", "grader", "check", str(script), "--all", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=script.parent,
+        )
         results = json.loads(reply.stdout)
     except (OSError, subprocess.SubprocessError, ValueError):
         return "the step checker could not read it"
     done = [r["step"] for r in results if r.get("passed")]
     first = next((r for r in results if not r.get("passed")), None)
     why = first and (first.get("message") or "").splitlines()[0][:120]
-    return (f"the reading sees {len(done)} of {len(results)} steps done"
-            + (f", the first not done: step {first['step']} ({why})" if first else ""))
+    return f"the reading sees {len(done)} of {len(results)} steps done" + (
+        f", the first not done: step {first['step']} ({why})" if first else ""
+    )
 
 
 class WorkbookList(WorkbookFolder, ExchangeList):
@@ -324,8 +382,8 @@ class WorkbookList(WorkbookFolder, ExchangeList):
                 info["notebooks"] = [
                     {"notebook_id": Path(name).stem, "path": str(workbook / name)}
                     for name in self.released_files(info["course_id"], info["assignment_id"])
-                    if name.endswith(".ipynb")
-                    and (workbook / name).is_file()]
+                    if name.endswith(".ipynb") and (workbook / name).is_file()
+                ]
         return assignments
 
 
@@ -336,5 +394,7 @@ class WorkbookFetch(WorkbookFolder, ExchangeFetchAssignment):
     def init_dest(self):
         if not self.folder:
             return super().init_dest()
-        self.fail(f"Nothing to fetch: your workbook ({self.workbook()}) is the assignment; "
-                  "work there and submit it")
+        self.fail(
+            f"Nothing to fetch: your workbook ({self.workbook()}) is the assignment; "
+            "work there and submit it"
+        )

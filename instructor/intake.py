@@ -73,8 +73,11 @@ def _unsafe(path: Path, root: Path) -> str:
     if stat.S_ISDIR(info.st_mode):
         return ""
     if not stat.S_ISREG(info.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else (
-            "a socket" if stat.S_ISSOCK(info.st_mode) else "a device")
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(info.st_mode)
+            else ("a socket" if stat.S_ISSOCK(info.st_mode) else "a device")
+        )
         return f"{kind}, not a file"
     if info.st_size > MAX_FILE_BYTES:
         return f"{info.st_size / 1e6:.0f} MB, over the {MAX_FILE_BYTES / 1e6:.0f} MB limit"
@@ -113,8 +116,10 @@ def screen_class(submitted_root: Path, set_aside_root: Path) -> dict:
     for entry in sorted(Path(submitted_root).iterdir()):
         if entry.is_symlink():
             found[entry.name] = _set_aside_whole(
-                entry, set_aside_root,
-                f"the submission is a link to {os.path.realpath(entry)}: not followed")
+                entry,
+                set_aside_root,
+                f"the submission is a link to {os.path.realpath(entry)}: not followed",
+            )
             continue
         if not entry.is_dir():
             continue  # nbgrader looks at folders only
@@ -122,9 +127,11 @@ def screen_class(submitted_root: Path, set_aside_root: Path) -> dict:
             # nbgrader reads student ids as glob patterns and comma-separated lists: such a
             # name would be graded as, or together with, someone else.
             found[entry.name] = _set_aside_whole(
-                entry, set_aside_root,
+                entry,
+                set_aside_root,
                 f"the student id {entry.name!r} has characters nbgrader reads as a pattern or "
-                "a list (, * ? [ ] or spaces): rename it")
+                "a list (, * ? [ ] or spaces): rename it",
+            )
             continue
         moved = screen(entry, Path(set_aside_root) / entry.name)
         if moved:

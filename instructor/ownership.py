@@ -107,16 +107,18 @@ def record(course_root: Path, found: list, replace: bool) -> None:
     if not entries and not path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(item) for item in entries.values()], indent=2) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps([asdict(item) for item in entries.values()], indent=2) + "\n", encoding="utf-8"
+    )
 
 
 def not_collected(course_root: Path) -> list:
     """The submissions the last collects set aside: [NotCollected]."""
     try:
         entries = json.loads((Path(course_root) / NOT_COLLECTED).read_text(encoding="utf-8"))
-        return [NotCollected(str(e["submission"]), str(e["student"]), str(e["why"]))
-                for e in entries]
+        return [
+            NotCollected(str(e["submission"]), str(e["student"]), str(e["why"])) for e in entries
+        ]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 

@@ -21,10 +21,10 @@ import json
 import os
 import time
 
+from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from jupyter_core.utils import run_sync
 from traitlets import Unicode
 
 from grader import JUDGED_VARIABLE
@@ -73,8 +73,9 @@ class ExecuteChecksOnly(Execute):
         "", help="Append one JSON line per notebook: seconds waiting for the kernel, checking."
     ).tag(config=True)
     judged_dir = Unicode(
-        "", help="The folder of each student's decided verdicts (instructor/judging.py), which "
-        "the check cells return; empty: the check cells read the script only."
+        "",
+        help="The folder of each student's decided verdicts (instructor/judging.py), which "
+        "the check cells return; empty: the check cells read the script only.",
     ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
@@ -126,8 +127,12 @@ class ExecuteChecksOnly(Execute):
         if not self.timings_file:
             return
         info = resources["nbgrader"]
-        line = {"student": info["student"], "notebook": info["notebook"],
-                "kernel": round(kernel_seconds, 4), "checks": round(check_seconds, 4)}
+        line = {
+            "student": info["student"],
+            "notebook": info["notebook"],
+            "kernel": round(kernel_seconds, 4),
+            "checks": round(check_seconds, 4),
+        }
         with open(self.timings_file, "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
 

@@ -23,14 +23,21 @@ import psutil
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from hub import accounts, isolation, settings as hub_settings
+from hub import accounts, isolation
+from hub import settings as hub_settings
 from workbook.facts import step_notebook
 from workbook.paths import REPO
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = REPO / "test-artifacts"
 WAIT_MS = 120_000  # a server's first start, a kernel, nbgrader's fetch and submit
 TAG = uuid.uuid4().hex[:4]
@@ -71,10 +78,16 @@ def port_free(port: int) -> bool:
             return False
 
 
-def hub_command(state: Path, command: str, *args: str,
-                timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hub", command, "--state-dir", str(state), *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+def hub_command(
+    state: Path, command: str, *args: str, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hub", command, "--state-dir", str(state), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -86,15 +99,28 @@ def hub():
     # hub's settings folder, so the hub makes the folders above it passable.
     folder = Path(tempfile.mkdtemp(prefix="workbook-hub-test-"))
     roster = folder / "roster.csv"
-    roster.write_text("id,first_name,last_name,email\n" + "".join(
-        f"{name},{name[8:].title()},Test,{name}@example.org\n" for name in ATTENDEES))
+    roster.write_text(
+        "id,first_name,last_name,email\n"
+        + "".join(f"{name},{name[8:].title()},Test,{name}@example.org\n" for name in ATTENDEES)
+    )
     state, port = folder / "state", free_ports()
     proc_before = isolation.hidepid_of(isolation.proc_options())
     started = time.monotonic()
     try:
-        up = hub_command(state, "up", "--roster", str(roster), "--port", str(port),
-                         "--instructor", INSTRUCTOR, "--exchange", str(folder / "exchange"),
-                         "--memory-per-attendee", f"{MEMORY_MIB}M")
+        up = hub_command(
+            state,
+            "up",
+            "--roster",
+            str(roster),
+            "--port",
+            str(port),
+            "--instructor",
+            INSTRUCTOR,
+            "--exchange",
+            str(folder / "exchange"),
+            "--memory-per-attendee",
+            f"{MEMORY_MIB}M",
+        )
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         print(up.stdout)
         print(f"hub up in {time.monotonic() - started:.0f} s")
@@ -105,15 +131,18 @@ def hub():
             print(down.stdout, down.stderr)
             left = [name for name in [INSTRUCTOR, *ATTENDEES] if accounts.exists(name)]
             assert not left, f"accounts left behind: {left}"
-            assert not any(p.info["username"] in (INSTRUCTOR, *ATTENDEES)
-                           for p in psutil.process_iter(["username"]))
+            assert not any(
+                p.info["username"] in (INSTRUCTOR, *ATTENDEES)
+                for p in psutil.process_iter(["username"])
+            )
             assert port_free(port), f"port {port} still taken after hub down"
             assert isolation.hidepid_of(isolation.proc_options()) == proc_before
             assert not isolation.PROFILE.exists()
             assert not Path(f"{state}-progress").exists(), "the class view's records are left"
             if shutil.which("iptables"):
-                chain = subprocess.run(["iptables", "-w", "10", "-S", isolation.CHAIN],
-                                       capture_output=True, timeout=60)
+                chain = subprocess.run(
+                    ["iptables", "-w", "10", "-S", isolation.CHAIN], capture_output=True, timeout=60
+                )
                 assert chain.returncode != 0, "the hub's firewall chain is still there"
         finally:
             shutil.rmtree(folder)
@@ -177,7 +206,8 @@ def formgrader(page, action: str) -> dict:
     reply = page.evaluate(
         "url => new Promise((done, failed) => $.post(base_url + url).done(done)"
         ".fail(xhr => failed(new Error(xhr.status + ' ' + xhr.responseText))))",
-        f"/formgrader/api/assignment/{ASSIGNMENT}/{action}")
+        f"/formgrader/api/assignment/{ASSIGNMENT}/{action}",
+    )
     return json.loads(reply) if isinstance(reply, str) else reply
 
 
@@ -187,11 +217,17 @@ def student_nbgrader(s, user: str, *args: str, timeout: float = 120):
     from hub import classroom
 
     folder = workbook_copy_dir(user)
-    return as_user(user, "env", f"HOME={home(user)}",
-                   f"JUPYTER_CONFIG_PATH={classroom.config_dir(s, 'student')}",
-                   f"PYTHONPATH={folder}", "sh", "-c",
-                   f"cd {folder} && {Path(s.venv) / 'bin' / 'nbgrader'} " + " ".join(args),
-                   timeout=timeout)
+    return as_user(
+        user,
+        "env",
+        f"HOME={home(user)}",
+        f"JUPYTER_CONFIG_PATH={classroom.config_dir(s, 'student')}",
+        f"PYTHONPATH={folder}",
+        "sh",
+        "-c",
+        f"cd {folder} && {Path(s.venv) / 'bin' / 'nbgrader'} " + " ".join(args),
+        timeout=timeout,
+    )
 
 
 def workbook_copy_dir(user: str) -> Path:
@@ -202,15 +238,17 @@ def workbook_copy_dir(user: str) -> Path:
 
 def assignment_list(page):
     page.evaluate("() => window.jupyterapp.commands.execute('nbgrader:open-assignment-list')")
-    expect(page.locator("#released_assignments_list, #fetched_assignments_list").first
-           ).to_be_visible()
+    expect(
+        page.locator("#released_assignments_list, #fetched_assignments_list").first
+    ).to_be_visible()
     return page.locator("#assignments")
 
 
 def kernel_ready(panel):
     expect(panel.locator(".jp-Toolbar-kernelName")).to_have_text("Python 3 (ipykernel)")
     expect(panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_attribute(
-        "data-status", "idle")
+        "data-status", "idle"
+    )
 
 
 def run_cell(cell):
@@ -227,34 +265,53 @@ def open_notebook(page, s, user: str, path: str):
     page.goto(f"{s.url}user/{user}/lab/tree/{path}")
     panel = page.locator(".jp-NotebookPanel:visible")
     expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")).to_have_text(
-        Path(path).name)
+        Path(path).name
+    )
     kernel_ready(panel)
     # The attendee's JupyterLab got LAB_ARGS from the spawner: no news pop-up over the notebook.
-    config = page.evaluate(
-        "JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+    config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
     assert config["news"] == {"disabled": True} and config["exposeAppInBrowser"] is True
     # Through JupyterLab's own client: the hub's servers want an XSRF token on API requests.
     fetch_news = page.evaluate(
         "window.jupyterapp.serviceManager.settings"
         ".fetch('@jupyterlab/apputils-extension:notification')"
-        ".then(plugin => plugin.schema.properties.fetchNews.default)")
+        ".then(plugin => plugin.schema.properties.fetchNews.default)"
+    )
     assert fetch_news == "false"
     return panel
 
 
-
-
 def notebook(*sources: str) -> str:
     """A notebook of code cells (the first usually the step notebooks' set-up cell)."""
-    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-              "source": source} for source in sources]
-    return json.dumps({"cells": cells, "metadata": {"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5})
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": source,
+        }
+        for source in sources
+    ]
+    return json.dumps(
+        {
+            "cells": cells,
+            "metadata": {
+                "kernelspec": {
+                    "name": "python3",
+                    "display_name": "Python 3 (ipykernel)",
+                    "language": "python",
+                }
+            },
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def as_user(user: str, *command: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """A command run by the user's Unix account, as their terminal would (a login shell's
     environment is not needed for these)."""
-    return subprocess.run(["runuser", "-u", user, "--", *command], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        ["runuser", "-u", user, "--", *command], capture_output=True, text=True, timeout=timeout
+    )

@@ -18,11 +18,10 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import numpy as np
-import tensorflow as tf
-
 import horovod.tensorflow as hvd_tf
 import horovod.tensorflow.keras as hvd
+import numpy as np
+import tensorflow as tf
 
 warnings.filterwarnings("ignore", message=r"\s*TensorFlow Addons", category=UserWarning)
 import tensorflow_addons as tfa  # noqa: E402
@@ -283,8 +282,13 @@ def validation_coverage():
     batches = shard.shuffle(len(x_test)).batch(batch_size).repeat().take(steps)
     mine = np.concatenate([batch.numpy() for batch in batches])
     everyone = np.concatenate(hvd_tf.allgather_object(mine.tolist()))
-    return {"test_images": len(x_test), "steps": steps, "read": int(len(everyone)),
-            "evaluated": len(set(everyone.tolist())), "per_worker": len(set(mine.tolist()))}  # fmt: skip
+    return {
+        "test_images": len(x_test),
+        "steps": steps,
+        "read": int(len(everyone)),
+        "evaluated": len(set(everyone.tolist())),
+        "per_worker": len(set(mine.tolist())),
+    }
 
 
 @experiment
@@ -366,9 +370,13 @@ def tensorboard_two_writers():
     model.compile(hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(0.01)), LOSS)
     x, y = images(64)
     model.fit(
-        x, y, batch_size=32, epochs=1, verbose=0,
+        x,
+        y,
+        batch_size=32,
+        epochs=1,
+        verbose=0,
         callbacks=[tf.keras.callbacks.TensorBoard(str(folder))],
-    )  # fmt: skip
+    )
     hvd.allreduce(tf.constant(0), name="tensorboard_written")
     return len(list((folder / "train").glob("events.out.tfevents.*")))
 
@@ -468,8 +476,12 @@ def optimizer_variable_names():
     fresh.fit(np.zeros((8, 4)), np.zeros((8, 2)), verbose=0)
     made = tiny_model()
     made.optimizer._create_all_weights(made.trainable_variables)
-    return {"loaded": loaded, "fresh_before": before, "fresh_after": names(fresh),
-            "created": names(made)}  # fmt: skip
+    return {
+        "loaded": loaded,
+        "fresh_before": before,
+        "fresh_after": names(fresh),
+        "created": names(made),
+    }
 
 
 def resume(create_weights: bool):
@@ -492,9 +504,14 @@ def resume(create_weights: bool):
                 optimizer._create_all_weights(model.trainable_variables)
     print(f"rank {hvd.rank()} training", flush=True)
     model.fit(
-        np.ones((8, 4)), np.ones((8, 2)), batch_size=8, initial_epoch=1, epochs=2, verbose=0,
+        np.ones((8, 4)),
+        np.ones((8, 2)),
+        batch_size=8,
+        initial_epoch=1,
+        epochs=2,
+        verbose=0,
         callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)],
-    )  # fmt: skip
+    )
     return gathered(weight_sum(model))
 
 
@@ -565,9 +582,7 @@ SCHEDULES = {
     "keras_after": lambda lr, decay, w: [warmup_callback(lr, w), keras_schedule(lr, decay, w)],
     "keras_before": lambda lr, decay, w: [keras_schedule(lr, decay, w), warmup_callback(lr, w)],
     # Horovod's schedule from epoch 0, over the warmup.
-    "horovod_from_0": lambda lr, decay, w: [
-        warmup_callback(lr, w), horovod_schedule(lr, decay, 0)
-    ],
+    "horovod_from_0": lambda lr, decay, w: [warmup_callback(lr, w), horovod_schedule(lr, decay, 0)],
     # Horovod's older examples: a number as multiplier.
     "number": lambda lr, decay, w: [
         hvd.callbacks.LearningRateScheduleCallback(initial_lr=lr, start_epoch=1, multiplier=0.1)
@@ -576,9 +591,10 @@ SCHEDULES = {
     "keras_alone": lambda lr, decay, w: [keras_schedule(lr, decay, w)],
     # Horovod's schedule with a Keras one left beside it that keeps the scaled rate.
     "keras_beside_horovod": lambda lr, decay, w: [
-        warmup_callback(lr, w), horovod_schedule(lr, decay, w),
+        warmup_callback(lr, w),
+        horovod_schedule(lr, decay, w),
         tf.keras.callbacks.LearningRateScheduler(lambda epoch: lr),
-    ],  # fmt: skip
+    ],
 }
 
 
@@ -616,9 +632,11 @@ def scaled_rate():
         model.compile(hvd.DistributedOptimizer(tf.keras.optimizers.legacy.SGD(rate)), LOSS)
         dataset = tf.data.Dataset.from_tensor_slices((x, y)).shard(hvd.size(), hvd.rank())
         model.fit(
-            dataset.batch(32), epochs=1, verbose=0,
+            dataset.batch(32),
+            epochs=1,
+            verbose=0,
             callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0)],
-        )  # fmt: skip
+        )
         losses[name] = float(model.evaluate(x, y, verbose=0))
     return losses
 
@@ -698,8 +716,11 @@ def wrapper_variables():
     inner = tf.keras.optimizers.legacy.SGD(0.01, momentum=0.9)
     wrapper = hvd.DistributedOptimizer(inner)
     inner._create_all_weights(model.trainable_variables)
-    return {"same_object": wrapper is inner, "inner": len(inner.variables()),
-            "wrapper": len(wrapper.variables())}  # fmt: skip
+    return {
+        "same_object": wrapper is inner,
+        "inner": len(inner.variables()),
+        "wrapper": len(wrapper.variables()),
+    }
 
 
 def before_init():

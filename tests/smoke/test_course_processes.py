@@ -18,9 +18,17 @@ import sys
 import nbformat
 import pytest
 
+from course_helpers import (  # noqa: F401
+    check_cell,
+    edit_notebook,
+    generated,
+    instructor,
+    place_submission,
+    solution_after,
+)
+from instructor.class_report import AUTOGRADE_FAILED, read_class, write_report
 from instructor.course import ASSIGNMENT, init, release
 from instructor.ownership import not_collected
-from instructor.class_report import AUTOGRADE_FAILED, read_class, write_report
 from instructor.submission import (
     expected_metadata,
     metadata_changes,
@@ -30,10 +38,6 @@ from instructor.submission import (
     tampered_cells,
 )
 from workbook.facts import step_notebook
-
-from course_helpers import (check_cell, edit_notebook, generated, instructor,  # noqa: F401
-                            place_submission, solution_after)
-
 
 # --- the course folder and its nbgrader_config.py ---------------------------------------------
 
@@ -51,7 +55,8 @@ def test_a_course_configured_by_an_older_workbook_is_refused_with_the_fix(tmp_pa
     config = course.root / "nbgrader_config.py"
     text = config.read_text()
     old = text.replace(", sanitize_preprocessors", "").replace(
-        "c.Autograde.sanitize_preprocessors = sanitize_preprocessors()\n", "")
+        "c.Autograde.sanitize_preprocessors = sanitize_preprocessors()\n", ""
+    )
     assert old != text and "sanitize_preprocessors" not in old
     config.write_text(old)
     done = instructor("autograde", course.root, timeout=120)
@@ -67,7 +72,10 @@ def test_tampered_check_cells_are_named(generated):
     with generated.gradebook() as gradebook:
         expected = source_cells(gradebook, ASSIGNMENT)
     assert sorted(cell.grade_id for cell in expected) == [
-        "check_step_01", "check_step_06", "check_step_09", "check_step_10"
+        "check_step_01",
+        "check_step_06",
+        "check_step_09",
+        "check_step_10",
     ]
     honest = place_submission(generated, "honest", solution_after(6))
     assert tampered_cells(honest, expected) == []
@@ -135,10 +143,12 @@ def test_collect_takes_each_students_own_submission_and_names_the_rest(generated
     release(generated)
     inbound = generated.exchange_root / generated.course_id / "inbound"
     assert stat.S_IMODE(inbound.stat().st_mode) == 0o3733  # nbgrader's 2733, plus sticky
-    made = {"daemon+horovod_steps+2026-11-28 10:00:00.000000 UTC+a": "daemon",
-            "bin+horovod_steps+2026-11-28 09:00:00.000000 UTC+b": "bin",
-            "bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c": "daemon",  # forged, newer
-            "eve+horovod_steps+no time": "daemon"}
+    made = {
+        "daemon+horovod_steps+2026-11-28 10:00:00.000000 UTC+a": "daemon",
+        "bin+horovod_steps+2026-11-28 09:00:00.000000 UTC+b": "bin",
+        "bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c": "daemon",  # forged, newer
+        "eve+horovod_steps+no time": "daemon",
+    }
     for name, maker in made.items():
         folder = inbound / name
         folder.mkdir()
@@ -150,10 +160,14 @@ def test_collect_takes_each_students_own_submission_and_names_the_rest(generated
     done = instructor("collect", generated.root, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 submissions in" in done.stdout, done.stdout
-    assert ("SET ASIDE: 2 submissions not collected, never graded as the student they name"
-            in done.stdout)
-    assert ("bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c: in bin's name, but the folder "
-            "is daemon's; set aside, never graded as bin") in done.stdout
+    assert (
+        "SET ASIDE: 2 submissions not collected, never graded as the student they name"
+        in done.stdout
+    )
+    assert (
+        "bin+horovod_steps+2026-11-28 11:00:00.000000 UTC+c: in bin's name, but the folder "
+        "is daemon's; set aside, never graded as bin"
+    ) in done.stdout
     assert "eve+horovod_steps+no time: its name is not STUDENT+ASSIGNMENT+TIMESTAMP" in done.stdout
     script = generated.folder("submitted", "bin") / "fashion_mnist.py"
     assert script.read_text() == "# bin's\n"
@@ -182,12 +196,16 @@ def test_an_attendees_submit_sends_their_workbook_privately_and_says_what(genera
     config.Exchange.assignment_dir = str(tmp_path / "copy")
     config.Exchange.cache = str(tmp_path / "cache")
     config.WorkbookFolder.folder = "notebooks"
-    WorkbookSubmit(coursedir=CourseDirectory(config=config),
-                   authenticator=Authenticator(config=config), config=config).start()
+    WorkbookSubmit(
+        coursedir=CourseDirectory(config=config),
+        authenticator=Authenticator(config=config),
+        config=config,
+    ).start()
     [sent] = (generated.exchange_root / generated.course_id / "inbound").iterdir()
     released = sorted(p.name for p in generated.folder("release").iterdir())
     assert sorted(p.name for p in sent.iterdir()) == sorted(
-        released + ["timestamp.txt", "submission_secret.txt"])
+        released + ["timestamp.txt", "submission_secret.txt"]
+    )
     assert (sent / "fashion_mnist.py").read_text() == solution_after(3).read_text()
     assert {stat.S_IMODE(p.stat().st_mode) for p in sent.iterdir()} == {0o660}
     assert stat.S_IMODE(sent.stat().st_mode) == 0o770
@@ -297,5 +315,3 @@ def test_report_from_the_gradebook(tmp_path):
 
 # Autograding takes 2-10 s a student on 2 busy cores. WORKBOOK_COURSE_STEPS=1,6-10 grades fewer
 # notebooks (it needs 6, 8, 9 and 10 for aaron, erin and frank).
-
-

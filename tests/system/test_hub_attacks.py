@@ -21,17 +21,36 @@ from playwright.sync_api import expect
 from grader.reference import reference_path
 from hub import isolation, limits, workbook_copy
 from hub.classroom import COURSE_ID
-from hub_helpers import (ARTIFACTS, ASSIGNMENT, ATTENDEES, INSTRUCTOR, MEMORY_MIB, STEP_ONE,
-                         as_user, cell_index, formgrader, give, home, log_in, notebook,
-                         open_notebook, password_of, run_cell, student_nbgrader, submit_log_in)
+from hub_helpers import (
+    ARTIFACTS,
+    ASSIGNMENT,
+    ATTENDEES,
+    INSTRUCTOR,
+    MEMORY_MIB,
+    STEP_ONE,
+    as_user,
+    cell_index,
+    formgrader,
+    give,
+    home,
+    log_in,
+    notebook,
+    open_notebook,
+    password_of,
+    run_cell,
+    student_nbgrader,
+    submit_log_in,
+)
 from workbook.facts import LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
 pytestmark = [pytest.mark.timeout(900)]
 pytest_plugins = ["hub_helpers"]  # the session's hub and browser: one for both files
 
-SETUP = ("import sys\nfrom pathlib import Path\n\n"
-         "sys.path.insert(0, str(Path.cwd().parent))  # the attendee's copy of the workbook")
+SETUP = (
+    "import sys\nfrom pathlib import Path\n\n"
+    "sys.path.insert(0, str(Path.cwd().parent))  # the attendee's copy of the workbook"
+)
 FORK_LOOP = """\
 import os, signal, time
 children = []
@@ -79,15 +98,18 @@ def test_no_attendee_logs_in_as_another(hub, browser):
     name however it is written: refused. Before issue 29 one shared password opened all."""
     s, _ = hub
     alice, bob = ATTENDEES[:2]
-    tries = [(name, password_of(s, bob)) for name in (alice, alice.title(), f"{alice} ",
-                                                     f" {alice.upper()}", INSTRUCTOR)]
+    tries = [
+        (name, password_of(s, bob))
+        for name in (alice, alice.title(), f"{alice} ", f" {alice.upper()}", INSTRUCTOR)
+    ]
     tries.append((alice, s.admin_password))
     for name, password in tries:
         page = submit_log_in(browser, s, name, password)
         expect(page.locator(".alert-danger, #login_error, .login_error").first).to_be_visible()
         assert "/hub/login" in page.url, (name, page.url)
-        assert not any(cookie["name"] == "jupyterhub-hub-login"
-                       for cookie in page.context.cookies(s.url)), name
+        assert not any(
+            cookie["name"] == "jupyterhub-hub-login" for cookie in page.context.cookies(s.url)
+        ), name
         page.context.close()
 
 
@@ -124,8 +146,10 @@ def test_a_runaway_and_a_fork_loop_end_inside_the_attendees_limits(hub, browser)
     started = time.monotonic()
     run_cell(cells.nth(1))
     expect(attacker.get_by_text("appears to have died")).to_be_visible(timeout=120_000)
-    print(f"runaway allocation killed after {time.monotonic() - started:.1f} s; "
-          f"{at_limit} processes at the fork loop's end")
+    print(
+        f"runaway allocation killed after {time.monotonic() - started:.1f} s; "
+        f"{at_limit} processes at the fork loop's end"
+    )
     assert oom_kills(alice) > killed
     memory = limits.group("memory", alice)
     peak = int((memory / "memory.max_usage_in_bytes").read_text())
@@ -146,8 +170,12 @@ def test_nothing_of_the_hub_or_of_another_attendee_is_readable(hub, browser):
     alice, bob, carol = ATTENDEES
     page = log_in(browser, s, alice)  # her server runs meanwhile
     state = Path(s.state_dir)
-    for target in (state / "jupyterhub.log", s.passwords_path, state / "hub.json",
-                   state / "jupyterhub.sqlite"):
+    for target in (
+        state / "jupyterhub.log",
+        s.passwords_path,
+        state / "hub.json",
+        state / "jupyterhub.sqlite",
+    ):
         assert target.exists(), target
         reply = as_user(bob, "cat", str(target))
         assert reply.returncode != 0 and "Permission denied" in reply.stderr, (target, reply)
@@ -162,14 +190,31 @@ def test_nothing_of_the_hub_or_of_another_attendee_is_readable(hub, browser):
     # A listener as alice on her TensorBoard port (TensorBoard itself: test_hub.py).
     port = isolation.tensorboard_port(s, alice)
     python = str(Path(s.venv) / "bin" / "python")
-    server = subprocess.Popen(["runuser", "-u", alice, "--", "timeout", "60", python, "-m",
-                               "http.server", "--bind", "127.0.0.1", str(port)],
-                              cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            "runuser",
+            "-u",
+            alice,
+            "--",
+            "timeout",
+            "60",
+            python,
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            str(port),
+        ],
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and as_user(alice, "curl", "-s", "-m", "5",
-                                                      url).returncode:
+        while (
+            time.monotonic() < deadline and as_user(alice, "curl", "-s", "-m", "5", url).returncode
+        ):
             time.sleep(0.5)
         assert as_user(alice, "curl", "-sS", "-m", "5", url).returncode == 0
         refused = as_user(bob, "curl", "-sS", "-m", "5", url)
@@ -179,9 +224,25 @@ def test_nothing_of_the_hub_or_of_another_attendee_is_readable(hub, browser):
         server.wait(timeout=30)
     # bob listening first on carol's port gets nothing from carol.
     carols = isolation.tensorboard_port(s, carol)
-    squat = subprocess.Popen(["runuser", "-u", bob, "--", "timeout", "60", python, "-m",
-                              "http.server", "--bind", "127.0.0.1", str(carols)],
-                             cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    squat = subprocess.Popen(
+        [
+            "runuser",
+            "-u",
+            bob,
+            "--",
+            "timeout",
+            "60",
+            python,
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            str(carols),
+        ],
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(3)
         reply = as_user(carol, "curl", "-sS", "-m", "5", f"http://127.0.0.1:{carols}/")
@@ -246,35 +307,53 @@ def test_a_submission_is_its_authors_alone(hub, browser):
     assert sent.returncode == 0, sent.stdout + sent.stderr
     assert "Sending: " in sent.stderr and "the reading sees" in sent.stderr, sent.stderr
     [theirs] = sorted(inbound.glob(f"{bob}+{ASSIGNMENT}+*"), key=lambda p: p.stat().st_mtime)[-1:]
-    for command in (["cat", f"{theirs}/{LEARNER_SCRIPT_NAME}"],
-                    ["cat", f"{theirs}/submission_secret.txt"], ["ls", str(theirs)],
-                    ["touch", f"{theirs}/x"], ["rm", "-rf", str(theirs)],
-                    ["mv", str(theirs), f"{theirs}-mine"], ["ls", str(inbound)]):
+    for command in (
+        ["cat", f"{theirs}/{LEARNER_SCRIPT_NAME}"],
+        ["cat", f"{theirs}/submission_secret.txt"],
+        ["ls", str(theirs)],
+        ["touch", f"{theirs}/x"],
+        ["rm", "-rf", str(theirs)],
+        ["mv", str(theirs), f"{theirs}-mine"],
+        ["ls", str(inbound)],
+    ):
         reply = as_user(alice, *command)
         assert reply.returncode != 0, (command, reply)
     assert theirs.is_dir() and not (theirs / "x").exists()
 
     forged = inbound / f"{carol}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+forged"
     solution = reference_path(12)
-    made = as_user(alice, "sh", "-c", f'mkdir "{forged}" && cp "{solution}" '
-                                      f'"{forged}/{LEARNER_SCRIPT_NAME}"')
+    made = as_user(
+        alice, "sh", "-c", f'mkdir "{forged}" && cp "{solution}" "{forged}/{LEARNER_SCRIPT_NAME}"'
+    )
     assert made.returncode == 0, made  # every attendee may write into the inbound
-    line = (f"{forged.name}: in {carol}'s name, but the folder is {alice}'s; set aside, never "
-            f"graded as {carol}")
+    line = (
+        f"{forged.name}: in {carol}'s name, but the folder is {alice}'s; set aside, never "
+        f"graded as {carol}"
+    )
     try:
         teacher = log_in(browser, s, INSTRUCTOR)  # the instructor's own account reads bob's
         reply = formgrader(teacher, "collect")
         assert reply["success"] and f"NOT COLLECTED: {line}" in reply["log"], reply
         assert f"submission: {bob} {ASSIGNMENT}" in reply["log"], reply["log"]
         teacher.context.close()
-        collected = subprocess.run([sys.executable, "-m", "instructor", "collect", str(course)],
-                                   cwd=REPO, capture_output=True, text=True, timeout=300)
+        collected = subprocess.run(
+            [sys.executable, "-m", "instructor", "collect", str(course)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert collected.returncode == 0, collected.stdout + collected.stderr
         assert line in collected.stdout, collected.stdout
         script = course / "submitted" / carol / ASSIGNMENT / LEARNER_SCRIPT_NAME
         assert not script.exists() or script.read_text() != solution.read_text()
-        report = subprocess.run([sys.executable, "-m", "instructor", "report", str(course)],
-                                cwd=REPO, capture_output=True, text=True, timeout=300)
+        report = subprocess.run(
+            [sys.executable, "-m", "instructor", "report", str(course)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert report.returncode == 0, report.stdout + report.stderr
         assert "Set aside at collect" in report.stdout and line in report.stdout, report.stdout
     finally:

@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from instructor.autograde import failure_reason
+from instructor.class_report import GRADED, ClassReport, StudentRow
 from instructor.config import CELL_TIMEOUT, IGNORED_STDERR, ZIP_REGEXP
 from instructor.course import (
     ALL_STEPS,
@@ -28,7 +29,6 @@ from instructor.course import (
     step_notebooks,
 )
 from instructor.heatmap import write_heatmap
-from instructor.class_report import GRADED, ClassReport, StudentRow
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME, STEPS, chain_file_name, step_notebook
 from workbook.paths import REPO, SOLUTIONS_DIR
 
@@ -222,9 +222,7 @@ def test_heatmap_keeps_rows_legible_for_200_students(tmp_path):
     from instructor import heatmap
 
     def rows(n):
-        return [
-            StudentRow(f"s{i:03d}", GRADED, {s: s <= i % 13 for s in STEPS}) for i in range(n)
-        ]
+        return [StudentRow(f"s{i:03d}", GRADED, {s: s <= i % 13 for s in STEPS}) for i in range(n)]
 
     heights = {}
     for n in (10, 200):
@@ -236,5 +234,3 @@ def test_heatmap_keeps_rows_legible_for_200_students(tmp_path):
 
 # Autograding takes 2-10 s a student on 2 busy cores. WORKBOOK_COURSE_STEPS=1,6-10 grades fewer
 # notebooks (it needs 6, 8, 9 and 10 for aaron, erin and frank).
-
-

@@ -80,16 +80,20 @@ def test_a_submission_is_the_students_only_when_their_account_made_all_of_it(tmp
     assert ownership.not_their_own(own, nobody, trusted=set()) == ""
     forged = submission_of(tmp_path / "forged", STRANGER, {"fashion_mnist.py": STRANGER})
     assert ownership.not_their_own(forged, nobody, trusted=set()) == (
-        f"in {nobody}'s name, but the folder is uid {STRANGER}'s")
-    planted = submission_of(tmp_path / "planted", NOBODY, {"a.ipynb": NOBODY,
-                                                           "fashion_mnist.py": STRANGER})
+        f"in {nobody}'s name, but the folder is uid {STRANGER}'s"
+    )
+    planted = submission_of(
+        tmp_path / "planted", NOBODY, {"a.ipynb": NOBODY, "fashion_mnist.py": STRANGER}
+    )
     assert ownership.not_their_own(planted, nobody, trusted=set()) == (
-        f"in {nobody}'s name, but fashion_mnist.py is uid {STRANGER}'s")
+        f"in {nobody}'s name, but fashion_mnist.py is uid {STRANGER}'s"
+    )
     link = tmp_path / "planted" / "link"
     link.symlink_to("/etc/passwd")  # root's link: the link counts, not what it points to
     assert "link is root's" in ownership.not_their_own(planted, nobody, trusted={STRANGER})
     assert ownership.not_their_own(forged, "no-such-student-x", trusted=set()) == (
-        f"no account is named 'no-such-student-x'; the folder is uid {STRANGER}'s")
+        f"no account is named 'no-such-student-x'; the folder is uid {STRANGER}'s"
+    )
     # Root and the instructor who collects may have made any submission (tests, LMS uploads).
     assert ownership.not_their_own(forged, nobody, trusted={STRANGER}) == ""
     assert os.geteuid() in ownership.trusted_uids() and 0 in ownership.trusted_uids()
@@ -120,10 +124,14 @@ def test_a_submission_is_private_from_its_first_byte(tmp_path):
     inbound.mkdir()
     inbound.chmod(0o2733)  # as nbgrader's release makes it
     dest = inbound / "ana+a+t+x"
-    exchange.copy_private(work, dest, ["01_a.ipynb", "fashion_mnist.py"], None,
-                          {"submission_secret.txt": "s"})
+    exchange.copy_private(
+        work, dest, ["01_a.ipynb", "fashion_mnist.py"], None, {"submission_secret.txt": "s"}
+    )
     assert sorted(p.name for p in dest.iterdir()) == [
-        "01_a.ipynb", "fashion_mnist.py", "submission_secret.txt"]
+        "01_a.ipynb",
+        "fashion_mnist.py",
+        "submission_secret.txt",
+    ]
     assert (dest / "fashion_mnist.py").read_text() == "fashion_mnist.py"
     for path in [dest, *dest.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode) & 0o777
@@ -160,8 +168,9 @@ def test_feedback_that_cannot_be_released_is_named_and_the_others_are_released(t
         (folder / "timestamp.txt").write_text("2026-11-28 10:00:00.000000 UTC")
         if student != "ben":
             (folder / "submission_secret.txt").write_text(f"{student}'s secret")
-    release = exchange.ReleaseFeedbackPerStudent(coursedir=CourseDirectory(config=config),
-                                                 config=config)
+    release = exchange.ReleaseFeedbackPerStudent(
+        coursedir=CourseDirectory(config=config), config=config
+    )
     with pytest.raises(ExchangeError) as failed:
         release.start()
     assert "ben: no submission_secret.txt in their feedback folder" in str(failed.value)
@@ -173,8 +182,11 @@ def test_feedback_that_cannot_be_released_is_named_and_the_others_are_released(t
 def test_the_assignments_list_shows_the_workbook_as_the_fetched_assignment(tmp_path):
     """One copy of each notebook: the Assignments list's notebooks are the workbook's own
     (the same paths as the attendee's tabs), and there is nothing to fetch."""
-    config = course_config(tmp_path, WorkbookFolder={"folder": "notebooks"},
-                           Exchange={"assignment_dir": str(tmp_path / "copy")})
+    config = course_config(
+        tmp_path,
+        WorkbookFolder={"folder": "notebooks"},
+        Exchange={"assignment_dir": str(tmp_path / "copy")},
+    )
     release = tmp_path / "exchange" / "c" / "outbound" / "a"
     release.mkdir(parents=True)
     work = tmp_path / "copy" / "notebooks"
@@ -184,15 +196,23 @@ def test_the_assignments_list_shows_the_workbook_as_the_fetched_assignment(tmp_p
         (work / name).write_text("{}")
     (work / "00_welcome.ipynb").write_text("{}")
     config.CourseDirectory.assignment_id = ""
-    lister = exchange.WorkbookList(coursedir=CourseDirectory(config=config),
-                                   authenticator=Authenticator(config=config), config=config)
+    lister = exchange.WorkbookList(
+        coursedir=CourseDirectory(config=config),
+        authenticator=Authenticator(config=config),
+        config=config,
+    )
     [listed] = lister.start()
     assert listed["status"] == "fetched" and listed["path"] == str(work)
-    assert [nb["path"] for nb in listed["notebooks"]] == [str(work / "01_a.ipynb"),
-                                                          str(work / "02_b.ipynb")]
+    assert [nb["path"] for nb in listed["notebooks"]] == [
+        str(work / "01_a.ipynb"),
+        str(work / "02_b.ipynb"),
+    ]
     config.CourseDirectory.assignment_id = "a"
-    fetch = exchange.WorkbookFetch(coursedir=CourseDirectory(config=config),
-                                   authenticator=Authenticator(config=config), config=config)
+    fetch = exchange.WorkbookFetch(
+        coursedir=CourseDirectory(config=config),
+        authenticator=Authenticator(config=config),
+        config=config,
+    )
     with pytest.raises(ExchangeError, match="Nothing to fetch: your workbook"):
         fetch.start()
     assert not (tmp_path / "copy" / "a").exists()

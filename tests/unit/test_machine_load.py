@@ -1,6 +1,8 @@
 """How busy the machine is, said at once and used by every estimate (workbook.machine_load,
 the runner's live line, workbook.estimates before a run has a pace of its own)."""
 
+import re
+
 import pytest
 
 from workbook import estimates, machine_load
@@ -26,16 +28,26 @@ def test_the_load_is_measured_here_and_now():
 
 
 def test_the_estimates_before_a_run_scale_the_quiet_machines_time_by_the_load_now():
+    # The quiet figure is the committed run profile's (bench/results), whatever it is now.
     quiet = estimates.check_run(2, 120, load=QUIET)
-    assert quiet.startswith(
-        "13-14 s on the benchmark's quiet 2-core machine, and this one is "
-        "quiet now; never more than 120 s of the machine's time"
+    figures = re.match(
+        r"(\d+)-(\d+) s on the benchmark's quiet 2-core machine, and this one is quiet now; "
+        r"never more than 120 s of the machine's time$",
+        quiet,
     )
+    assert figures, quiet
+    low, high = (float(figure) for figure in figures.groups())
     busy = estimates.check_run(2, 120, load=BUSY)
-    assert (
-        "now other programs are taking 95% of the CPU (2 cores, load 13.2): up to about "
-        "1.6-1.7 min here, 7.6x, if they go on so" in busy
+    scaled = re.search(
+        r"now other programs are taking 95% of the CPU \(2 cores, load 13.2\): up to about "
+        r"([\d.]+)-([\d.]+) (s|min) here, 7.6x, if they go on so",
+        busy,
     )
+    assert scaled, busy
+    unit = 60 if scaled.group(3) == "min" else 1
+    # 7.6x the quiet figures (each rounded on its own: to the second, to a tenth of a minute)
+    assert float(scaled.group(1)) * unit == pytest.approx(low * BUSY.slowdown, abs=0.5 * 7.6 + 3)
+    assert float(scaled.group(2)) * unit == pytest.approx(high * BUSY.slowdown, abs=0.5 * 7.6 + 3)
     assert "10-40 s" not in busy
     baseline = estimates.before_baseline(load=BUSY)
     assert "the baseline took 5.1-5.6 min from launch to end" in baseline
