@@ -20,7 +20,8 @@ Sandbox.wrap(argv, env) turns the run's command (horovodrun and everything it st
   grader/live/), and `readable` (the script's folder, its data). Nothing else of the checkout
   (solutions, rosters, courses, gradebooks, notebooks), no /home, /root, /srv, /var. `hidden`
   folders inside any of those get an empty tmpfs over them. /tmp and /dev/shm are private
-  tmpfs of Limits.tmp_bytes.
+  (fresh for each launch): as root, two folders of one tmpfs of Limits.tmp_bytes and
+  Limits.inodes files; not root, bwrap's tmpfs of Limits.tmp_bytes each (no inode limit).
 - Writable: only the `writable` folders (the probe's records, the script's --log-dir). As root
   each gets a tmpfs mounted on it on this machine (Limits.disk_bytes and Limits.inodes; nosuid,
   nodev, nosymfollow), owned by the sandbox user, kept from one launch to the next: the grader
@@ -119,7 +120,7 @@ class Limits:
     disk_bytes: int = 256 * MiB  # each writable folder (the size of its tmpfs)
     inodes: int = 4096  # files and folders in each writable folder (its tmpfs's nr_inodes)
     output_bytes: int = 8 * MiB  # stdout and stderr of a launch, together (box_keeper.py)
-    tmp_bytes: int = 256 * MiB  # the private /tmp, and /dev/shm
+    tmp_bytes: int = 256 * MiB  # the private /tmp and /dev/shm (together, as root)
     file_bytes: int = 256 * MiB  # any one file written (RLIMIT_FSIZE)
     open_files: int = 4096  # RLIMIT_NOFILE
 
@@ -231,6 +232,8 @@ class Sandbox:
                 make_owned(folder, uid, gid)  # inside one of those: that tmpfs bounds it
             procs = make_cgroups(limits)
             self._held["cgroups"].append(procs)
+            scratch = mount_scratch(limits, uid, gid)
+            self._held["scratch"].append(scratch)
             enter = [
                 "/bin/sh",
                 "-c",
@@ -252,8 +255,8 @@ class Sandbox:
             for folder in self.writable:
                 Path(folder).mkdir(parents=True, exist_ok=True)
             rlimits += [f"--data={limits.memory_bytes}", f"--nproc={limits.processes}"]
-            enter, drop = [], []
-        box = [bwrap, *self._namespaces(), *self._files(), *self._environment(env)]
+            enter, drop, scratch = [], [], None
+        box = [bwrap, *self._namespaces(), *self._files(scratch), *self._environment(env)]
         keeper = [sys.executable, "-I", "-S", str(KEEPER), str(limits.output_bytes)]
         # The keeper before the drop: as root, the script can neither kill nor trace it.
         return [*enter, "prlimit", *rlimits, "--", *box, "--", *keeper, *drop, *argv]
@@ -271,7 +274,10 @@ class Sandbox:
             "--new-session",
         ]
 
-    def _files(self) -> list[str]:
+    def _files(self, scratch: Path | None) -> list[str]:
+        """bwrap's arguments for the box's folders; /tmp and /dev/shm are folders of `scratch`
+        (a tmpfs with an inode limit, as root) or, without it, bwrap's own tmpfs (a size
+        limit only: bwrap has no option for nr_inodes)."""
         args = []
         folders = _Folders(args)
         for path in SYSTEM:
@@ -285,8 +291,13 @@ class Sandbox:
                 folders.bind("--ro-bind", target)
         args += ["--proc", "/proc", "--dev", "/dev"]
         folders.mounts += [(Path("/proc"), False), (Path("/dev"), False)]
-        folders.tmpfs(Path("/tmp"), "1777", self.limits.tmp_bytes)
-        folders.tmpfs(Path("/dev/shm"), "1777", self.limits.tmp_bytes)
+        if scratch is None:
+            folders.tmpfs(Path("/tmp"), "1777", self.limits.tmp_bytes)
+            folders.tmpfs(Path("/dev/shm"), "1777", self.limits.tmp_bytes)
+        else:
+            args += ["--bind", str(scratch / "tmp"), "/tmp", "--bind", str(scratch / "shm")]
+            args += ["/dev/shm"]
+            folders.mounts += [(Path("/tmp"), False), (Path("/dev/shm"), False)]
         # Outer folders first, so that each mount lands on the ones around it: the course hidden
         # inside the repository, the student's folder shown again inside the course.
         shown = [*sorted(python_folders()), *CODE, *self.readable, *self.outer_writable]
@@ -347,6 +358,10 @@ class Sandbox:
             procs = self._held["cgroups"].pop()
             self._held["hit"].update(cgroup_limits_hit(procs))
             remove_cgroups(procs)
+        while self._held["scratch"]:  # each launch's /tmp and /dev/shm: fresh for the next
+            scratch = self._held["scratch"].pop()
+            self._held["hit"].update(tmpfs_limits_hit(scratch))
+            unmount(scratch)
 
     def close(self) -> None:
         """end_launch(), then unmounts the writable folders' tmpfs: what the script wrote there
@@ -418,7 +433,7 @@ _OPEN: dict[int, dict] = {}  # what every sandbox holds: released at exit, if cl
 
 
 def _nothing_held() -> dict:
-    return {"mounts": [], "cgroups": [], "hit": set()}
+    return {"mounts": [], "cgroups": [], "scratch": [], "hit": set()}
 
 
 def allowed_variable(name: str) -> bool:
@@ -433,8 +448,11 @@ def _release_all() -> None:
 
 
 def python_folders() -> set[Path]:
-    """This Python's environment and installation (a venv's python links to the latter)."""
-    return {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    """This Python's environment and installation (a venv's python links to the latter), also
+    by the path it is started from when that passes through a link (a linked .venv): the box
+    starts sys.executable by that path."""
+    prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    return {Path(p).resolve() for p in prefixes} | {Path(p).absolute() for p in prefixes}
 
 
 def user_namespaces_work(bwrap: str) -> bool:
@@ -579,6 +597,22 @@ def mount_tmpfs(folder: Path, size: int, inodes: int, uid: int, gid: int) -> Pat
     finally:
         shutil.rmtree(kept, ignore_errors=True)
     return folder
+
+
+def mount_scratch(limits: Limits, uid: int, gid: int) -> Path:
+    """A launch's /tmp and /dev/shm (its folders `tmp` and `shm`): one tmpfs of tmp_bytes and
+    `inodes` files for both, in a new root-only folder of the host's temporary folder."""
+    scratch = mount_tmpfs(
+        Path(tempfile.mkdtemp(prefix="workbook-box-tmp-")),
+        limits.tmp_bytes,
+        limits.inodes,
+        uid,
+        gid,
+    )
+    for name in ("tmp", "shm"):
+        (scratch / name).mkdir(mode=0o700)
+        os.lchown(scratch / name, uid, gid)
+    return scratch
 
 
 def make_owned(folder: Path, uid: int, gid: int) -> None:

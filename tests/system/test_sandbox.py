@@ -276,6 +276,39 @@ def test_filling_the_disk_stops_at_the_limit(box, tmp_path):
     assert plain["run"] == [most, "ok"], plain
 
 
+MANY_TMP_FILES = """
+    import json, os, sys
+    out = {"left": sorted(os.listdir("/tmp")) + sorted(os.listdir("/dev/shm"))}
+    for folder in ("/tmp", "/dev/shm"):
+        made = 0
+        try:
+            for made in range(int(sys.argv[1])):
+                open(os.path.join(folder, f"f{made}"), "w").close()
+            out[folder] = [made + 1, "ok"]
+        except OSError as error:
+            out[folder] = [made, error.strerror]
+    print("RESULT " + json.dumps(out))
+"""
+
+
+@needs_root
+def test_files_in_tmp_and_shm_stop_at_the_inode_limit_and_go_with_the_launch(tmp_path):
+    """/tmp and /dev/shm share one tmpfs with an inode limit (bwrap's own --tmpfs has none), and
+    each launch gets a fresh one: a second launch does not find the first's files."""
+    limits = Limits(memory_bytes=512 << 20, processes=64, cpu_seconds=20, inodes=256)
+    with Sandbox(limits) as box:
+        for launch in (1, 2):
+            _, boxed, _ = run_hostile(MANY_TMP_FILES, tmp_path / f"{launch}", 5000, sandbox=box)
+            box.end_launch()
+            # (bwrap makes the folders above the run's inside /tmp: no file of a launch before)
+            assert boxed is not None and not [f for f in boxed["left"] if f[0] == "f"], boxed
+            made_tmp, error_tmp = boxed["/tmp"]
+            assert error_tmp == "No space left on device" and made_tmp < limits.inodes, boxed
+            assert boxed["/dev/shm"] == [0, "No space left on device"], boxed  # one budget
+        assert "files" in box.hit()
+    assert not [m for m in Path("/proc/self/mountinfo").read_text().splitlines() if "box-tmp" in m]
+
+
 MEMORY = """
     import json, sys
     blocks = []
