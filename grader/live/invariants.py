@@ -322,6 +322,16 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
     rank, excess = rounding_excess(before, updates)
     if excess <= 1:
         return averaged_not_summed(evidence)
+    unequal_rates = _first_rates_differ(evidence)
+    if unequal_rates:
+        return finding(
+            4,
+            CANT_TELL,
+            f"can't tell: in the first training step rank 0 and rank {rank} changed their "
+            f"weights differently, but they already trained it at different learning rates "
+            f"({unequal_rates}): that differs first (the learning rate's steps), and it alone "
+            "makes the updates differ",
+        )
     plain = [
         rank
         for rank, record in sorted(evidence.ranks(1).items())
@@ -342,6 +352,22 @@ def identical_updates(evidence: Evidence, setting: Setting) -> Result:
         "Wrap the optimizer: opt = hvd.DistributedOptimizer(opt), and compile the model with it; "
         "it averages the gradients of all workers before every update.",
     )
+
+
+def _first_rates_differ(evidence: Evidence) -> str:
+    """'rank 0: A, rank N: B' when the ranks' first training step of launch 1 ran at different
+    learning rates (beyond float32 rounding), else ""."""
+    first = {}
+    for rank, record in sorted(evidence.ranks(1).items()):
+        rates = record.learning_rates()
+        if rates and rates[min(rates)] and rates[min(rates)][0] is not None:
+            first[rank] = rates[min(rates)][0]
+    if 0 not in first:
+        return ""
+    for rank, rate in first.items():
+        if abs(rate - first[0]) > SAME_RATE * max(abs(first[0]), abs(rate)):
+            return f"rank 0: {first[0]:.4g}, rank {rank}: {rate:.4g}"
+    return ""
 
 
 def averaged_not_summed(evidence: Evidence) -> Result:

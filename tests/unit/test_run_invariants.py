@@ -211,6 +211,18 @@ def test_updates_that_differ_beyond_rounding_fail(tmp_path):
     assert "hvd.DistributedOptimizer" in found.hint
 
 
+def test_updates_that_differ_because_the_learning_rates_differ_blame_the_rates(tmp_path):
+    """Issue 37 (3): what differs first is blamed: rank 1 trained at 1.5 times rank 0's rate,
+    so its update is 1.5 times larger though the gradients were averaged."""
+    faster = [rate * 1.5 for rate in WARMUP]
+    records = good_ranks(tmp_path, lr=({"0": WARMUP, "1": [0.025] * 4}, {"0": faster}))
+    first_step(records[1], weights(1), weights(9) * 1e-3 * 1.5)
+    found = judged(tmp_path, 4)[4]
+    assert found.status == CANT_TELL and "at different learning rates (rank 0: " in found.message
+    assert "that differs first" in found.message
+    assert judged(tmp_path, 11)[11].status == FAILED  # the schedule's step fails on the rates
+
+
 def test_summed_gradients_fail_and_averaged_ones_hold(tmp_path):
     records = good_ranks(tmp_path)
     local = {0: weights(3), 1: weights(4)}
