@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from functools import partial
 from pathlib import Path
 
-from grader import guard, judge, reference, strict
+from grader import guard, judge, reference, reference_swap, strict
 from grader.bonus import BONUSES
 from grader.bonus import run as bonus_run
 from grader.guard import CANT_TELL_SAYS, Check
@@ -101,8 +102,32 @@ def judge_file(
     if run.run is not None and run.run.outcome == NOT_RUN and not run.file_problem:
         raise RunUnavailable(run.message)  # this machine's fault, not the script's
     decided = judge.decide(static, run)
+    again = _run_swapped(path, run, sandbox=sandbox, work_dir=work_dir, **options)
+    if again is not None:
+        decided = judge.after_the_swap(decided, static, run, *again)
     decided.run = run.run  # how the run went: re-runs, code not the script's (grader.report.Run)
     return decided
+
+
+def _run_swapped(path, run: Result, **run_options):
+    """(the swap, its run) when `run` crashed or hung on the code of one step and that step's
+    line could be swapped for the reference's (grader/reference_swap.py); else None."""
+    blamed = judge.blamed_steps(run, {detail.step: detail for detail in run.details})
+    if len(blamed) != 1 or run.run.foreign:
+        return None
+    try:
+        source = read_source(path)
+    except FileProblem:
+        return None
+    lines = reference_swap.failing_lines(source, run.run)
+    swap = reference_swap.swapped(source, lines, next(iter(blamed)))
+    if swap is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="swapped-", dir=run_options.get("work_dir")) as folder:
+        os.chmod(folder, 0o755)  # the sandbox's account reads the script
+        script = Path(folder) / Path(path).name
+        script.write_text(swap.source, encoding="utf-8")
+        return swap, run_step(LAST_STEP, script, quiet=True, **run_options)
 
 
 class RunUnavailable(RuntimeError):

@@ -37,7 +37,7 @@ import re
 from dataclasses import replace
 
 from grader import reference
-from grader.live.outcome import CRASHED, HUNG, UNFINISHED
+from grader.live.outcome import CRASHED, HUNG, NOT_RUN, UNFINISHED
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
 # What a run on this machine can't show, per step; the reading decides that part.
@@ -112,6 +112,31 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
         decided_by=NEITHER,
         message=f"neither check could decide; counted as done for now. The run: "
         f"{unseen}. The reading: {static.message}",
+    )
+
+
+def after_the_swap(decided: Results, static: Results, first: Result, swap, second: Result):
+    """`decided` (from `first`, a run that crashed on step swap.step's line) with the steps that
+    run did not show decided by `second`, the run of the script with that line swapped for the
+    reference's (grader/reference_swap.py), saying so. The blamed step keeps its verdict; so
+    does every step the first run showed. Unchanged when the swap did not take the crash away."""
+    stopped = second.run is None or second.run.outcome in ENDED_EARLY + (NOT_RUN,)
+    if stopped and (second.run is None or second.run.line == swap.line):
+        return decided
+    shown = {d.step for d in first.details if d.status != CANT_TELL and not d.withheld}
+    again = {result.step: result for result in decide(static, second)}
+    return Results(
+        replace(
+            again[result.step],
+            message=f"{again[result.step].message} (shown by {swap.words()}, as the first run "
+            f"stopped at step {swap.step}'s mistake)",
+        )
+        if result.step != swap.step
+        and result.step not in shown
+        and again.get(result.step) is not None
+        and again[result.step].decided_by == RUN
+        else result
+        for result in decided
     )
 
 
@@ -196,7 +221,7 @@ def step_of_name(name: str, steps: list) -> int | None:
 def step_of_assigned_name(code: str, steps: list) -> int | None:
     """The one step among `steps` whose added reference lines assign a name `code` uses
     (`resume_from_epoch = ...`: a print of it fails for the resume's fault), if exactly one."""
-    used = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", _normalized(code)))
+    used = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", normalized_code(code)))
     assigning = {
         step
         for step in steps
@@ -224,7 +249,7 @@ def step_of_quoted_name(exception: str, steps: list) -> int | None:
 def step_of_line(code: str, steps: list) -> int | None:
     """The step among `steps` whose lines in the reference chain `code` is most like, if any
     is alike enough."""
-    code = _normalized(code)
+    code = normalized_code(code)
     if not code:
         return None
     # A traceback shows a statement's first line only: `model = hvd.load_model(` is as much
@@ -244,11 +269,12 @@ def added_lines(step: int) -> list:
     lines = []
     for line in reference.expected_diff(step).splitlines():
         if line.startswith("+") and not line.startswith("+++"):
-            text = _normalized(line[1:])
+            text = normalized_code(line[1:])
             if text and not text.startswith("#"):
                 lines.append(text)
     return lines
 
 
-def _normalized(code: str) -> str:
+def normalized_code(code: str) -> str:
+    """`code` with its whitespace runs made one space and its double quotes single."""
     return re.sub(r"\s+", " ", (code or "").replace('"', "'")).strip()
