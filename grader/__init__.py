@@ -35,6 +35,7 @@ from grader.bonus import run as bonus_run
 from grader.guard import CANT_TELL_SAYS, Check
 from grader.live import run_step
 from grader.live.outcome import NOT_RUN
+from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
 from grader.names import Script
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
@@ -47,6 +48,9 @@ LAST_STEP = STEPS[-1]
 STRICT_HINT = "Only comments, blank lines and formatting may differ; docstrings count as code."
 # Set by the instructor's grading kernel: a JSON file of the student's decided verdicts.
 JUDGED_VARIABLE = "WORKBOOK_JUDGED"
+# The least time worth a second run after a crash (the reference's two launches take about 20 s
+# of a quiet 2-core machine's time; grader/README.md's run profile).
+MIN_SWAP_RUN_S = 30
 
 __all__ = [
     "check_step",
@@ -121,8 +125,11 @@ def _run_swapped(path, run: Result, **run_options):
         return None
     lines = reference_swap.failing_lines(source, run.run)
     swap = reference_swap.swapped(source, lines, next(iter(blamed)))
-    if swap is None:
+    # One time limit for the whole judgement: the second run gets what the first left.
+    left = run_options.pop("timeout", RUN_TIMEOUT_S) - run.run.counted_seconds
+    if swap is None or left < MIN_SWAP_RUN_S:
         return None
+    run_options["timeout"] = left
     with tempfile.TemporaryDirectory(prefix="swapped-", dir=run_options.get("work_dir")) as folder:
         os.chmod(folder, 0o755)  # the sandbox's account reads the script
         script = Path(folder) / Path(path).name

@@ -128,7 +128,7 @@ def after_the_swap(decided: Results, static: Results, first: Result, swap, secon
     return Results(
         replace(
             again[result.step],
-            message=f"{again[result.step].message} (shown by {swap.words()}, as the first run "
+            message=f"{again[result.step].message} (shown by {swap.words()}: the first run "
             f"stopped at step {swap.step}'s mistake)",
         )
         if result.step != swap.step

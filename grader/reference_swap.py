@@ -31,8 +31,8 @@ class Swap:
 
     def words(self) -> str:
         return (
-            f"a second run with line {self.line} (`{self.before.strip()}`, step {self.step}'s) "
-            f"replaced by the reference's `{self.after.strip()}`"
+            f"a second run with step {self.step}'s line {self.line} swapped for the reference's "
+            f"`{self.after.strip()}`"
         )
 
 

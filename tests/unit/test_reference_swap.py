@@ -21,7 +21,8 @@ def test_a_callback_class_becomes_the_references_instance_in_the_scripts_indenta
     assert swap is not None and swap.step == 7
     assert swap.after == "        hvd.callbacks.MetricAverageCallback(),"
     assert swap.source == SOLUTION.replace(AVERAGE, "    " + AVERAGE)
-    assert "(`hvd.callbacks.MetricAverageCallback,`, step 7's) replaced by" in swap.words()
+    assert swap.before == "        hvd.callbacks.MetricAverageCallback,"
+    assert f"step 7's line {swap.line} swapped for the reference's `hvd" in swap.words()
     ast.parse(swap.source)
 
 
