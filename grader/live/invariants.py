@@ -839,22 +839,33 @@ def _files_under(folder: str) -> list:
     return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
 
 
+def _written_elsewhere(paths: list) -> str:
+    """What a rank opened for writing outside its --log-dir (its CSV log, its own files)."""
+    names = _names(paths)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{len(names)} file{'s' if len(names) > 1 else ''} outside its --log-dir ({shown})"
+
+
 def one_writer(evidence: Evidence, setting: Setting) -> Result:
     records = evidence.ranks(1)
     if len(records) < evidence.np:
         return not_shown(9, _not_reached(evidence, records, "started"))
     pids = {record.data["pid"]: rank for rank, record in records.items()}
     logs = event_file_writers([setting.log_dir], pids)
-    saved, private = {}, {}
+    saved, private, elsewhere = {}, {}, {}
     for run in sorted(evidence.runs):
         for rank, record in sorted(evidence.ranks(run).items()):
             saved.setdefault(rank, []).extend(record.data.get("saved") or [])
             if rank:
-                private.setdefault(rank, []).extend(
-                    _files_under(setting.private_log_dir(rank, run))
+                own = setting.private_log_dir(rank, run)
+                private.setdefault(rank, []).extend(_files_under(own))
+                elsewhere.setdefault(rank, []).extend(
+                    path
+                    for path in record.data.get("wrote") or []
+                    if not path.startswith(own.rstrip("/") + "/") and path not in saved[rank]
                 )
     writers = {}
-    for rank in sorted(set(saved) | set(private)):
+    for rank in sorted(set(saved) | set(private) | set(elsewhere)):
         wrote = writers.setdefault(rank, [])
         if saved.get(rank):
             wrote.append("checkpoints (" + ", ".join(_names(saved[rank])) + ")")
@@ -862,6 +873,8 @@ def one_writer(evidence: Evidence, setting: Setting) -> Result:
             wrote.append(
                 f"{len(private[rank])} files into its own --log-dir ({_names(private[rank])[0]}...)"
             )
+        if elsewhere.get(rank):
+            wrote.append(_written_elsewhere(elsewhere[rank]))
     if logs.get(0):
         writers.setdefault(0, []).append("TensorBoard logs")
     others = [rank for rank, wrote in writers.items() if rank and wrote]

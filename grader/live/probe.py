@@ -30,7 +30,9 @@ before and after the first step go to .npy files beside it. Only the standard li
 TensorFlow and Horovod: this runs in the worker, which must not import the grader.
 """
 
+import builtins
 import inspect
+import io
 import json
 import os
 import runpy
@@ -688,6 +690,51 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         setattr(model_class, method, saving)
 
     install_collective_hooks(script)
+    install_write_hooks(tf)
+
+
+WROTE_MOST = 64  # the distinct paths a rank's record lists as opened for writing
+NOT_OUTPUT = ("/dev/", "/proc/", "/sys/")
+
+
+def noted_write(path, mode) -> None:
+    """Notes in the record that this rank opens `path` for writing, before it does (a write
+    that then fails, into a folder only rank 0 made, counts too). Not the probe's own records,
+    nor a file in a dot-folder (a library's cache or settings: ~/.keras, ~/.cache)."""
+    record = Current.record
+    if record is None or not isinstance(path, (str, bytes, os.PathLike)):
+        return
+    if not isinstance(mode, str) or not any(flag in mode for flag in "wax+"):
+        return
+    name = os.path.abspath(os.fsdecode(path))
+    if name.startswith((os.path.abspath(record.folder) + os.sep, *NOT_OUTPUT)) or any(
+        part.startswith(".") for part in name.split(os.sep)
+    ):
+        return
+    wrote = record.data.setdefault("wrote", [])
+    if name not in wrote and len(wrote) < WROTE_MOST:
+        wrote.append(name)
+        record.save()
+
+
+def install_write_hooks(tf) -> None:
+    """Python's open() and TensorFlow's GFile (Keras's CSVLogger writes through it) note the
+    files the script writes (step 9: only rank 0 writes, wherever it writes)."""
+    original_open = builtins.open
+
+    def open_noting(file, mode="r", *args, **kwargs):
+        noted_write(file, mode)
+        return original_open(file, mode, *args, **kwargs)
+
+    builtins.open = io.open = open_noting
+    gfile = tf.io.gfile.GFile
+    original_init = gfile.__init__
+
+    def gfile_init(self, name, mode="r"):
+        noted_write(name, mode)
+        original_init(self, name, mode)
+
+    gfile.__init__ = gfile_init
 
 
 def install_collective_hooks(script: str) -> None:

@@ -80,6 +80,9 @@ TIMEOUT_S = 120
 # The wall clock may run this many times the limit, and a minute (horovodrun and TensorFlow
 # start), before the machine cut the run.
 WALL_CAP, WALL_SLACK_S = 6, 60
+# The folder the script starts in, in the box: a file it writes by a relative name (its own CSV
+# log) is written there, as in the learner's notebooks/ folder, not refused.
+WORKING_FOLDER = "work"
 STALL_S = 30  # no rank got any further for this long (counted): the run is stopped
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
@@ -283,6 +286,7 @@ def _attempt(
     attempt = Attempt(folder, None, 0, 0.0, clock)
     try:
         records.mkdir(parents=True)
+        (box / WORKING_FOLDER).mkdir()  # where the script starts: writable, goes with the box
         kept.mkdir()
         # The script alone, in a folder of its own: nothing else of the learner's folder (a
         # numpy.py beside it, say) is on the run's sys.path, or in its sandbox.
@@ -419,7 +423,7 @@ def _run_watched(
         timeout=wall_left,
         run_name=name,
         env=launch.env,
-        cwd=script.parent,
+        cwd=log_dir.parent / WORKING_FOLDER,
         logs_root=log_dir.parent,
         sandbox=sandbox,
     )

@@ -160,11 +160,9 @@ class Sandbox:
         releases what both made)."""
         writable = tuple(dict.fromkeys(Path(p).resolve() for p in (*self.writable, *writable)))
         readable = (Path(p).resolve() for p in (*self.readable, *readable))
-        return replace(
-            self,
-            writable=writable,
-            readable=tuple(dict.fromkeys(p for p in readable if p not in writable)),
-        )
+        # A folder inside a writable one is shown as that one is: writable.
+        readable = (p for p in readable if not any(p.is_relative_to(w) for w in writable))
+        return replace(self, writable=writable, readable=tuple(dict.fromkeys(readable)))
 
     @property
     def outer_writable(self) -> tuple[Path, ...]:
@@ -203,7 +201,7 @@ class Sandbox:
         """The command that runs `argv` in the box, as the runner calls it (RunOptions.sandbox):
         `env` the environment it will get (only allowed variables reach the box; the folders
         named by `writable_variables` in it are writable), `cwd` the folder it starts in (shown
-        read-only), `writable` more folders it writes (the run's --log-dir). As root, mounts
+        read-only, unless inside a writable one), `writable` more folders it writes (the run's --log-dir). As root, mounts
         the writable folders' tmpfs and makes the run's cgroups: close() releases them.
         SandboxUnavailable when the box can't be built."""
         env = env or {}

@@ -710,3 +710,31 @@ def test_what_a_grader_killed_with_sigkill_held_is_released_by_the_next(tmp_path
         assert not os.path.ismount(folder) and not any(p.exists() for p in cgroups)
         assert os.path.ismount(tmp_path / "live")
     assert not os.path.ismount(tmp_path / "live")
+
+
+@needs_root
+@pytest.mark.timeout(400)
+def test_rank_0s_own_csv_log_is_written_and_another_ranks_file_anywhere_fails_step_9(tmp_path):
+    """Issue 37 (6): the script starts in a writable folder of the box (rank 0's CSVLogger by a
+    relative name is not refused), and a file any other rank opens for writing, wherever, makes
+    it a second writer."""
+    from grader.live.outcome import FINISHED
+    from grader.live.run import run_step
+
+    rank0 = "if hvd.rank() == 0:\n"
+    text = REFERENCE.read_text(encoding="utf-8")
+    assert text.count(rank0) == 1
+    text = text.replace(
+        rank0, rank0 + "    callbacks.append(tf.keras.callbacks.CSVLogger('training.csv'))\n"
+    )
+    text += "\nopen(f'notes-{hvd.rank()}.txt', 'w').write('done')\n"
+    script = tmp_path / "student" / "fashion_mnist.py"
+    script.parent.mkdir()
+    script.write_text(text)
+    with Sandbox() as sandbox:
+        result = run_step(12, script, work_dir=tmp_path / "work", quiet=True, sandbox=sandbox)
+    assert result.run.outcome == FINISHED, result.message
+    nine = next(finding for finding in result.details if finding.step == 9)
+    assert nine.status == "failed", nine.message
+    assert "rank 1 wrote 1 file outside its --log-dir (notes-1.txt) too" in nine.message
+    assert all(f.status == "passed" for f in result.details if f.step != 9), result.details

@@ -540,6 +540,17 @@ def test_a_second_writer_fails(tmp_path):
     assert found.status == FAILED and "rank 1 wrote 1 files into its own --log-dir" in found.message
 
 
+def test_a_file_another_rank_opened_for_writing_anywhere_fails_step_9(tmp_path):
+    """Issue 37 (6): a CSV log on every rank is a second writer, wherever it writes; rank 0's
+    own files elsewhere and the other ranks' reads are not."""
+    good_ranks(tmp_path, wrote=(["/work/training.csv", "/work/notes.txt"], ["/work/training.csv"]))
+    found = judged(tmp_path, 9)[9]
+    assert found.status == FAILED, found
+    assert "rank 1 wrote 1 file outside its --log-dir (training.csv) too" in found.message
+    good_ranks(tmp_path, wrote=(["/work/training.csv"], []))
+    assert judged(tmp_path, 9)[9].status == PASSED
+
+
 def test_event_files_belong_to_the_rank_whose_pid_wrote_them(tmp_path):
     (tmp_path / "validation").mkdir()
     (tmp_path / "validation" / "events.out.tfevents.17.my.host.42.3.v2").write_bytes(b"")
