@@ -295,7 +295,7 @@ def _attempt(
         data = write_keyed_data(folder / "data", KEYED_TRAIN_IMAGES, KEYED_TEST_IMAGES)
         env = {PROBE_DIR_VARIABLE: str(records), PRIVATE_LOG_DIR_VARIABLE: "all"}
         if sandbox is not None:  # the other ranks' own --log-dir folders are beside log_dir
-            sandbox = sandbox.with_folders(writable=[box], readable=[data])
+            sandbox = sandbox.with_folders(writable=[box], readable=[data, script.parent])
         with _turn(alone):
             for number in range(1, runs + 1):
                 launch = _launch(number, data, env)
