@@ -723,7 +723,10 @@ def install_write_hooks(tf) -> None:
     original_open = builtins.open
 
     def open_noting(file, mode="r", *args, **kwargs):
-        noted_write(file, mode)
+        # With an opener, the name is not what is opened: Python's NamedTemporaryFile passes
+        # its folder (TensorFlow's autograph writes its generated code so, on every rank).
+        if kwargs.get("opener") is None and len(args) < 6:
+            noted_write(file, mode)
         return original_open(file, mode, *args, **kwargs)
 
     builtins.open = io.open = open_noting
