@@ -3,8 +3,9 @@
 Each script is kept as its deviation from its base (`NAME.patch`: a unified diff against the
 reference in solutions/ that truth.json's "base" names) and built from that base as it is now,
 so a step added to the chain reaches every script whose deviation does not rewrite the lines
-around it. The deviation is applied with fuzz (authoring/patches.py): new lines next to a hunk
-leave it in place; a chain change inside a hunk fails, naming the script's patch and the hunk.
+around it. The deviation is applied with fuzz (authoring/patches.py): new lines among a hunk's
+context leave it in place; a chain change among the lines the script rewrote fails, naming the
+script's patch, the hunk and the line it expects.
 
     python -m authoring.learners build OUT_DIR [NAME.py ...]   # write the scripts (all: none named)
     python -m authoring.learners record NAME.py EDITED.py      # NAME's deviation from an edited copy
@@ -25,7 +26,12 @@ from workbook.paths import REPO
 
 CORPUS = REPO / "tests" / "grader_cases" / "learners"
 TRUTH = CORPUS / "truth.json"
-FUZZ = 2  # context lines a hunk may lose at each end, as GNU patch's default
+# Context lines a hunk may lose at each end: all 3 of them (GNU patch's default is 2), so that a
+# new line right next to a line the script removed leaves the hunk in place too. Measured with
+# one line added at each place of each script's base (35,185 builds): 79.7% built, and right;
+# the rest fail naming the hunk: 7,154 places inside what a script rewrote, and 5 next to a hunk
+# that only adds lines, whose remaining context fits two places. None misplaced. Fuzz 2: 78.5%.
+FUZZ = 3
 ADVICE = (
     ": the chain changed there. Make the deviation's ' ' and '-' lines the base's again and its "
     "'+' lines follow the change, or write it again from an edited script (python -m "

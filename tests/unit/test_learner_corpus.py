@@ -87,22 +87,28 @@ def with_line(lines: list[str], at: int) -> str:
 
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_a_line_the_chain_adds_outside_the_deviation_reaches_the_script(name):
-    """Where the base gains a line between hunks, or after a hunk's first context line, the
-    script gains it in the same place and is otherwise unchanged."""
+    """Where the base gains a line between hunks, or among a hunk's context lines (after its
+    first, or right next to a line the script removed), the script gains it in the same place
+    and is otherwise unchanged."""
     base_name = TRUTH[name]["base"]
     base = (REPO / base_name).read_text().splitlines()
     script = learners.script(name, base_name).splitlines()
     spans = hunk_spans(name)
-    at_base, at_script = middle_of_longest_gap(spans, len(base))
-    assert learners.script(name, base_name, with_line(base, at_base)) == with_line(
-        script, at_script
-    )
+    places = [middle_of_longest_gap(spans, len(base))]  # (base line, script line)
     hunks = parse_patch(learners.deviation_path(name).read_text())
-    for hunk, (old, _, new, _) in zip(hunks, spans):
-        if hunk.context_around()[0] >= 2:  # a new line after its first context line
-            assert learners.script(name, base_name, with_line(base, old + 1)) == with_line(
-                script, new + 1
-            )
+    for hunk, (old, old_size, new, new_size) in zip(hunks, spans):
+        lead, trail = hunk.context_around()
+        if lead >= 2:
+            places.append((old + 1, new + 1))
+        # next to a removed line (next to an added one, either order would be right)
+        if lead and hunk.ops[lead] == "-":
+            places.append((old + lead, new + lead))
+        if trail and hunk.ops[-trail - 1] == "-":
+            places.append((old + old_size - trail, new + new_size - trail))
+    for at_base, at_script in places:
+        assert learners.script(name, base_name, with_line(base, at_base)) == with_line(
+            script, at_script
+        ), f"a line before line {at_base + 1} of {base_name}"
 
 
 def test_a_deviation_that_no_longer_applies_names_the_script_and_the_hunk():
