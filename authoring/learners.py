@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from authoring.patches import apply_patch, make_patch
+from authoring.patches import PatchError, apply_patch, make_patch
 from workbook.paths import REPO
 
 CORPUS = REPO / "tests" / "grader_cases" / "learners"
@@ -122,10 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "record":
         print(f"wrote {record(args.name, args.edited).relative_to(REPO)}")
-    else:
-        for path in build(args.out_dir, args.names).values():
-            print(path)
-    return 0
+        return 0
+    failed = 0  # every script that builds is written; each that doesn't says why
+    for name in args.names or sorted(truth()):
+        try:
+            print(build(args.out_dir, [name])[name])
+        except PatchError as error:
+            print(error, file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -126,3 +126,13 @@ def test_a_deviation_that_no_longer_applies_names_the_script_and_the_hunk():
         f"tests/grader_cases/learners/trainer_class.patch:3: hunk 1 no longer matches {base_name}"
     )
     assert "python -m authoring.learners record" in str(error.value)
+
+
+def test_the_build_command_writes_the_scripts(tmp_path, capsys):
+    assert learners.main(["build", str(tmp_path), "trainer_class.py", "partway_03_if_rank.py"]) == 0
+    for name in ("trainer_class.py", "partway_03_if_rank.py"):
+        assert (tmp_path / name).read_text() == learners.script(name, TRUTH[name]["base"])
+    assert capsys.readouterr().out.split() == [
+        str(tmp_path / "trainer_class.py"),
+        str(tmp_path / "partway_03_if_rank.py"),
+    ]
