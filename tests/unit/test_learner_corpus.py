@@ -8,7 +8,7 @@ import re
 import pytest
 
 from authoring import learners
-from authoring.patches import PatchError, parse_patch
+from authoring.patches import PatchError, apply_patch, parse_patch
 from workbook.facts import STEPS
 from workbook.paths import REPO
 
@@ -136,3 +136,16 @@ def test_the_build_command_writes_the_scripts(tmp_path, capsys):
         str(tmp_path / "trainer_class.py"),
         str(tmp_path / "partway_03_if_rank.py"),
     ]
+
+
+def test_record_writes_the_deviation_that_gives_back_the_edited_script(tmp_path, monkeypatch):
+    name, base_name = "trainer_class.py", TRUTH["trainer_class.py"]["base"]
+    edited = learners.script(name, base_name).replace("import ", "import  ", 1)  # a new change
+    monkeypatch.setattr(learners, "CORPUS", tmp_path)  # deviations written there
+    (tmp_path / "edited.py").write_text(edited)
+    assert learners.record(name, tmp_path / "edited.py") == tmp_path / "trainer_class.patch"
+    deviation = (tmp_path / "trainer_class.patch").read_text()
+    assert deviation.startswith(f"--- {base_name}\n+++ {name}\n")
+    assert apply_patch((REPO / base_name).read_text(), deviation) == edited
+    with pytest.raises(SystemExit, match="no entry in tests/grader_cases/learners/truth.json"):
+        learners.record("new_script.py", tmp_path / "edited.py")
