@@ -34,6 +34,7 @@ from pathlib import Path
 
 from authoring import variants
 from authoring.generated import build_or_check_main, stale_names, write_changed
+from authoring.patches import PatchError
 from workbook.facts import BONUSES, LAST_STEP, SOLUTION_FILE_NAME, chain_file_name
 from workbook.paths import REPO, SOLUTIONS_DIR
 
@@ -268,7 +269,7 @@ def main(argv=None) -> int:
         description=f"Render the step scripts in solutions/ from {SOURCE.relative_to(REPO)}",
         build=build,
         stale=stale_files,
-        source_error=(StepSyntaxError, variants.PatchError),
+        source_error=(StepSyntaxError, PatchError),
     )
 
 

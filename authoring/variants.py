@@ -6,9 +6,9 @@ in solutions/source/. `python -m authoring build` applies it to the solution ren
 chain: everything the patch does not touch follows the chain, and a chain change inside a hunk
 makes the build fail, naming the hunk, instead of leaving the variant behind.
 
-Hunks are found by their text (' ' and '-' lines, in order, each in one place only); the line
-numbers in `@@` headers are not used, so a hunk edited by hand need not recount them. To change a
-variant, edit its patch, or edit a copy of the generated file and record the patch from it:
+Hunks are found by their text, without fuzz (authoring/patches.py): the line numbers in `@@`
+headers are not used, so a hunk edited by hand need not recount them. To change a variant, edit
+its patch, or edit a copy of the generated file and record the patch from it:
 
     python -m authoring record elastic EDITED.py   # rewrites the elastic patch
     python -m authoring build
@@ -16,11 +16,10 @@ variant, edit its patch, or edit a copy of the generated file and record the pat
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
 from pathlib import Path
 
 from authoring.generated import REGENERATE_COMMAND
+from authoring.patches import apply_patch, make_patch
 from workbook.facts import SOLUTION_FILE_NAME
 from workbook.paths import REPO, SOLUTIONS_DIR
 
@@ -31,17 +30,6 @@ VARIANTS = {
 }
 
 
-class PatchError(ValueError):
-    """A patch that is malformed or no longer matches the solution."""
-
-
-@dataclass
-class Hunk:
-    line: int  # 1-based line of its `@@` header in the patch
-    old: list[str]  # the solution's lines it expects (context and removed)
-    new: list[str]  # what replaces them (context and added)
-
-
 def header(patch_path: Path) -> str:
     """The first lines of a generated variant: where it comes from, and not to edit it."""
     return (
@@ -50,67 +38,10 @@ def header(patch_path: Path) -> str:
     )
 
 
-def parse_patch(text: str, filename: str = "<patch>") -> list[Hunk]:
-    hunks: list[Hunk] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.startswith("@@"):
-            hunks.append(Hunk(number, [], []))
-        elif not hunks:  # the `---`/`+++` file names, and any text before the first hunk
-            continue
-        elif line.startswith("-"):
-            hunks[-1].old.append(line[1:])
-        elif line.startswith("+"):
-            hunks[-1].new.append(line[1:])
-        elif line.startswith(" ") or line == "":  # an editor may strip a blank context line
-            hunks[-1].old.append(line[1:])
-            hunks[-1].new.append(line[1:])
-        elif not line.startswith("\\"):  # "\ No newline at end of file"
-            raise PatchError(f"{filename}:{number}: not a line of a unified diff: {line[:60]!r}")
-    for hunk in hunks:
-        if not hunk.old:
-            raise PatchError(f"{filename}:{hunk.line}: the hunk has no context lines to place it")
-    return hunks
-
-
-def apply_patch(
-    base: str, patch: str, filename: str = "<patch>", base_name: str = "the base"
-) -> str:
-    """`base` with the hunks of `patch` applied in order; PatchError names the first that does
-    not match exactly one place after the previous hunk."""
-    lines = base.splitlines()
-    out: list[str] = []
-    cursor = 0
-    for index, hunk in enumerate(parse_patch(patch, filename), start=1):
-        size = len(hunk.old)
-        places = [
-            start
-            for start in range(cursor, len(lines) - size + 1)
-            if lines[start : start + size] == hunk.old
-        ]
-        if len(places) != 1:
-            where = "no longer matches" if not places else f"matches {len(places)} places in"
-            first = next((line for line in hunk.old if line.strip()), "")
-            raise PatchError(
-                f"{filename}:{hunk.line}: hunk {index} {where} {base_name} (it expects "
-                f"{first.strip()!r} and the {size - 1} lines after it): the chain changed "
-                "there. Make its ' ' and '-' lines the solution's again, and its '+' lines "
-                "follow the change (see authoring/variants.py)"
-            )
-        out += lines[cursor : places[0]] + hunk.new
-        cursor = places[0] + size
-    return "".join(line + "\n" for line in out + lines[cursor:])
-
-
-def make_patch(base: str, target: str, base_name: str, target_name: str) -> str:
-    """The unified diff from base to target (3 lines of context), as `record` writes it."""
-    return "".join(
-        difflib.unified_diff(
-            base.splitlines(keepends=True),
-            target.splitlines(keepends=True),
-            fromfile=base_name,
-            tofile=target_name,
-        )
-    )
+ADVICE = (
+    ": the chain changed there. Make its ' ' and '-' lines the solution's again, and its '+' "
+    "lines follow the change (see authoring/variants.py)"
+)
 
 
 def expected_files(solution: str) -> dict[str, str]:
@@ -119,7 +50,7 @@ def expected_files(solution: str) -> dict[str, str]:
     for name, patch_path in VARIANTS.values():
         patch = patch_path.read_text(encoding="utf-8")
         applied = apply_patch(
-            solution, patch, str(patch_path.relative_to(REPO)), SOLUTION_FILE_NAME
+            solution, patch, str(patch_path.relative_to(REPO)), SOLUTION_FILE_NAME, ADVICE
         )
         files[name] = header(patch_path) + applied
     return files

@@ -1,5 +1,6 @@
 """How often the verdicts are right: the reading alone, and the reading with a run, against the
-learner-style corpus whose truth came from runs (tests/grader_cases/learners/truth.json).
+learner-style corpus whose truth came from runs (tests/grader_cases/learners/truth.json), its
+scripts built from the chain (authoring.learners) into a temporary folder.
 
 Per script and step: the reading (grader.check_all) is right, can't tell, or confidently wrong
 (a pass of a step that is not done, a failure of one that is); the decided verdict
@@ -10,25 +11,26 @@ decided verdicts right on every step of every script.
 
 from __future__ import annotations
 
-import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
+from authoring import learners
 from bench import results
 from grader.report import CANT_TELL, DECIDERS, PASSED
-from workbook.paths import REPO
 
-CORPUS = REPO / "tests" / "grader_cases" / "learners"
 TINY_FILES = 1  # the tiny setting only checks that everything runs
 
 
-def corpus(tiny: bool = False) -> dict:
-    """{script path: {step: truth}} of the corpus (the first TINY_FILES when tiny)."""
-    truth = json.loads((CORPUS / "truth.json").read_text(encoding="utf-8"))
+def corpus(scripts_dir: Path, tiny: bool = False) -> dict:
+    """{script path: {step: truth}} of the corpus (the first TINY_FILES when tiny), its scripts
+    built into scripts_dir."""
+    truth = learners.truth()
     names = sorted(truth)[:TINY_FILES] if tiny else sorted(truth)
+    paths = learners.build(scripts_dir, names)
     return {
-        CORPUS / name: {int(step): done for step, done in truth[name]["steps"].items()}
+        paths[name]: {int(step): done for step, done in truth[name]["steps"].items()}
         for name in names
     }
 
@@ -39,11 +41,12 @@ def reading_verdict(status: str, done: bool) -> str:
     return "right" if (status == PASSED) == done else "wrong"
 
 
-def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
+def verdict_rows(scripts: dict, echo=print) -> list[dict]:
+    """Per script of corpus(): the reading's and the decided verdict of each step against its
+    truth."""
     from grader import check_all, judge_file
     from grader.live.sandbox import Sandbox
 
-    scripts = corpus(tiny)
     rows = []
     for path, truth in scripts.items():
         started = time.monotonic()
@@ -70,6 +73,12 @@ def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
             f"  verdicts: {path.name}: {row['seconds']:.0f} s"
             + (f", decided wrong at steps {wrong}" if wrong else "")
         )
+    return rows
+
+
+def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
+    with tempfile.TemporaryDirectory(prefix="learner-scripts-") as scripts_dir:
+        rows = verdict_rows(corpus(Path(scripts_dir), tiny), echo)
     steps = [v for row in rows for v in row["steps"].values()]
     summary = {
         "scripts": len(rows),

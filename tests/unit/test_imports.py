@@ -22,7 +22,7 @@ ALLOWED = {
     "instructor": {"workbook", "grader"},
     "authoring": {"workbook"},
     "bootstrap": set(),  # runs before the environment exists: the standard library only
-    "bench": {"workbook", "grader", "instructor"},
+    "bench": {"workbook", "grader", "instructor", "authoring"},  # authoring: the learner corpus
     "hub": {"workbook"},  # the workshop server; instructor only as a command
 }
 

@@ -1,26 +1,26 @@
 """The static reading is advice: where it can't follow the code it says "can't tell" (and the
 check cell runs the script); it must never be confidently wrong. On the learner-style corpus
-(tests/grader_cases/learners, with what 2-worker runs showed in truth.json) no step it calls
+(tests/grader_cases/learners, built from the chain by authoring.learners, with what 2-worker
+runs showed in truth.json) no step it calls
 passed or failed may disagree with the truth. A step whose code is done but that no run shows
 (truth's `unshown`: the script stops before it, for another step's fault) is done as far as
 the code goes, which is what the reading judges; the run decides that it earns nothing."""
 
-import json
 from pathlib import Path
 
 import pytest
 
+from authoring import learners
 from grader import check_all
 from workbook.facts import STEPS
 
-LEARNERS = Path(__file__).resolve().parents[1] / "grader_cases" / "learners"
 
-
-def test_the_reading_is_never_confidently_wrong_on_the_learner_corpus():
-    truth = json.loads((LEARNERS / "truth.json").read_text())
+def test_the_reading_is_never_confidently_wrong_on_the_learner_corpus(tmp_path):
+    truth = learners.truth()
+    scripts = learners.build(tmp_path)
     wrong, decided = [], 0
     for name, known in sorted(truth.items()):
-        for result in check_all(LEARNERS / name):
+        for result in check_all(scripts[name]):
             if result.status == "can't tell":
                 continue
             decided += 1

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from authoring import chain as step_chain
-from authoring import variants
+from authoring import patches, variants
 from authoring.chain import LAST_STEP, StepSyntaxError, render
 from workbook.facts import STEP_TITLES
 
@@ -286,7 +286,7 @@ SOLUTION_TEXT = rendered(LAST_STEP)
 
 
 def elastic_of(solution: str) -> str:
-    return variants.apply_patch(solution, ELASTIC_PATCH.read_text(encoding="utf-8"), "p.patch")
+    return patches.apply_patch(solution, ELASTIC_PATCH.read_text(encoding="utf-8"), "p.patch")
 
 
 def test_committed_variant_is_the_solution_with_its_patch():
@@ -308,12 +308,12 @@ def test_a_chain_change_inside_a_hunk_fails_the_build_and_names_the_hunk(tmp_pat
     line = "validation_steps = len(x_test) // args.val_batch_size\n"
     assert line in SOLUTION_TEXT
     changed = SOLUTION_TEXT.replace(line, line.replace("val_batch_size", "batch_size"))
-    with pytest.raises(variants.PatchError, match=r"p\.patch:\d+: hunk \d+ no longer matches"):
+    with pytest.raises(patches.PatchError, match=r"p\.patch:\d+: hunk \d+ no longer matches"):
         elastic_of(changed)
     # `authoring build` still writes the chain, then fails naming the patch.
     source = tmp_path / "x.steps.py"
     source.write_text(SOURCE_TEXT.replace(line, line.replace("val_batch_size", "batch_size")))
-    with pytest.raises(variants.PatchError):
+    with pytest.raises(patches.PatchError):
         step_chain.build(source, tmp_path / "out")
     assert (tmp_path / "out" / step_chain.SOLUTION_FILE_NAME).read_text() == changed
     assert not (tmp_path / "out" / ELASTIC).exists()
@@ -322,11 +322,37 @@ def test_a_chain_change_inside_a_hunk_fails_the_build_and_names_the_hunk(tmp_pat
 def test_hunks_are_found_by_their_text_and_must_be_unambiguous():
     base = "a\nb\nc\nd\n"
     patch = "--- x\n+++ y\n@@ -99,1 +99,1 @@\n b\n-c\n+C\n"  # wrong numbers: not used
-    assert variants.apply_patch(base, patch) == "a\nb\nC\nd\n"
-    with pytest.raises(variants.PatchError, match="matches 2 places"):
-        variants.apply_patch("b\nc\nb\nc\n", patch)
-    with pytest.raises(variants.PatchError, match="not a line of a unified diff"):
-        variants.apply_patch(base, patch + "?c\n")
+    assert patches.apply_patch(base, patch) == "a\nb\nC\nd\n"
+    with pytest.raises(patches.PatchError, match="matches 2 places"):
+        patches.apply_patch("b\nc\nb\nc\n", patch)
+    with pytest.raises(patches.PatchError, match="not a line of a unified diff"):
+        patches.apply_patch(base, patch + "?c\n")
+
+
+HUNK = "@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n"
+
+
+@pytest.mark.parametrize(
+    "base, expected",
+    [
+        ("a\nb\nN\nc\nd\ne\nf\ng\n", "a\nb\nN\nc\nD\ne\nf\ng\n"),  # in the context
+        ("a\nb\nc\nd\ne\nN\nf\ng\n", "a\nb\nc\nD\ne\nN\nf\ng\n"),
+        ("N\nb\nc\nd\ne\nf\nN\n", "N\nb\nc\nD\ne\nf\nN\n"),  # context lines changed
+    ],
+)
+def test_with_fuzz_new_lines_next_to_a_hunk_leave_it_in_place(base, expected):
+    with pytest.raises(patches.PatchError, match="hunk 1 no longer matches"):
+        patches.apply_patch(base, HUNK)
+    assert patches.apply_patch(base, HUNK, fuzz=2) == expected
+
+
+def test_with_fuzz_a_changed_line_or_an_ambiguous_place_still_fails():
+    with pytest.raises(patches.PatchError, match=r"x\.patch:1: hunk 1 no longer matches the base"):
+        patches.apply_patch("a\nb\nc\nd2\ne\nf\ng\n", HUNK, "x.patch", fuzz=2)
+    with pytest.raises(patches.PatchError, match="no longer matches"):  # three lines away
+        patches.apply_patch("N\nN\nN\nd\ne\nf\ng\n", HUNK, fuzz=2)
+    with pytest.raises(patches.PatchError, match="matches 2 places"):
+        patches.apply_patch("x\nc\nd\ne\ny\nx\nc\nd\ne\ny\n", HUNK, fuzz=2)
 
 
 def test_record_writes_the_patch_that_gives_back_the_edited_file(tmp_path, monkeypatch):
@@ -337,4 +363,4 @@ def test_record_writes_the_patch_that_gives_back_the_edited_file(tmp_path, monke
     edited_path = tmp_path / "edited.py"
     edited_path.write_text(variants.header(patch_path) + edited)  # the header is left out
     variants.record("elastic", edited_path, SOLUTION_TEXT)
-    assert variants.apply_patch(SOLUTION_TEXT, patch_path.read_text()) == edited
+    assert patches.apply_patch(SOLUTION_TEXT, patch_path.read_text()) == edited

@@ -13,6 +13,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from analyze import RUNS, every, first, parse  # noqa: E402
 
+from workbook.facts import LAST_STEP  # noqa: E402
+
 RAMP = [0.0078125, 0.009375, 0.0109375, 0.0125]  # warmup epoch of the reference (NovoGrad, 2 workers)
 
 
@@ -113,7 +115,7 @@ for name in sys.argv[1:]:
         print(f"  {key:>4}: {value}")
 
 
-def verdicts(name, done_steps=12, base_lr=0.00625, novograd_base=0.00625):
+def verdicts(name, done_steps=LAST_STEP, base_lr=0.00625, novograd_base=0.00625):
     """Step -> (true/false, one line of what the runs showed), by the rules of the module
     docstring; steps after done_steps (a part-way script) are false ('not started')."""
     stem = name[:-3]
@@ -226,6 +228,6 @@ def verdicts(name, done_steps=12, base_lr=0.00625, novograd_base=0.00625):
         v[8] = (False, "no resume run")
     if hang1:
         v[0] = (False, "run 1 HANG (Horovod stall warning)")
-    for step in range(done_steps + 1, 13):
+    for step in range(done_steps + 1, LAST_STEP + 1):
         v[step] = (False, "not started (part-way script); " + v[step][1])
     return dict(sorted((k, x) for k, x in v.items() if k))

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: run_batch.sh NAME... (file names in tests/grader_cases/learners)
+# Usage: run_batch.sh NAME... (script names in tests/grader_cases/learners/truth.json)
 # For each: run 1 on the keyed data with 2 fake GPUs, 3 epochs (lr drop at epoch 2, 1 warmup
 # epoch when the script has --warmup-epochs); run 2 in the same log dir with --epochs 4 (resume).
 # Outputs: $RUNS/NAME.1.log, NAME.2.log (default RUNS=/tmp/runs).
@@ -8,7 +8,9 @@ export PATH=$PWD/.venv/bin:$PATH
 runs=${RUNS:-/tmp/runs}
 mkdir -p "$runs"
 for name in "$@"; do
-  script=tests/grader_cases/learners/$name
+  # the script built from its base in solutions/ and its deviation (authoring/learners.py)
+  python -m authoring.learners build "$runs/scripts" "$name" > /dev/null || exit 1
+  script=$runs/scripts/$name
   extra=(--lr-drops 2)
   grep -q -- "--warmup-epochs" "$script" && extra+=(--warmup-epochs 1)
   logdir=$runs/logs/${name%.py}

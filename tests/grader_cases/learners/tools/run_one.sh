@@ -5,7 +5,9 @@ cd "$(dirname "$0")/../../../.."
 export PATH=$PWD/.venv/bin:$PATH
 runs=${RUNS:-/tmp/runs}
 name=$1; run=$2
-script=tests/grader_cases/learners/$name
+# the script built from its base in solutions/ and its deviation (authoring/learners.py)
+python -m authoring.learners build "$runs/scripts" "$name" > /dev/null || exit 1
+script=$runs/scripts/$name
 extra=(--lr-drops 2)
 grep -q -- "--warmup-epochs" "$script" && extra+=(--warmup-epochs 1)
 logdir=$runs/logs/${name%.py}

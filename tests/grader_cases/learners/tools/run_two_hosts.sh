@@ -5,8 +5,11 @@ cd "$(dirname "$0")/../../../.."
 export PATH=$PWD/.venv/bin:$PATH
 runs=${RUNS:-/tmp/runs}
 for name in "$@"; do
-  script=tests/grader_cases/learners/$name
-  [ -f "$script" ] || script=solutions/$name
+  script=solutions/$name  # a reference, or a corpus script built from its deviation
+  if [ -f "tests/grader_cases/learners/${name%.py}.patch" ]; then
+    python -m authoring.learners build "$runs/scripts" "$name" > /dev/null || exit 1
+    script=$runs/scripts/$name
+  fi
   extra=(--lr-drops 2)
   grep -q -- "--warmup-epochs" "$script" && extra+=(--warmup-epochs 1)
   PROBE_GPUS=1 PROBE_TWO_HOSTS=1 tests/grader_cases/learners/tools/run_case.sh "$script" \
