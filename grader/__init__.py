@@ -109,6 +109,7 @@ def judge_file(
     again = _run_swapped(path, run, sandbox=sandbox, work_dir=work_dir, **options)
     if again is not None:
         decided = judge.after_the_swap(decided, static, run, *again)
+        run.run.swapped = again[0].words()
     decided.run = run.run  # how the run went: re-runs, code not the script's (grader.report.Run)
     return decided
 

@@ -51,6 +51,9 @@ class Run:
     culprit: dict | None = None
     # The launches the machine cut (too busy) and that were run again alone, and why.
     reruns: list = field(default_factory=list)
+    # After a crash blamed on one step: the second run with that step's line swapped for the
+    # reference's, which decided the steps the first run did not show (grader/reference_swap.py).
+    swapped: str = ""
     # What ran that is not the script's own code (another file run or imported, model.fit
     # called from elsewhere): the run's evidence earns nothing (grader/live/run.py).
     foreign: list = field(default_factory=list)

@@ -55,6 +55,7 @@ class StudentRow:
     # From the run (grader.report.Run): why it was run again alone, what ran that is not the
     # script's own code, and the reference script it is up to formatting.
     reruns: list = field(default_factory=list)
+    swapped: str = ""  # the second run after a crash, with the blamed step's line swapped
     not_own: list = field(default_factory=list)
     copy_of: str = ""
     limits: list = field(default_factory=list)  # the limits its run reached ("time", "memory"...)
@@ -180,7 +181,7 @@ def read_class(course: Course) -> tuple:
                 ]
                 run = judged.get("run") or {}
                 row.reruns, row.not_own = run.get("reruns") or [], run.get("foreign") or []
-                row.copy_of = run.get("copy_of") or ""
+                row.copy_of, row.swapped = run.get("copy_of") or "", run.get("swapped") or ""
                 row.limits, row.twin_of = judged.get("limits") or [], judged.get("twin_of") or ""
             if student in submitted:
                 folder = course.folder("submitted", student)
@@ -262,6 +263,10 @@ class ClassReport:
             (
                 "Scripts that are a reference script up to formatting (shown, graded as run):",
                 [f"{row.student}: {row.copy_of}" for row in self.rows if row.copy_of],
+            ),
+            (
+                "Crashes blamed on one step; the steps after it shown by a second run:",
+                [f"{row.student}: {row.swapped}" for row in self.rows if row.swapped],
             ),
             (
                 "Runs the machine cut (too busy) and that were run again alone:",

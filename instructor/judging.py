@@ -270,7 +270,12 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox, canary: C
     }
     run = getattr(results, "run", None)  # grader.judge_file's: re-runs, code not the script's
     if run is not None:
-        data["run"] = {"reruns": run.reruns, "foreign": run.foreign, "copy_of": run.copy_of}
+        data["run"] = {
+            "reruns": run.reruns,
+            "foreign": run.foreign,
+            "copy_of": run.copy_of,
+            "swapped": run.swapped,
+        }
     _save(course, student, data)
     summary = _summary(student, data, reused=False)
     undecided = f", undecided: steps {summary.undecided}" if summary.undecided else ""

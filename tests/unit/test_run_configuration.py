@@ -295,8 +295,11 @@ def test_the_class_report_names_re_runs_code_not_their_own_and_copies():
             "ben", GRADED, {1: False}, not_own=["ran /repo/solutions/fashion_mnist_solution.py"]
         ),
         StudentRow("cy", GRADED, {1: True}, copy_of="solutions/fashion_mnist_solution.py"),
+        StudentRow("dee", GRADED, {1: True}, swapped="a second run with step 7's line 403 ..."),
     ]
     text = ClassReport("horovod_steps", [1], rows).summary()
+    assert "the steps after it shown by a second run:\n" in text
+    assert "dee: a second run with step 7's line 403 ..." in text
     assert "ana: run again alone: the machine was busy" in text
     assert "ben: ran /repo/solutions/fashion_mnist_solution.py" in text
     assert "cy: solutions/fashion_mnist_solution.py" in text
