@@ -454,6 +454,9 @@ def _run_watched(
                 for record in evidence.ranks(run_).values()
             }
             stop = _over_a_limit(clock, timeout, np, still, workers)
+            if stop and not workers and still >= STALL_S:
+                attempt.cut = _never_started(clock)  # none of the script's code ran yet
+                break
             if stop:
                 attempt.stopped, attempt.stopped_hint = stop
                 break
@@ -528,6 +531,15 @@ def _killed_for_memory(clock: RunClock, records: Path, np: int, sandbox) -> bool
         for rank, record in evidence.ranks(run).items()
     }
     return any(not record.finished and not record.error for record in current.values())
+
+
+def _never_started(clock: RunClock) -> str:
+    """Why a launch in which no worker ever started the script is the machine's (or the
+    launcher's), not the script's: none of its code had run."""
+    return (
+        f"no worker started the script in {clock.wall:.0f} s on the clock ({STALL_S} s of "
+        f"them the machine's time; the launch's processes used {clock.cpu:.0f} s of CPU time)"
+    )
 
 
 def _machine_cut(clock: RunClock, timeout: float) -> str:
