@@ -37,14 +37,13 @@ import re
 from dataclasses import replace
 
 from grader import reference
+from grader.live.invariants import CANT_SHOW
 from grader.live.outcome import CRASHED, HUNG, UNFINISHED
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 
-# What a run on this machine can't show, per step; the reading decides that part.
-READING_ONLY = {
-    2: "which GPU a worker picks when a host has workers of other ranks (on one host the rank "
-    "and the local rank are equal)",
-}
+# What a run on this machine can't show, per step (its invariant's CANT_SHOW); the reading
+# decides that part.
+READING_ONLY = CANT_SHOW
 SAME_LINE = 0.6  # how alike (difflib's ratio) a crash's line and a step's line must be
 ENDED_EARLY = (CRASHED, HUNG)  # how a run ended that a step's code can be blamed for
 STOPPED = (CRASHED, HUNG, UNFINISHED)  # a run the script stopped: what it did not show, it can't

@@ -53,7 +53,14 @@ from grader.guard import reading_problem
 from grader.live.box_keeper import OUTPUT_CUT
 from grader.live.evidence import Evidence
 from grader.live.expected import preset_value
-from grader.live.invariants import FIRST_STEP, INVARIANTS, NOVOGRAD_STEP, Setting, findings
+from grader.live.invariants import (
+    FIRST_STEP,
+    INVARIANTS,
+    NOVOGRAD_STEP,
+    RESUME_STEP,
+    Setting,
+    findings,
+)
 from grader.live.kept import keep_log, keep_run
 from grader.live.keyed_data import write_keyed_data
 from grader.live.outcome import UNFINISHED, doomed, judge
@@ -132,7 +139,6 @@ SECOND_RUN_ARGS = [*MODEL_ARGS, "--epochs", str(FINAL_EPOCHS)]
 # Two names of this machine, one worker each: rank 1 has local rank 0 (as the elastic lesson's
 # runs do); Gloo talks over the loopback interface.
 TWO_HOSTS = ["-H", "localhost:1,127.0.0.1:1", "--network-interfaces", "lo"]
-RESUME_STEP = 8  # the step whose invariant needs the second run
 FOLDER_PREFIX = "run-check-step"  # a run's folder: run-check-stepNN-XXXX
 KEPT_S = 24 * 3600  # a failed run's folder (its log) is kept this long
 # Every run check of this machine holds this file's lock, shared; a run re-run alone holds it
