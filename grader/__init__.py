@@ -4,8 +4,8 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
 
     from grader import check_step, check_all
     check_step(5)                       # one step; shows green or red, with a hint and a diff
-    check_all()                         # all 12 steps
-    check_strict(reference_step=12)     # the whole file equals the solution, up to formatting
+    check_all()                         # every step (workbook.facts.STEPS)
+    check_strict()                      # the whole file equals the solution, up to formatting
     check_bonus("alexnet")              # a bonus exercise (no points; grader/bonus/)
     train_bonus("alexnet")              # ... and a few real training steps of it on 2 workers
     run_step(5)                         # runs the script on 2 workers; checks steps 4..5 for real
@@ -39,10 +39,9 @@ from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
 from grader.rules import RULES
 from grader.source import FileProblem, parse, read_source
 from workbook import class_progress, prose
+from workbook.facts import LAST_STEP, STEPS
 
 DEFAULT_PATH = "fashion_mnist.py"
-STEPS = tuple(sorted(RULES))
-LAST_STEP = STEPS[-1]
 STRICT_HINT = "Only comments, blank lines and formatting may differ; docstrings count as code."
 # Set by the instructor's grading kernel: a JSON file of the student's decided verdicts.
 JUDGED_VARIABLE = "WORKBOOK_JUDGED"
@@ -64,7 +63,7 @@ __all__ = [
 
 
 def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> Result:
-    """Checks one step (1-12) of the script at `path`, by reading it (milliseconds).
+    """Checks one step (one of STEPS) of the script at `path`, by reading it (milliseconds).
 
     run_if_unsure: when the reading can't tell, run the script for real (grader/live/, about
     20 s on 2 workers) and let what it does decide (grader/judge.py). While an instructor
@@ -140,7 +139,7 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     else the solution.
     """
     if reference_path is None:
-        reference_path = reference.reference_path(reference_step or STEPS[-1])
+        reference_path = reference.reference_path(reference_step or LAST_STEP)
     name = Path(reference_path).name
     try:
         reference_text = read_source(reference_path)

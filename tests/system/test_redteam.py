@@ -33,7 +33,7 @@ from grader.live.run import WALL_CAP
 from hostile_scripts import DEEP, HUGE_POWER, LEAVES_BEHIND, LONG_LOOP, reaching_out, script_after
 from instructor import judging
 from instructor.course import ASSIGNMENT, Course
-from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
@@ -274,7 +274,7 @@ def attacked_class(tmp_path_factory):
     (sneaky / LEARNER_SCRIPT_NAME).unlink(missing_ok=True)
     (sneaky / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
     (sneaky / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
-    hand_in(course, BAD_ID, script_after(12))
+    hand_in(course, BAD_ID, script_after(LAST_STEP))
     add = subprocess.run(
         [sys.executable, "-m", "instructor", "add-students", course.root, "ac_inbound_link"],
         capture_output=True,

@@ -25,6 +25,7 @@ from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
 from grader.live.probe import PROBE_DIR_VARIABLE
 from grader.live.run import TIMEOUT_S
 from grader.report import FAILED, PASSED, Result
+from workbook.facts import LAST_STEP
 from workbook.paths import REPO
 
 SOLUTIONS = REPO / "solutions"
@@ -32,7 +33,9 @@ SOLUTIONS = REPO / "solutions"
 
 def reference(step: int) -> Path:
     return SOLUTIONS / (
-        "fashion_mnist_solution.py" if step == 12 else f"fashion_mnist_after_step_{step:02d}.py"
+        "fashion_mnist_solution.py"
+        if step == LAST_STEP
+        else f"fashion_mnist_after_step_{step:02d}.py"
     )
 
 

@@ -29,6 +29,7 @@ import pytest
 
 from grader.live import sandbox as sandbox_module
 from grader.live.sandbox import Limits, Sandbox
+from workbook.facts import LAST_STEP
 from workbook.paths import REPO
 
 needs_root = pytest.mark.skipif(
@@ -473,7 +474,7 @@ def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
 
     work = tmp_path / "work"
     with Sandbox() as sandbox:
-        result = run_step(12, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
+        result = run_step(LAST_STEP, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
         assert result.passed, result
         # Each launch (the run, then its resume) releases its mounts and cgroups at its end.
         assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]

@@ -15,6 +15,7 @@ from grader import JUDGED_VARIABLE, check_step
 from grader.judge import NEITHER, READING, RUN, decide, step_of_line
 from grader.live.invariants import finding, not_shown
 from grader.report import CANT_TELL, FAILED, PASSED, Result, Results, Run
+from workbook.facts import STEPS
 from workbook.paths import REPO
 
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -93,7 +94,7 @@ def test_a_crash_is_blamed_on_the_step_whose_line_it_is():
     assert decided[11].status == FAILED and decided[11].decided_by == RUN
     assert "did not get through this step on 2 workers: the run crashed" in decided[11].message
     assert decided[11].expected_diff  # the step's change, to compare with
-    assert step_of_line(novograd, list(range(1, 13))) == 12
+    assert step_of_line(novograd, list(STEPS)) == 12
 
 
 def test_steps_the_script_kept_the_run_from_showing_earn_nothing():
@@ -101,7 +102,7 @@ def test_steps_the_script_kept_the_run_from_showing_earn_nothing():
     and the message says what stopped the run, where, and what it did show."""
     shown = [PASSED] * 3 + [CANT_TELL] * 9
     decided = decide(
-        static(*[PASSED] * 12),
+        static(*[PASSED] * len(STEPS)),
         run(*shown, outcome="crashed", code="x = 1 / 0", said=": ZeroDivisionError"),
     )
     assert [(r.status, r.decided_by) for r in decided[:3]] == [(PASSED, RUN)] * 3
@@ -126,7 +127,7 @@ def test_a_finished_run_that_never_did_a_step_credits_it_not():
 def test_a_crash_at_a_step_the_run_had_shown_to_hold_is_that_steps():
     load = "custom_optimizers=[tfa.optimizers.NovoGrad],"
     shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 4
-    decided = decide(static(*[PASSED] * 12), run(*shown, outcome="crashed", code=load))
+    decided = decide(static(*[PASSED] * len(STEPS)), run(*shown, outcome="crashed", code=load))
     assert (decided[11].status, decided[11].decided_by) == (FAILED, RUN)
     assert "did not get through this step" in decided[11].message
     assert (decided[7].status, decided[7].decided_by) == (FAILED, RUN)  # never shown
@@ -163,7 +164,8 @@ def test_a_crash_at_a_step_the_run_had_shown_to_hold_is_that_steps():
 def test_a_crash_while_resuming_is_the_resumes_and_the_steps_it_names(code, said, blamed):
     shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 4
     decided = decide(
-        static(*[PASSED] * 12), run(*shown, outcome="crashed", code=code, said=said, resumed=True)
+        static(*[PASSED] * len(STEPS)),
+        run(*shown, outcome="crashed", code=code, said=said, resumed=True),
     )
     assert {r.step for r in decided if r.status == FAILED} == blamed
     assert {r.decided_by for r in decided if r.step in blamed} == {RUN}
@@ -175,7 +177,7 @@ def test_a_crash_while_resuming_after_a_step_shown_broken_is_not_blamed_on_anoth
     never shown, so it earns nothing, but it is not blamed."""
     shown = [PASSED] * 3 + [FAILED] + [PASSED] * 3 + [CANT_TELL] + [PASSED] * 4
     decided = decide(
-        static(*[PASSED] * 12),
+        static(*[PASSED] * len(STEPS)),
         run(
             *shown,
             outcome="crashed",
@@ -249,8 +251,8 @@ MISBLAMES = {
 def test_a_crash_is_blamed_on_the_step_whose_code_is_on_the_failing_path(case):
     code, said, culprit, step = MISBLAMES[case]
     decided = decide(
-        static(*[PASSED] * 12),
-        run(*[CANT_TELL] * 12, outcome="crashed", code=code, said=said, culprit=culprit),
+        static(*[PASSED] * len(STEPS)),
+        run(*[CANT_TELL] * len(STEPS), outcome="crashed", code=code, said=said, culprit=culprit),
     )
     blamed = [r.step for r in decided if "did not get through this step" in r.message]
     assert blamed == [step], case
@@ -264,7 +266,7 @@ def test_a_passed_run_does_not_overrule_what_only_the_reading_shows():
 
 
 def test_a_check_cell_returns_the_verdict_decided_beforehand(tmp_path, monkeypatch):
-    decided = decide(static(*[PASSED] * 12), run(*[FAILED] * 12))
+    decided = decide(static(*[PASSED] * len(STEPS)), run(*[FAILED] * len(STEPS)))
     judged = tmp_path / "judged.json"
     judged.write_text(json.dumps({"results": [r.to_dict() for r in decided]}))
     monkeypatch.setenv(JUDGED_VARIABLE, str(judged))

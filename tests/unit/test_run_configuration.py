@@ -231,7 +231,7 @@ def test_a_run_the_machine_cut_twice_is_no_verdict(monkeypatch, tmp_path):
         return run.Attempt(folder, None, 1, 700.0, RunClock(), cut=f"cut {len(tries)}")
 
     monkeypatch.setattr(run, "_attempt", cut_attempt)
-    result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
+    result = run.run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True)
     assert tries == [False, True]
     assert result.run.outcome == NOT_RUN and not result.file_problem
     assert "this machine was too busy to run the script, twice: cut 2" in result.message
@@ -280,7 +280,7 @@ def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
         raise RuntimeError("no horovodrun")
 
     monkeypatch.setattr(run, "_attempt", attempt)
-    result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
+    result = run.run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True)
     assert tries == [False, True]
     assert "could not start: no horovodrun" in result.message
     assert result.run.reruns == ["run again alone: the machine was busy"]

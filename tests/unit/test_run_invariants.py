@@ -17,6 +17,7 @@ from grader.live.invariants import Setting, findings
 from grader.live.probe import Record, known_options
 from grader.live.run import ASKED
 from grader.report import CANT_TELL, FAILED, PASSED
+from workbook.facts import LAST_STEP, STEPS
 
 WARMUP = [0.015625, 0.01875, 0.021875, 0.025]  # Horovod's warmup over 4 steps, 2 workers
 ARGS = {
@@ -129,7 +130,7 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
     return records
 
 
-def judged(tmp_path: Path, step: int = 12) -> dict:
+def judged(tmp_path: Path, step: int = LAST_STEP) -> dict:
     found = findings(Evidence.read(tmp_path / "records", 2), setting(tmp_path), step)
     return {finding.step: finding for finding in found}
 
@@ -137,7 +138,7 @@ def judged(tmp_path: Path, step: int = 12) -> dict:
 def test_the_right_run_holds_every_invariant(tmp_path):
     good_ranks(tmp_path, fit=(dict(FIT, optimizer="NovoGrad"), dict(FIT, optimizer="NovoGrad")))
     found = judged(tmp_path)
-    assert list(found) == list(range(1, 13))
+    assert list(found) == list(STEPS)
     assert {step: f.status for step, f in found.items() if f.status != PASSED} == {}
     assert "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
     assert "and after resuming" in found[11].message

@@ -11,7 +11,7 @@ import pytest
 
 from grader.live import run as run_module
 from grader.live.outcome import NOT_RUN
-from workbook.facts import SOLUTION_FILE_NAME
+from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
 
@@ -79,7 +79,7 @@ def test_a_failure_at_any_stage_is_the_runs_result_and_releases_its_box(
         monkeypatch.setattr(run_module, name, value)
     box = FakeBox(failing_close=stage == "clean-up")
     result = run_module.run_step(
-        12, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path, quiet=True, sandbox=box
+        LAST_STEP, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path, quiet=True, sandbox=box
     )
     assert result.run.outcome == NOT_RUN and said in result.message, result.message
     assert box.calls.count("close") == 1, box.calls  # released once, whatever failed
