@@ -185,7 +185,7 @@ def test_a_keras_schedule_is_left_to_a_run(tmp_path):
     can't tell, and says why."""
     from grader.names import Script
     from grader.verdicts import Advice, Note
-    from grader_cases.mistakes import KERAS_SCHEDULE, SCHEDULE_CALL
+    from grader_cases.mistakes.edits import KERAS_SCHEDULE, SCHEDULE_CALL
 
     text = reference_text(11).replace(SCHEDULE_CALL, KERAS_SCHEDULE)
     verdict = step_11.check(Script.from_text(text))

@@ -4,7 +4,7 @@ notebooks, the steps are the step notebooks' steps, and everything else derives 
 Fast: no kernel, no run. A new graded step is a manifest entry (workbook/facts.py), a chain block
 (solutions/source/), its two checks, the reading's rule (grader/rules/step_NN.py: STEP, HINT,
 check) and the run's invariant (grader/live/invariants/step_NN.py: STEP, TITLE, check), its
-mistake cases (tests/grader_cases/mistakes.py) and a notebook source (notebooks/src/); these
+mistake cases (tests/grader_cases/mistakes/step_NN.py) and a notebook source (notebooks/src/); these
 tests say which is missing. Nothing else lists the steps or counts them: every other part finds
 them from the manifest (workbook.facts.STEPS, LAST_STEP).
 """
@@ -19,7 +19,7 @@ from authoring import chain
 from authoring import notebooks as builder
 from grader.live import invariants
 from grader.rules import RULES
-from grader_cases.mistakes import CASES
+from grader_cases.mistakes import CASES, STEP_CASES
 from workbook import facts
 from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEPS
 
@@ -76,6 +76,8 @@ def test_every_step_declares_its_rule_and_its_run_invariant_in_one_module_each()
 
 
 def test_every_step_has_its_mistake_cases():
+    assert tuple(STEP_CASES) == STEPS, "one tests/grader_cases/mistakes/step_NN.py per step"
+    assert all({case.step for case in cases} == {step} for step, cases in STEP_CASES.items())
     wrong = {case.step for case in CASES if not case.expect_pass}
     assert wrong == set(STEPS), "a wrong version of every step, and of no other"
     assert {case.base_step for case in CASES} <= {0, *STEPS}

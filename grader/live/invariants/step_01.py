@@ -1,4 +1,5 @@
-"""Step 1's run invariant (horovod initialized)."""
+"""Step 1's run invariant: every worker initialized Horovod before training, and together they form
+one job."""
 
 from __future__ import annotations
 

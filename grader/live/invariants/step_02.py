@@ -1,4 +1,4 @@
-"""Step 2's run invariant (one gpu each)."""
+"""Step 2's run invariant: each worker sees one GPU, its local rank's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 3's run invariant (one rank prints)."""
+"""Step 3's run invariant: only rank 0 prints Keras's progress."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Step 4's run invariant (identical updates)."""
+"""Step 4's run invariant: every rank applies the same update, the gradients averaged across the
+ranks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Step 5's run invariant (same weights)."""
+"""Step 5's run invariant: after the first training step every rank has the same weights, in the
+resumed launch too."""
 
 from __future__ import annotations
 

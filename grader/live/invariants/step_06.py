@@ -1,4 +1,4 @@
-"""Step 6's run invariant (different batches)."""
+"""Step 6's run invariant: each rank trains on images of its own, the whole data once per epoch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Step 7's run invariant (averaged metrics)."""
+"""Step 7's run invariant: every rank ends an epoch with the same metrics, the mean of the ranks'
+own."""
 
 from __future__ import annotations
 

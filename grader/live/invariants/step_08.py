@@ -1,4 +1,4 @@
-"""Step 8's run invariant (agreed resume epoch)."""
+"""Step 8's run invariant: every rank resumes from the epoch of rank 0's newest checkpoint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 9's run invariant (one writer)."""
+"""Step 9's run invariant: only rank 0 writes checkpoints and logs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 10's run invariant (scaled learning rate)."""
+"""Step 10's run invariant: the learning rate is the base rate times the number of workers."""
 
 from __future__ import annotations
 

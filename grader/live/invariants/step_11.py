@@ -1,4 +1,5 @@
-"""Step 11's run invariant (warmup and schedule)."""
+"""Step 11's run invariant: the rate warms up to the scaled rate and then follows the lesson's
+schedule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Step 12's run invariant (novograd)."""
+"""Step 12's run invariant: every rank trains with NovoGrad, wrapped in hvd.DistributedOptimizer."""
 
 from __future__ import annotations
 
