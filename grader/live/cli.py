@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from grader.live.invariants import FIRST_STEP
+from grader.live.invariants import FIRST_STEP, MODULES
 from grader.live.report import NOT_RUN_SAYS
 from grader.live.run import TIMEOUT_S, WORKERS, run_step
 from workbook.facts import LAST_STEP
@@ -35,10 +35,9 @@ def add_parser(commands) -> None:
         description=(
             f"Run the script on {WORKERS} workers, twice (a few steps from scratch, then a resume, "
             f"on keyed data with the smallest model) and check the invariants of steps "
-            f"{FIRST_STEP}..N from what the ranks did: Horovod on every worker, one GPU each "
-            "(simulated), one rank printing, averaged updates, the same weights, the data once "
-            "per epoch, averaged metrics, the resume epoch, one writer, every step's learning "
-            "rate, NovoGrad."
+            f"{FIRST_STEP}..N from what the ranks did: "
+            + ", ".join(module.TITLE for module in MODULES.values())
+            + "."
         ),
     )
     run.add_argument("file", metavar="FILE", help="the script, e.g. notebooks/fashion_mnist.py")
