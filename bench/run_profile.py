@@ -47,7 +47,7 @@ def launch_parts(record: dict) -> dict:
 
 def profile_once(script: Path, sandbox=None) -> dict:
     """One check of `script` with its records kept: wall seconds, and each launch's parts."""
-    from grader.live.run import run_step
+    from grader.api import run_step
 
     work = Path(tempfile.mkdtemp(prefix="run-profile-"))
     try:
@@ -72,7 +72,7 @@ def profile_once(script: Path, sandbox=None) -> dict:
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 5, echo=print) -> Path:
-    from grader.live.sandbox import Sandbox
+    from grader.api import Sandbox
 
     script = SOLUTIONS_DIR / chain_file_name(LAST_STEP)
     repeats = 1 if tiny else repeats

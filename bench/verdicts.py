@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench import results
-from grader.report import CANT_TELL, DECIDERS, PASSED
+from grader.api import CANT_TELL, DECIDERS, PASSED
 from workbook.paths import REPO
 
 CORPUS = REPO / "tests" / "grader_cases" / "learners"
@@ -40,8 +40,7 @@ def reading_verdict(status: str, done: bool) -> str:
 
 
 def run(out_dir: Path, tiny: bool = False, echo=print) -> Path:
-    from grader import check_all, judge_file
-    from grader.live.sandbox import Sandbox
+    from grader.api import Sandbox, check_all, judge_file
 
     scripts = corpus(tiny)
     rows = []

@@ -20,8 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.live.cli import positive_seconds
-from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
+from grader.api import RUN_TIMEOUT_S, positive_seconds
 from instructor import autograde, class_report, course, ownership
 from instructor.course import COURSE_ID, Course, CourseError
 

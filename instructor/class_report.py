@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.report import FAILED as STEP_FAILED
-from grader.report import NEITHER
-from grader.report import PASSED as STEP_PASSED
+from grader.api import FAILED as STEP_FAILED
+from grader.api import NEITHER
+from grader.api import PASSED as STEP_PASSED
 from instructor import intake, judging, ownership, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.report import FAIL_COLOR, FAILED, PASS_COLOR, PASSED
+from grader.api import FAIL_COLOR, FAILED, PASS_COLOR, PASSED
 
 # What a cell can show (StudentRow.cell), in the legend's order: a step's verdict in the
 # checker's vocabulary (grader.report), or why there is none.

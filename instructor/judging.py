@@ -29,8 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.live.run import TIMEOUT_S
-from grader.report import NEITHER
+from grader.api import NEITHER, RUN_TIMEOUT_S
 from instructor.course import Course, CourseError
 from workbook.facts import LEARNER_SCRIPT_NAME, usable_cores
 
@@ -81,9 +80,9 @@ def default_run_jobs() -> int:
     """Runs at once: one more than the cores hold at 2 workers each, since a run also waits
     (for its launch, its imports, its second launch). On 2 cores, 2 at once judged 4 scripts in
     22-26 s each against 33-36 s one at a time (2 alternating pairs, load 5-7)."""
-    from grader.live.run import WORKERS
+    from grader.api import RUN_WORKERS
 
-    return usable_cores() // WORKERS + 1
+    return usable_cores() // RUN_WORKERS + 1
 
 
 def judge_class(
@@ -98,14 +97,14 @@ def judge_class(
 ) -> list:
     """Judges each student's script, `jobs` runs at a time (each in a box of its own, like
     `sandbox`, default grading_sandbox(course), and stopped after `run_timeout` seconds,
-    default the run check's TIMEOUT_S); returns a Judged per student, in order.
+    default the run check's RUN_TIMEOUT_S); returns a Judged per student, in order.
 
     Identical scripts are judged once: the run sees the script alone (grader/live/run.py
     copies it into a folder of its own), so the same bytes do the same, whoever handed them in
     (the untouched starting script, say)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    how = JudgedWith(runs, (run_timeout or TIMEOUT_S) if runs else None)
+    how = JudgedWith(runs, (run_timeout or RUN_TIMEOUT_S) if runs else None)
     canary = Canary(how.run_timeout)
     if runs and sandbox is None:
         sandbox = grading_sandbox(course)
@@ -176,9 +175,7 @@ class Canary:
             return self._answer
 
     def _ask(self, sandbox) -> str:
-        from grader.live.outcome import NOT_RUN
-        from grader.live.run import run_step
-        from grader.reference import reference_path
+        from grader.api import NOT_RUN, reference_path, run_step
         from workbook.facts import LAST_STEP
 
         box = _box(sandbox)
@@ -239,8 +236,7 @@ def _judge_one(course: Course, student: str, how: JudgedWith, sandbox, canary: C
     """(Judged, what to say of it: "" when judged before). A run that could not be made
     leaves the student not judged (unless the canary says no run can be made here: then the
     class stops)."""
-    from grader import check_all, judge_file
-    from grader.judge import decide
+    from grader.api import check_all, decide, judge_file
 
     script = script_of(course, student)
     digest = fingerprint(script)
@@ -309,7 +305,7 @@ def _not_judged(course: Course, student: str, why: str, sandbox, canary: Canary)
 def grading_sandbox(course: Course):
     """The box every student's run goes into (grader/live/sandbox.py): the course, with its
     gradebook and the other students' folders, is hidden in it."""
-    from grader.live.sandbox import HIDDEN, Sandbox
+    from grader.api import HIDDEN, Sandbox
 
     return Sandbox(hidden=(*HIDDEN, course.root))
 

@@ -27,7 +27,7 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Unicode
 
-from grader import JUDGED_VARIABLE
+from grader.api import JUDGED_VARIABLE
 from instructor import cell_metadata
 from instructor.kernels import KernelPool
 

@@ -241,3 +241,21 @@ def test_rules_use_only_public_names():
         and name != "grader.budget"  # its forked child ends with os._exit
     )
     assert reaching == []
+
+
+# The instructor's course and the benchmarks enter the grader through one documented entry,
+# grader/api.py, never through its rooms (reading/, running/, the decision).
+THROUGH_THE_API = ("instructor", "bench")
+
+
+@pytest.mark.parametrize("package", THROUGH_THE_API)
+def test_the_course_and_the_benchmarks_enter_the_grader_through_its_api(package):
+    edges = graph()
+    around = sorted(
+        f"{name} imports {target}"
+        for name in MODULES
+        if name.split(".")[0] == package
+        for target in edges[name]
+        if target.split(".")[0] == "grader" and target != "grader.api"
+    )
+    assert around == []

@@ -100,7 +100,7 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
     """A run that could not be made (here: judge_file raising, as a RecursionError in reading
     its records did) leaves that student not judged, with the command that judges them again,
     and the others judged; only when the reference can't run either does the class stop."""
-    import grader
+    from grader import api
 
     course = init(tmp_path / "course", steps=[1, 6])
     first = (SOLUTIONS_DIR / chain_file_name(1)).read_text()
@@ -118,9 +118,9 @@ def test_one_students_failed_run_fails_that_student_alone(tmp_path, monkeypatch,
     def judge_file(script, *, sandbox, timeout):
         if "bob" in str(script):
             raise RecursionError("maximum recursion depth exceeded")
-        return grader.judge.decide(grader.check_all(script), None)
+        return api.decide(api.check_all(script), None)
 
-    monkeypatch.setattr(grader, "judge_file", judge_file)
+    monkeypatch.setattr(api, "judge_file", judge_file)
     monkeypatch.setattr(judging.Canary, "_ask", lambda self, box: asked.append(1) or machine)
     said, FakeBox.closed = [], 0
     if machine:
