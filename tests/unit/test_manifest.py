@@ -15,13 +15,13 @@ import re
 
 import pytest
 
-from authoring import chain
+from authoring import chain, readme
 from authoring import notebooks as builder
 from grader.live import invariants
 from grader.rules import RULES
 from grader_cases.mistakes import CASES, STEP_CASES
 from workbook import facts
-from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEPS
+from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEP_TITLES, STEPS
 
 KINDS = (LESSON, STEP, RUN, BONUS)
 
@@ -81,6 +81,13 @@ def test_every_step_has_its_mistake_cases():
     wrong = {case.step for case in CASES if not case.expect_pass}
     assert wrong == set(STEPS), "a wrong version of every step, and of no other"
     assert {case.base_step for case in CASES} <= {0, *STEPS}
+
+
+def test_the_readmes_table_of_the_steps_is_the_manifests():
+    assert readme.stale() == [], "python -m authoring build readme"
+    assert all(
+        f"| {step} | {title} |" in readme.steps_table() for step, title in STEP_TITLES.items()
+    )
 
 
 def test_every_notebook_has_its_source_and_nothing_else_is_a_source():
