@@ -150,6 +150,7 @@ CHECKER_LAYERS = (
     {"grader.syntax", "grader.source", "grader.verdicts", "grader.budget"},
     {name for name in MODULES if name == "grader.names" or name.startswith("grader.names_")},
     {
+        "grader.rank_tests",
         "grader.ranks",
         "grader.scaling",
         "grader.training",
