@@ -73,6 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     grade = command(
         "autograde", "grade the submissions with nbgrader", "grade again students graded before"
     )
+    add_autograde_options(grade)
+    feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
+    feedback.add_argument(
+        "--release", action="store_true", help="also put the feedback into the exchange"
+    )
+    export = command("export", "the grades as CSV")
+    export.add_argument("csv", metavar="CSV", help="where to write it")
+    report = command("report", "per student and step: CSV, text and heatmap PNG")
+    report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
+    return parser
+
+
+def add_autograde_options(grade: argparse.ArgumentParser) -> None:
+    """autograde's options: which students, how many at once, how long a run, or no run."""
     grade.add_argument(
         "--student", action="append", metavar="ID", help="only this student (repeatable)"
     )
@@ -104,15 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a quick pass: decide by reading the scripts only, without running them "
         "(advisory grades; about 1 s per student instead of 10-20)",
     )
-    feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
-    feedback.add_argument(
-        "--release", action="store_true", help="also put the feedback into the exchange"
-    )
-    export = command("export", "the grades as CSV")
-    export.add_argument("csv", metavar="CSV", help="where to write it")
-    report = command("report", "per student and step: CSV, text and heatmap PNG")
-    report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
-    return parser
 
 
 def run(args) -> int:
