@@ -56,65 +56,10 @@ class Assignments:
         """({name: [Binding, ...] in source order}, {name: their positions}) for the statements
         `nodes` at the module level (or in the function `scope`, with its parameters)."""
         bindings: dict = {}
-
-        def bind(name, value, statement):
-            binding = Binding(name, value, statement, end_position(statement))
-            bindings.setdefault(name, []).append(binding)
-
-        def bind_target(target, value, statement):
-            if isinstance(target, ast.Name):
-                bind(target.id, value, statement)
-            elif assignment_key(target):  # args.base_lr = ...: later reads of args.base_lr see it
-                bind(assignment_key(target), value, statement)
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
-                if values is not None and len(values) != len(target.elts):
-                    values = None
-                if (
-                    values is None
-                    and isinstance(value, ast.Call)
-                    and not any(isinstance(element, ast.Starred) for element in target.elts)
-                ):
-                    # rank, size = setup(): each name is an item of what setup() returns
-                    values = [
-                        self._item_of(value, index, statement) for index in range(len(target.elts))
-                    ]
-                for index, element in enumerate(target.elts):
-                    bind_target(element, values[index] if values else None, statement)
-            elif isinstance(target, ast.Starred):
-                bind_target(target.value, None, statement)
-
         for node in nodes:
-            if isinstance(node, SCOPES):
-                if not isinstance(node, ast.Lambda):
-                    bind(node.name, None, node)
-            elif isinstance(node, ast.Assign):
-                for target in node.targets:
-                    bind_target(target, node.value, node)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                bind_target(node.target, node.value, node)
-            elif isinstance(node, ast.AugAssign) and assignment_key(node.target):
-                # x //= n is x = x // n, where the inner x is the value before this statement.
-                previous = _load_copy(node.target)
-                value = ast.copy_location(ast.BinOp(previous, node.op, node.value), node)
-                for child in ast.walk(previous):
-                    for grandchild in ast.iter_child_nodes(child):
-                        self.script.places.adopt(grandchild, child)
-                self.script.places.adopt(previous, value)
-                self.script.places.adopt(value, node)
-                bind(assignment_key(node.target), value, node)
-            elif isinstance(node, ast.NamedExpr):
-                bind(node.target.id, node.value, self.script.places.statement_of(node) or node)
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-                targets = (
-                    [node.target]
-                    if isinstance(node, (ast.For, ast.AsyncFor))
-                    else [item.optional_vars for item in node.items if item.optional_vars]
-                )
-                for target in targets:
-                    for name in ast.walk(target):
-                        if isinstance(name, ast.Name):
-                            bind(name.id, None, node)
+            for name, value, statement in self._bound_by(node):
+                binding = Binding(name, value, statement, end_position(statement))
+                bindings.setdefault(name, []).append(binding)
         if scope is not None:
             arguments = scope.args
             every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
@@ -128,6 +73,66 @@ class Assignments:
             name: [binding.visible_from for binding in found] for name, found in bindings.items()
         }
         return bindings, positions
+
+    def _bound_by(self, node):
+        """(name, value, statement) of each name the statement (or expression) `node` binds."""
+        if isinstance(node, SCOPES):
+            if not isinstance(node, ast.Lambda):
+                yield node.name, None, node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                yield from self._bound_to(target, node.value, node)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            yield from self._bound_to(node.target, node.value, node)
+        elif isinstance(node, ast.AugAssign) and assignment_key(node.target):
+            yield assignment_key(node.target), self._augmented_value(node), node
+        elif isinstance(node, ast.NamedExpr):
+            yield node.target.id, node.value, self.script.places.statement_of(node) or node
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            targets = (
+                [node.target]
+                if isinstance(node, (ast.For, ast.AsyncFor))
+                else [item.optional_vars for item in node.items if item.optional_vars]
+            )
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        yield name.id, None, node
+
+    def _bound_to(self, target, value, statement):
+        """(name, value, statement) of each name an assignment of `value` to `target` binds."""
+        if isinstance(target, ast.Name):
+            yield target.id, value, statement
+        elif assignment_key(target):  # args.base_lr = ...: later reads of args.base_lr see it
+            yield assignment_key(target), value, statement
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            if values is not None and len(values) != len(target.elts):
+                values = None
+            if (
+                values is None
+                and isinstance(value, ast.Call)
+                and not any(isinstance(element, ast.Starred) for element in target.elts)
+            ):
+                # rank, size = setup(): each name is an item of what setup() returns
+                values = [
+                    self._item_of(value, index, statement) for index in range(len(target.elts))
+                ]
+            for index, element in enumerate(target.elts):
+                yield from self._bound_to(element, values[index] if values else None, statement)
+        elif isinstance(target, ast.Starred):
+            yield from self._bound_to(target.value, None, statement)
+
+    def _augmented_value(self, node):
+        """x //= n is x = x // n, where the inner x is the value before this statement."""
+        previous = _load_copy(node.target)
+        value = ast.copy_location(ast.BinOp(previous, node.op, node.value), node)
+        for child in ast.walk(previous):
+            for grandchild in ast.iter_child_nodes(child):
+                self.script.places.adopt(grandchild, child)
+        self.script.places.adopt(previous, value)
+        self.script.places.adopt(value, node)
+        return value
 
     def _item_of(self, value, index, statement):
         """`value[index]`, a node of the grader's for one name of a tuple assignment from a
