@@ -267,11 +267,9 @@ class Ranks:
             name = self.script.qualified_name(node.func)
             if name in COLLECTIVES:
                 return None
-            if self.rank_kind(node):
-                return Variation("rank", node)
-            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
-                return Variation("state", node)
+            direct = self._call_variation(node, name)
+            if direct is not None:
+                return direct
             function = self.script.function_of(node)
             if function is not None:
                 found.append(self._varies_in_function(function, node, depth, seen))
@@ -279,21 +277,37 @@ class Ranks:
             if self.script.object_attribute(node):  # trainer.verbose, set in a method
                 return Variation("unknown", node)
             reaching = self.script.bindings_before(node)
-            for binding in reaching:
-                value = self.script.binding_value(binding)
-                if value is not None:
-                    found.append(self._varies(value, depth + 1, seen))
-                elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
-                    found.append(self._varies(binding.statement.iter, depth + 1, seen))
-                elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
-                    found.append(Variation("unknown", node))
-                for test, _ in self.script.guards(binding.statement):
-                    found.append(self._varies(test, depth + 1, seen))
+            found += self._bindings_vary(node, reaching, depth, seen)
             if reaching and isinstance(node, ast.Name):
                 return _worst(found)
         for child in ast.iter_child_nodes(node):
             found.append(self._varies(child, depth + 1, seen))
         return _worst(found)
+
+    def _call_variation(self, call, name: str) -> Variation | None:
+        """A call whose result is the worker's rank, or what the worker finds for itself."""
+        if self.rank_kind(call):
+            return Variation("rank", call)
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+        if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
+            return Variation("state", call)
+        return None
+
+    def _bindings_vary(self, node, reaching: list, depth: int, seen: set) -> list:
+        """How each assignment that reaches the name `node` may vary: its value, the list a loop
+        takes it from, and the conditions it is assigned under."""
+        found = []
+        for binding in reaching:
+            value = self.script.binding_value(binding)
+            if value is not None:
+                found.append(self._varies(value, depth + 1, seen))
+            elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
+                found.append(self._varies(binding.statement.iter, depth + 1, seen))
+            elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
+                found.append(Variation("unknown", node))
+            for test, _ in self.script.guards(binding.statement):
+                found.append(self._varies(test, depth + 1, seen))
+        return found
 
     def _varies_in_function(self, function, call, depth: int, seen: set) -> Variation | None:
         """A call of the script's own function varies if what it computes does."""

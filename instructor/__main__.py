@@ -136,21 +136,7 @@ def run(args) -> int:
         course.release(opened, args.force)
         print(f"released {opened.assignment} into {opened.exchange_root}")
     elif args.command == "collect":
-        set_aside = course.collect(opened)
-        if set_aside is not None:
-            print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
-            if set_aside:
-                print(
-                    f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
-                    f"the student they name ({opened.root / ownership.NOT_COLLECTED}):"
-                )
-                for item in set_aside:
-                    print(f"  {item}")
-        else:
-            print(
-                f"collect skipped: nothing was released or submitted through "
-                f"{opened.exchange_root} (zip-collect fills submitted/ instead)"
-            )
+        print_collected(opened, course.collect(opened))
     elif args.command == "zip-collect":
         new, warnings = course.zip_collect(opened, args.zip, args.force)
         for warning in warnings:
@@ -195,6 +181,25 @@ def run(args) -> int:
         print(written.summary())
         print(f"\n{written.csv_path}\n{written.text_path}\n{written.png_path}")
     return 0
+
+
+def print_collected(opened: Course, set_aside) -> None:
+    """What collect did: the submissions in submitted/ and those it set aside, or why it was
+    skipped (`set_aside` None)."""
+    if set_aside is not None:
+        print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
+        if set_aside:
+            print(
+                f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
+                f"the student they name ({opened.root / ownership.NOT_COLLECTED}):"
+            )
+            for item in set_aside:
+                print(f"  {item}")
+    else:
+        print(
+            f"collect skipped: nothing was released or submitted through "
+            f"{opened.exchange_root} (zip-collect fills submitted/ instead)"
+        )
 
 
 def give_back_to_owner(folder) -> None:
