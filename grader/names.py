@@ -123,7 +123,8 @@ class Script:
             found = self._memo[kind] = kind(self)
         return found
 
-    # where a node is and when it runs (names_places)
+    # ---- where a node is and when it runs (names_places) -----------------------------------------
+
     def parent(self, node):
         return self.places.parent(node)
 
@@ -154,7 +155,8 @@ class Script:
     def guards_through(self, node, chain) -> list:
         return self.places.guards_through(node, chain)
 
-    # what a name is (names_imports)
+    # ---- what a name is (names_imports) ----------------------------------------------------------
+
     def import_reaches(self, name):
         return self.imports.import_reaches(name)
 
@@ -170,14 +172,16 @@ class Script:
     def calls_to(self, *names: str) -> list:
         return self.imports.calls_to(*names)
 
-    # the assignments (names_assignments)
+    # ---- the assignments (names_assignments) -----------------------------------------------------
+
     def binding_value(self, binding):
         return self.assignments.binding_value(binding)
 
     def bindings_before(self, name) -> list:
         return self.assignments.bindings_before(name)
 
-    # what an expression holds (names_values)
+    # ---- what an expression holds (names_values) -------------------------------------------------
+
     def values_of(self, expr, depth: int = 0) -> list:
         return self.values.values_of(expr, depth)
 
@@ -199,7 +203,8 @@ class Script:
     def mentions_call(self, expr, *names: str, through_functions: bool = False) -> bool:
         return self.values.mentions_call(expr, *names, through_functions=through_functions)
 
-    # what a call is given (names_arguments)
+    # ---- what a call is given (names_arguments) --------------------------------------------------
+
     def uncalled(self, *names: str) -> list:
         return self.arguments.uncalled(*names)
 
@@ -215,7 +220,8 @@ class Script:
     def object_attribute(self, expr) -> bool:
         return self.arguments.object_attribute(expr)
 
-    # the script's own functions (names_functions)
+    # ---- the script's own functions (names_functions) --------------------------------------------
+
     def function_of(self, call):
         return self.functions.function_of(call)
 
@@ -225,7 +231,8 @@ class Script:
     def followed(self, expr):
         return self.functions.followed(expr)
 
-    # loops unrolled (names_loops)
+    # ---- loops unrolled (names_loops) ------------------------------------------------------------
+
     def loop_iterations(self, target, iterable) -> list | None:
         return self.loops.loop_iterations(target, iterable)
 
