@@ -399,7 +399,32 @@ def run(
         "chain score their step"
     )
 
-    measurements = {
+    measurements = grading_measurements(
+        one_file, batch_seconds, pairs, scripts, batch_scores, nbgrader_scores
+    )
+    summary = grading_summary(
+        students, one_file, batch_seconds, pairs, batch_scores, mismatches, wrong
+    )
+    return results.write(
+        "grading",
+        out_dir,
+        {"students": students, "repeats": repeats, "autograde_repeats": len(current_seconds)},
+        measurements,
+        summary,
+    )
+
+
+def grading_measurements(
+    one_file: dict,
+    batch_seconds: list,
+    pairs: dict,
+    scripts,
+    batch_scores: dict,
+    nbgrader_scores: dict,
+) -> dict:
+    """What the grading benchmark measured, as its result file keeps it: the times, and each
+    student's score by the batch, the quick pass and nbgrader."""
+    return {
         "one_file_seconds": {name: [round(s, 4) for s in v] for name, v in one_file.items()},
         "batch_seconds": [round(s, 3) for s in batch_seconds],
         "autograde_current": pairs["current"],
@@ -414,7 +439,20 @@ def run(
             for s in scripts
         },
     }
-    summary = {
+
+
+def grading_summary(
+    students: int,
+    one_file: dict,
+    batch_seconds: list,
+    pairs: dict,
+    batch_scores: dict,
+    mismatches: dict,
+    wrong: dict,
+) -> dict:
+    """The grading benchmark's summary: the timings against their targets, whether the grades
+    agree, and whether runs score the chain's scripts their step."""
+    return {
         "one_file_seconds": {name: results.summarize(v) for name, v in one_file.items()},
         **class_summary(students, batch_seconds, pairs),
         "grades_equal": not mismatches,
@@ -432,13 +470,6 @@ def run(
             "nbgrader_seconds_for_200": 1200,
         },
     }
-    return results.write(
-        "grading",
-        out_dir,
-        {"students": students, "repeats": repeats, "autograde_repeats": len(current_seconds)},
-        measurements,
-        summary,
-    )
 
 
 def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:

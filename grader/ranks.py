@@ -1,7 +1,7 @@
 """Which workers run a line, and which values differ between workers: the one rank evaluator.
 
 A question module on the names layer (grader.names): `ranks.of(script)` is the script's
-`Ranks`, whose public questions are
+`Ranks`, whose public questions are (the rank tests answered by its grader.rank_tests.RankTests)
 - `rank_test(expr)`: what one condition says about the rank (`hvd.rank() == 0`, `not
   hvd.rank()`, a helper function that returns one), a `RankTest`; `rank_kind(expr)`: is it
   hvd.rank() or hvd.local_rank(); `rank_tests(guards)`, `guard_tests(node)`, `rank0_only(node)`;
@@ -20,9 +20,8 @@ import ast
 from dataclasses import dataclass
 
 from grader.horovod_collectives import BROADCASTS, COLLECTIVES
+from grader.rank_tests import RANK_COMPARISONS, RankTest, RankTests
 from grader.syntax import COMPARISONS, HVD, MAX_DEPTH, flipped, position
-
-_MISSING = object()
 
 # Calls whose result each worker works out for itself: its files, clock, environment, chance.
 STATE_CALLS = {
@@ -49,30 +48,6 @@ STATE_CALLS = {
 STATE_MODULES = ("random.", "numpy.random.", "tensorflow.random.")
 STATE_METHODS = {"exists", "is_file", "is_dir", "glob", "rglob", "iterdir", "stat"}
 _SEVERITY = {"rank": 0, "state": 1, "unknown": 2}
-# The comparisons a rank test may use (not `in`, `is`: no rank is a container or an object).
-_COMPARISONS = {op: COMPARISONS[op] for op in (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)}
-
-
-@dataclass(frozen=True)
-class RankTest:
-    """A condition that is true exactly when `which` (rank or local_rank) `op` `value`.
-
-    `exact` is False for `x and hvd.rank() == 0`: true only on rank 0, but not on every rank 0.
-    """
-
-    which: str
-    op: str  # "==" or "!="
-    value: int
-    exact: bool = True
-
-    def negated(self):
-        if not self.exact:
-            return None
-        return RankTest(self.which, "!=" if self.op == "==" else "==", self.value)
-
-    @property
-    def means_rank0(self) -> bool:
-        return self.which == "rank" and self.op == "==" and self.value == 0
 
 
 @dataclass(frozen=True)
@@ -95,142 +70,24 @@ class Ranks:
 
     def __init__(self, script):
         self.script = script
-        self._busy: set = set()  # names being read per rank (a name's value may test itself)
+        self.tests = RankTests(script, self)
 
-    # ---- one condition on the rank ------------------------------------------------------
+    # ---- one condition on the rank (grader/rank_tests.py) ---------------------------------
 
     def rank_test(self, expr, depth: int = 0) -> RankTest | None:
-        """What `expr` says about this worker's rank when it is true, if anything."""
-        if expr is None or depth > MAX_DEPTH:
-            return None
-        if len(self.script.bindings_before(expr)) > 1:  # assigned in branches: read per rank
-            return self._per_rank_test(expr)
-        expr = self.script.resolve(expr)
-        which = self.rank_kind(expr)
-        if which:
-            return RankTest(which, "!=", 0)  # `if hvd.rank():` is true on every rank but 0
-        returned = self.script.returned(expr)
-        if returned is not None:  # def is_root(): return hvd.rank() == 0
-            return self.rank_test(returned, depth + 1)
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-            inner = self.rank_test(expr.operand, depth + 1)
-            return inner.negated() if inner else None
-        if isinstance(expr, ast.Call) and self.script.qualified_name(expr.func) in ("int", "bool"):
-            return self.rank_test(expr.args[0], depth + 1) if len(expr.args) == 1 else None
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-            left, op, right = expr.left, expr.ops[0], expr.comparators[0]
-            return self._rank_comparison(left, op, right) or self._choice_comparison(
-                left, op, right, depth
-            )
-        if isinstance(expr, ast.IfExp):  # `True if hvd.rank() == 0 else False`
-            return self._choice_test(expr, bool, depth)
-        if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And):
-            for value in expr.values:
-                inner = self.rank_test(value, depth + 1)
-                if inner and inner.op == "==":
-                    return RankTest(inner.which, "==", inner.value, exact=len(expr.values) == 1)
-        return None
-
-    def _per_rank_test(self, name) -> RankTest | None:
-        """A name assigned in branches as a rank test: true on rank 0 only, or on the others."""
-        if id(name) in self._busy:
-            return None
-        self._busy.add(id(name))
-        try:
-            values = [self.value_on(name, rank0) for rank0 in (True, False)]
-            truths = [
-                self.script.constant(value, _MISSING) for value in values if value is not None
-            ]
-        finally:
-            self._busy.discard(id(name))
-        if len(truths) != 2 or _MISSING in truths:
-            return None
-        if bool(truths[0]) and not bool(truths[1]):
-            return RankTest("rank", "==", 0)
-        if bool(truths[1]) and not bool(truths[0]):
-            return RankTest("rank", "!=", 0)
-        return None
+        return self.tests.rank_test(expr, depth)
 
     def rank_kind(self, expr, depth: int = 0) -> str:
-        """ "rank" or "local_rank" if `expr` is that call (or a helper returning it), else ""."""
-        name = self.script.call_name(expr)
-        if name in (f"{HVD}.rank", f"{HVD}.local_rank"):
-            return name.rsplit(".", 1)[1]
-        returned = self.script.returned(self.script.resolve(expr))
-        if returned is not None and depth < MAX_DEPTH:
-            return self.rank_kind(returned, depth + 1)
-        return ""
-
-    def _rank_comparison(self, left, op, right) -> RankTest | None:
-        which = self.rank_kind(left)
-        value = self.script.constant(right)
-        if not which:
-            which, value = self.rank_kind(right), self.script.constant(left)
-            op = flipped(op)
-        if not which or not isinstance(value, int) or isinstance(value, bool):
-            return None
-        if isinstance(op, (ast.Eq, ast.Is)):
-            return RankTest(which, "==", value)
-        if isinstance(op, (ast.NotEq, ast.IsNot)):
-            return RankTest(which, "!=", value)
-        # Ranks are never negative: rank < 1 and rank <= 0 mean rank == 0.
-        if (isinstance(op, ast.Lt) and value == 1) or (isinstance(op, ast.LtE) and value == 0):
-            return RankTest(which, "==", 0)
-        if (isinstance(op, ast.Gt) and value == 0) or (isinstance(op, ast.GtE) and value == 1):
-            return RankTest(which, "!=", 0)
-        return None
-
-    def _choice_comparison(self, left, op, right, depth: int) -> RankTest | None:
-        """`verbose > 0` where verbose = 1 if hvd.rank() == 0 else 0: a test of the rank."""
-        compare = _COMPARISONS.get(type(op))
-        choice, bound = self.script.resolve(left), self.script.constant(right, _MISSING)
-        if not isinstance(choice, ast.IfExp):
-            choice, bound = self.script.resolve(right), self.script.constant(left, _MISSING)
-            compare = _COMPARISONS.get(type(flipped(op)))
-        if compare is None or not isinstance(choice, ast.IfExp) or bound is _MISSING:
-            return None
-        return self._choice_test(choice, lambda value: compare(value, bound), depth)
-
-    def _choice_test(self, choice, truth, depth: int) -> RankTest | None:
-        """`A if <rank test> else B` as a test of the rank, where `truth(A)` and `truth(B)` say
-        whether each branch's constant makes the whole condition true."""
-        inner = self.rank_test(choice.test, depth + 1)
-        constant = self.script.constant
-        body, orelse = constant(choice.body, _MISSING), constant(choice.orelse, _MISSING)
-        if inner is None or body is _MISSING or orelse is _MISSING:
-            return None
-        try:
-            when_true, when_false = truth(body), truth(orelse)
-        except TypeError:
-            return None
-        if when_true and not when_false:
-            return inner
-        if when_false and not when_true:
-            return inner.negated()
-        return None
+        return self.tests.rank_kind(expr, depth)
 
     def guard_tests(self, node) -> list:
-        """The RankTests that must hold for `node` to run (else-branches negated)."""
-        return self.rank_tests(self.script.guards(node))
+        return self.tests.guard_tests(node)
 
     def rank_tests(self, guards) -> list:
-        """The RankTests among (test, polarity) guards, as conditions that hold."""
-        tests = []
-        for test, polarity in guards:
-            if not polarity and isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-                # `else` of `a or b`: neither holds, so the negation of each does.
-                tests.extend(self.rank_tests((value, False) for value in test.values))
-                continue
-            found = self.rank_test(test)
-            if found is not None and not polarity:
-                found = found.negated()
-            if found is not None:
-                tests.append(found)
-        return tests
+        return self.tests.rank_tests(guards)
 
     def rank0_only(self, node) -> bool:
-        """True if `node` runs on rank 0 only (inside `if hvd.rank() == 0:` or similar)."""
-        return any(test.means_rank0 for test in self.guard_tests(node))
+        return self.tests.rank0_only(node)
 
     # ---- where a line runs: rank 0 or another worker, resuming or not --------------------
     #
@@ -313,7 +170,7 @@ class Ranks:
         if self.script.call_name(left) != size:
             left, right, op = right, left, flipped(op)
         bound = self.script.constant(right)
-        function = _COMPARISONS.get(type(op))
+        function = RANK_COMPARISONS.get(type(op))
         if self.script.call_name(left) != size or function is None:
             return None
         if not isinstance(bound, int) or isinstance(bound, bool):
@@ -410,11 +267,9 @@ class Ranks:
             name = self.script.qualified_name(node.func)
             if name in COLLECTIVES:
                 return None
-            if self.rank_kind(node):
-                return Variation("rank", node)
-            method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
-                return Variation("state", node)
+            direct = self._call_variation(node, name)
+            if direct is not None:
+                return direct
             function = self.script.function_of(node)
             if function is not None:
                 found.append(self._varies_in_function(function, node, depth, seen))
@@ -422,21 +277,37 @@ class Ranks:
             if self.script.object_attribute(node):  # trainer.verbose, set in a method
                 return Variation("unknown", node)
             reaching = self.script.bindings_before(node)
-            for binding in reaching:
-                value = self.script.binding_value(binding)
-                if value is not None:
-                    found.append(self._varies(value, depth + 1, seen))
-                elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
-                    found.append(self._varies(binding.statement.iter, depth + 1, seen))
-                elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
-                    found.append(Variation("unknown", node))
-                for test, _ in self.script.guards(binding.statement):
-                    found.append(self._varies(test, depth + 1, seen))
+            found += self._bindings_vary(node, reaching, depth, seen)
             if reaching and isinstance(node, ast.Name):
                 return _worst(found)
         for child in ast.iter_child_nodes(node):
             found.append(self._varies(child, depth + 1, seen))
         return _worst(found)
+
+    def _call_variation(self, call, name: str) -> Variation | None:
+        """A call whose result is the worker's rank, or what the worker finds for itself."""
+        if self.rank_kind(call):
+            return Variation("rank", call)
+        method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+        if name in STATE_CALLS or name.startswith(STATE_MODULES) or method in STATE_METHODS:
+            return Variation("state", call)
+        return None
+
+    def _bindings_vary(self, node, reaching: list, depth: int, seen: set) -> list:
+        """How each assignment that reaches the name `node` may vary: its value, the list a loop
+        takes it from, and the conditions it is assigned under."""
+        found = []
+        for binding in reaching:
+            value = self.script.binding_value(binding)
+            if value is not None:
+                found.append(self._varies(value, depth + 1, seen))
+            elif isinstance(binding.statement, (ast.For, ast.AsyncFor)):
+                found.append(self._varies(binding.statement.iter, depth + 1, seen))
+            elif not isinstance(binding.statement, (ast.FunctionDef, ast.ClassDef)):
+                found.append(Variation("unknown", node))
+            for test, _ in self.script.guards(binding.statement):
+                found.append(self._varies(test, depth + 1, seen))
+        return found
 
     def _varies_in_function(self, function, call, depth: int, seen: set) -> Variation | None:
         """A call of the script's own function varies if what it computes does."""

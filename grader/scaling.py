@@ -103,26 +103,7 @@ class Scaling:
         if isinstance(expr, ast.Call):
             return self._scale_of_call(expr, depth)
         if isinstance(expr, ast.BinOp):
-            left, right = self.scale(expr.left, depth + 1), self.scale(expr.right, depth + 1)
-            if isinstance(expr.op, ast.Mult):
-                return left.combine(right, +1, left.coef * right.coef)
-            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
-                coef = left.coef / right.coef if right.coef else left.coef
-                return left.combine(right, -1, coef)
-            if isinstance(expr.op, (ast.Add, ast.Sub)):
-                total = _same_scale([left, right])
-                return Scale(
-                    total.powers,
-                    total.coef,
-                    left.mixed or right.mixed,
-                    total.mixed,
-                    total.opaque,
-                    None,
-                )
-            if isinstance(expr.op, ast.Pow):
-                return _power(left, right, _number(self.script.constant(expr.right)))
-            # x % hvd.size(), x << hvd.rank(): a Horovod value in a way the grader can't follow.
-            return Scale(opaque=True, factors=None) if left.powers or right.powers else Scale()
+            return self._scale_of_operation(expr, depth)
         if isinstance(expr, ast.BoolOp):
             return _same_scale([self.scale(value, depth + 1) for value in expr.values])
         if isinstance(expr, ast.IfExp):
@@ -133,6 +114,29 @@ class Scaling:
                 [self.scale(expr.body, depth + 1), self.scale(expr.orelse, depth + 1)]
             )
         return Scale(factors=None)
+
+    def _scale_of_operation(self, expr: ast.BinOp, depth: int) -> Scale:
+        """How `left op right` scales, from how each side does."""
+        left, right = self.scale(expr.left, depth + 1), self.scale(expr.right, depth + 1)
+        if isinstance(expr.op, ast.Mult):
+            return left.combine(right, +1, left.coef * right.coef)
+        if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+            coef = left.coef / right.coef if right.coef else left.coef
+            return left.combine(right, -1, coef)
+        if isinstance(expr.op, (ast.Add, ast.Sub)):
+            total = _same_scale([left, right])
+            return Scale(
+                total.powers,
+                total.coef,
+                left.mixed or right.mixed,
+                total.mixed,
+                total.opaque,
+                None,
+            )
+        if isinstance(expr.op, ast.Pow):
+            return _power(left, right, _number(self.script.constant(expr.right)))
+        # x % hvd.size(), x << hvd.rank(): a Horovod value in a way the grader can't follow.
+        return Scale(opaque=True, factors=None) if left.powers or right.powers else Scale()
 
     def _taken_branch(self, choice: ast.IfExp):
         """The branch of `a if test else b` that every worker takes, resuming or not, when the

@@ -86,3 +86,16 @@ FLIPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
 
 def flipped(op: ast.cmpop) -> ast.cmpop:
     return FLIPPED.get(type(op), type(op))()
+
+
+# The nodes whose body runs only when they are called (or, for a class, defined).
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def assignment_key(node) -> str:
+    """The name an assignment binds: "x" for x, "args.base_lr" for args.base_lr; else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""

@@ -217,15 +217,36 @@ class ClassReport:
         )
 
     def summary(self) -> str:
+        lines = [self.headline(), "", *self.step_table()]
+        for title, entries in self.sections():
+            if entries:
+                lines += ["", title, *(f"  {entry}" for entry in entries)]
+        ungraded = [row for row in self.rows if row.status != GRADED]
+        if ungraded:
+            lines += ["", "Not graded:"]
+            for row in ungraded:
+                reason = f": {row.reason}" if row.reason else ""
+                lines.append(f"  {row.student}: {row.status}{reason}")
+                if row.recovery:
+                    lines.append("    to grade it with the released notebook in its place:")
+                    lines += [f"      {command}" for command in row.recovery]
+        return "\n".join(lines)
+
+    def step_table(self) -> list:
+        """A line per step: how many graded students passed it, how many stopped there."""
         graded = self.graded
         width = max(6, 2 * len(str(len(graded))) + 1)
-        lines = [self.headline(), "", f"step  {'passed':>{width}}  stuck here  title"]
+        lines = [f"step  {'passed':>{width}}  stuck here  title"]
         for step in self.steps:
             passed = sum(row.verdict(step) == STEP_PASSED for row in graded)
             stuck = sum(row.first_not_passed == step for row in graded)
             fraction = f"{passed}/{len(graded)}"
             lines.append(f"{step:>4}  {fraction:>{width}}  {stuck:>10}  {STEP_TITLES[step]}")
-        sections = [
+        return lines
+
+    def sections(self) -> list:
+        """(title, entries) of each list under the table, in order; an empty one is not shown."""
+        return [
             (
                 "Set aside at collect: not collected, never graded as the student they name:",
                 [f"{item.student}: {item}" for item in self.not_collected],
@@ -296,19 +317,6 @@ class ClassReport:
                 ],
             ),
         ]
-        for title, entries in sections:
-            if entries:
-                lines += ["", title, *(f"  {entry}" for entry in entries)]
-        ungraded = [row for row in self.rows if row.status != GRADED]
-        if ungraded:
-            lines += ["", "Not graded:"]
-            for row in ungraded:
-                reason = f": {row.reason}" if row.reason else ""
-                lines.append(f"  {row.student}: {row.status}{reason}")
-                if row.recovery:
-                    lines.append("    to grade it with the released notebook in its place:")
-                    lines += [f"      {command}" for command in row.recovery]
-        return "\n".join(lines)
 
     def write_csv(self, path: Path) -> Path:
         with open(path, "w", newline="", encoding="utf-8") as out:

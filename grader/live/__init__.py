@@ -8,6 +8,7 @@ In a terminal: python -m grader run FILE --step N
 One module per job, each importing only those above it:
 
     probe       runs in each worker: the script, unchanged, with hooks that record what it does
+                (its two model.fit callbacks in probe_callbacks, loaded by file path)
     evidence    the records of every rank, read back
     invariants  what must hold once step N is done (identical updates, same weights...): one
                 finding per step, a grader.report.Result (PASSED, FAILED or CANT_TELL)

@@ -7,7 +7,8 @@ The script runs unchanged (runpy, as `__main__`) after a few hooks are installed
 - Model.fit gets a callback at the start of the callback list and one at its end. The first
   sees the weights right after the first training step's update, before any other callback
   (Horovod's broadcast runs at the end of that step); the last sees them once every callback
-  has run, the learning rate of each batch and the metrics of each epoch.
+  has run, the learning rate of each batch and the metrics of each epoch
+  (grader/live/probe_callbacks.py, loaded beside this file by its path).
 - The training and validation datasets get a tap that names every image of every batch by
   its median pixel: the check gives the script keyed data (grader/live/keyed_data.py), each
   image one grey level of its own, which survives the lesson's flips, shifts and normalization,
@@ -217,13 +218,6 @@ def private_log_dir(argv: list, run: int, rank: int = RANK) -> list:
     return changed
 
 
-def trainable_vector(model):
-    import numpy as np
-
-    values = [np.asarray(v.numpy(), dtype=np.float64).ravel() for v in model.trainable_variables]
-    return np.concatenate(values) if values else np.zeros(0)
-
-
 def image_keys(images) -> list:
     """Each image's median pixel: its key in the check's keyed data, whatever flip, shift of a
     few pixels or per-pixel affine normalization the script applied (padding stays a minority)."""
@@ -233,29 +227,6 @@ def image_keys(images) -> list:
     if images.ndim < 2 or not images.shape[0]:
         return []
     return [float(v) for v in np.median(images.reshape(images.shape[0], -1), axis=1)]
-
-
-def learning_rate(optimizer):
-    """The optimizer's current learning rate as a float, or None."""
-    import tensorflow as tf
-
-    try:
-        rate = optimizer.lr if hasattr(optimizer, "lr") else optimizer.learning_rate
-        if isinstance(rate, tf.keras.optimizers.schedules.LearningRateSchedule):
-            rate = rate(optimizer.iterations)
-        return float(tf.keras.backend.get_value(rate))
-    except Exception:  # an optimizer without a readable rate: the check says it can't tell
-        return None
-
-
-def momentum(optimizer):
-    """The optimizer's momentum as a float, or None when it has none (NovoGrad, Adam...)."""
-    import tensorflow as tf
-
-    try:
-        return float(tf.keras.backend.get_value(optimizer.momentum))
-    except Exception:  # no momentum hyperparameter
-        return None
 
 
 def horovod_state() -> dict:
@@ -520,93 +491,87 @@ class Current:
     record: Record = None
 
 
-def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
+def load_sibling(name: str):
+    """A module of the probe's own folder, loaded by its file path: the worker runs the probe as
+    a file, without the grader's package (grader/live/sandbox.py shows it these files only)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"workbook_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tapped(dataset, kept: list):
+    """The dataset, with a tap that appends the keys of each batch's images to `kept`."""
     import tensorflow as tf
 
-    model_class = tf.keras.Model
-    original_fit = model_class.fit
+    def keep(images):
+        kept.append(image_keys(images.numpy()))
+        return True
+
+    def tap(*element):
+        if not element or not isinstance(element[0], tf.Tensor):
+            return element  # a dict of inputs, say: no keys
+        done = tf.py_function(keep, [element[0]], Tout=tf.bool)
+        with tf.control_dependencies([done]):
+            return (tf.identity(element[0]), *element[1:])
+
+    return dataset.map(tap)
+
+
+def fit_call(arguments: dict, optimizer, callbacks: list, script: str, caller) -> dict:
+    """What the record keeps of the script's model.fit(...): its arguments, the optimizer, and
+    the script's line that called it (`caller` is the frame)."""
+    import tensorflow as tf
+
+    return {
+        "initial_epoch": int(arguments.get("initial_epoch") or 0),
+        "epochs": int(arguments.get("epochs") or 1),
+        "steps_per_epoch": arguments.get("steps_per_epoch"),
+        "callbacks": [type(callback).__name__ for callback in callbacks],
+        "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+        # hvd.DistributedOptimizer's class has the name of the one it wraps; this is its mark.
+        "distributed_optimizer": hasattr(optimizer, "_allreduce_grads"),
+        "dataset": isinstance(arguments.get("x"), tf.data.Dataset),
+        "verbose": jsonable(arguments.get("verbose")),
+        **script_lines(script, caller),
+    }
+
+
+def watch_training(arguments: dict, optimizer, callbacks: list, record: Record) -> None:
+    """Puts the watches on what model.fit was given: the optimizer's first allreduce, the logs
+    the script's callbacks get, and a tap on the images of the datasets (or the keys of an array)."""
+    import tensorflow as tf
+
+    if hasattr(optimizer, "_allreduce_grads") and hasattr(optimizer, "_allreduce"):
+        keep_first_allreduce(optimizer, record)
+    for callback in callbacks:  # the script's own, which may read the metrics
+        if not type(callback).__module__.startswith("horovod"):
+            watch_epoch_logs(callback, record, record.data["fit"]["initial_epoch"])
+    x, validation = arguments.get("x"), arguments.get("validation_data")
+    if isinstance(x, tf.data.Dataset):
+        arguments["x"] = tapped(x, record.data["train_keys"])
+    elif hasattr(x, "shape") and hasattr(x, "dtype") and not arguments.get("steps_per_epoch"):
+        record.data["array_keys"] = image_keys(x)  # every row, every epoch
+    if isinstance(validation, tf.data.Dataset):
+        arguments["validation_data"] = tapped(validation, record.data["val_keys"])
+    record.data["lr_callbacks"] = {
+        type(callback).__name__: float(callback.initial_lr)
+        for callback in callbacks
+        if isinstance(getattr(callback, "initial_lr", None), (int, float))
+    }
+
+
+def install_fit_hook(script: str, gpus: SimulatedGpus | None) -> None:
+    """The script's first model.fit is recorded and watched, between the probe's two callbacks
+    (grader/live/probe_callbacks.py); a second one trains as asked and records nothing."""
+    import tensorflow as tf
+
+    probes = load_sibling("probe_callbacks")
+    original_fit = tf.keras.Model.fit
     fit_signature = inspect.signature(original_fit)
-
-    class FirstProbe(tf.keras.callbacks.Callback):
-        """First in the list: the weights before training and right after step 1's update."""
-
-        def __init__(self, record):
-            super().__init__()
-            self.record, self.before = record, None
-
-        def on_train_begin(self, logs=None):
-            self.before = trainable_vector(self.model)
-
-        def on_epoch_end(self, epoch, logs=None):
-            """The metrics of this rank's own batches, before any callback averaged them."""
-            if not self.record.data["own_logs"] and logs:
-                self.record.data["own_logs"] = {
-                    key: float(value) for key, value in logs.items() if hasattr(value, "__float__")
-                }
-
-        def on_train_batch_end(self, batch, logs=None):
-            if self.before is not None:
-                self.record.save_vector("before-first-step", self.before)
-                self.record.save_vector("first-update", trainable_vector(self.model) - self.before)
-                self.before = None
-
-    class LastProbe(tf.keras.callbacks.Callback):
-        """Last in the list: what every callback left behind."""
-
-        def __init__(self, record):
-            super().__init__()
-            self.record, self.epoch, self.steps = record, 0, 0
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self.epoch = epoch
-            self.record.data["lr"][str(epoch)] = []
-
-        def on_train_batch_begin(self, batch, logs=None):
-            epoch = str(self.epoch)
-            self.record.data["lr"].setdefault(epoch, []).append(learning_rate(self.model.optimizer))
-            value = momentum(self.model.optimizer)
-            if value is not None:
-                self.record.data["momentum"].setdefault(epoch, []).append(value)
-
-        def on_train_batch_end(self, batch, logs=None):
-            steps = self.record.data["steps"]
-            steps[str(self.epoch)] = steps.get(str(self.epoch), 0) + 1
-            self.steps += 1
-            if self.steps == 1:
-                self.record.save_vector("after-first-step", trainable_vector(self.model))
-                self.record.stage("finished training step 1")
-            else:
-                self.record.save()  # progress the run check sees (grader/live/run.py)
-
-        def on_test_batch_end(self, batch, logs=None):  # validation inside model.fit
-            steps = self.record.data["val_steps"]
-            steps[str(self.epoch)] = steps.get(str(self.epoch), 0) + 1
-            self.record.save()
-
-        def on_epoch_end(self, epoch, logs=None):
-            names = set(self.model.metrics_names)
-            self.record.data["epoch_logs"][str(epoch)] = {
-                key: float(value)
-                for key, value in (logs or {}).items()
-                if key in names or (key.startswith("val_") and key[4:] in names)
-            }
-            self.record.stage(f"finished epoch {epoch + 1}")
-
-    def tapped(dataset, kept: list):
-        """The dataset, with a tap that appends the keys of each batch's images to `kept`."""
-
-        def keep(images):
-            kept.append(image_keys(images.numpy()))
-            return True
-
-        def tap(*element):
-            if not element or not isinstance(element[0], tf.Tensor):
-                return element  # a dict of inputs, say: no keys
-            done = tf.py_function(keep, [element[0]], Tout=tf.bool)
-            with tf.control_dependencies([done]):
-                return (tf.identity(element[0]), *element[1:])
-
-        return dataset.map(tap)
 
     def fit(self, *args, **kwargs):
         record = Current.record
@@ -617,44 +582,17 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         arguments = bound.arguments
         optimizer = getattr(self, "optimizer", None)
         callbacks = list(arguments.get("callbacks") or [])
-        record.data["fit"] = {
-            "initial_epoch": int(arguments.get("initial_epoch") or 0),
-            "epochs": int(arguments.get("epochs") or 1),
-            "steps_per_epoch": arguments.get("steps_per_epoch"),
-            "callbacks": [type(callback).__name__ for callback in callbacks],
-            "optimizer": type(optimizer).__name__ if optimizer is not None else None,
-            # hvd.DistributedOptimizer's class has the name of the one it wraps; this is its mark.
-            "distributed_optimizer": hasattr(optimizer, "_allreduce_grads"),
-            "dataset": isinstance(arguments.get("x"), tf.data.Dataset),
-            "verbose": jsonable(arguments.get("verbose")),
-            **script_lines(script, sys._getframe(1)),
-        }
+        caller = sys._getframe(1)
+        record.data["fit"] = fit_call(arguments, optimizer, callbacks, script, caller)
         if record.data["fit"]["line"] is None:
             note_foreign(
-                record,
-                f"model.fit was called from {caller_file(sys._getframe(1))}, not from the script",
+                record, f"model.fit was called from {caller_file(caller)}, not from the script"
             )
         record.data["horovod"] = horovod_state()
         if gpus is not None:
             record.data["gpus"] = gpus.state()
-        if hasattr(optimizer, "_allreduce_grads") and hasattr(optimizer, "_allreduce"):
-            keep_first_allreduce(optimizer, record)
-        for callback in callbacks:  # the script's own, which may read the metrics
-            if not type(callback).__module__.startswith("horovod"):
-                watch_epoch_logs(callback, record, record.data["fit"]["initial_epoch"])
-        x, validation = arguments.get("x"), arguments.get("validation_data")
-        if isinstance(x, tf.data.Dataset):
-            arguments["x"] = tapped(x, record.data["train_keys"])
-        elif hasattr(x, "shape") and hasattr(x, "dtype") and not arguments.get("steps_per_epoch"):
-            record.data["array_keys"] = image_keys(x)  # every row, every epoch
-        if isinstance(validation, tf.data.Dataset):
-            arguments["validation_data"] = tapped(validation, record.data["val_keys"])
-        record.data["lr_callbacks"] = {
-            type(callback).__name__: float(callback.initial_lr)
-            for callback in callbacks
-            if isinstance(getattr(callback, "initial_lr", None), (int, float))
-        }
-        arguments["callbacks"] = [FirstProbe(record), *callbacks, LastProbe(record)]
+        watch_training(arguments, optimizer, callbacks, record)
+        arguments["callbacks"] = [probes.FirstProbe(record), *callbacks, probes.LastProbe(record)]
         for what in foreign_modules(script):
             note_foreign(record, what)
         record.stage("started model.fit")
@@ -662,7 +600,12 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
         record.stage("model.fit returned")
         return result
 
-    model_class.fit = fit
+    tf.keras.Model.fit = fit
+
+
+def install_callback_hook(script: str) -> None:
+    """Each callback built by the script's own line notes that line (failing_object names it)."""
+    import tensorflow as tf
 
     # Keras cuts its own frames out of a traceback; failing_object needs them.
     tf.debugging.disable_traceback_filtering()
@@ -677,16 +620,27 @@ def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
 
     tf.keras.callbacks.Callback.__init__ = callback_init
 
+
+def install_save_hooks() -> None:
+    """Model.save and save_weights note the files they write."""
+    import tensorflow as tf
+
     for method in ("save", "save_weights"):
-        original = getattr(model_class, method)
+        original = getattr(tf.keras.Model, method)
 
         def saving(self, filepath, *args, _original=original, **kwargs):
             Current.record.data["saved"].append(os.fspath(filepath))
             Current.record.save()
             return _original(self, filepath, *args, **kwargs)
 
-        setattr(model_class, method, saving)
+        setattr(tf.keras.Model, method, saving)
 
+
+def install_hooks(script: str, gpus: SimulatedGpus | None = None) -> None:
+    """Every hook on TensorFlow and Horovod the record needs, before the script runs."""
+    install_fit_hook(script, gpus)
+    install_callback_hook(script)
+    install_save_hooks()
     install_collective_hooks(script)
 
 

@@ -195,15 +195,9 @@ def run_step(
     say = None if quiet else lambda line: print(f"  {line}", flush=True)
     reruns = []
     try:
-        attempt = _attempt(step, Path(path), runs, np, timeout, work_dir, sandbox, say)
-        if attempt.cut:
-            reruns.append(f"run again alone: {attempt.cut}")
-            if say is not None:
-                say(f"the machine held the run back; running it again, alone ({attempt.cut})")
-            shutil.rmtree(attempt.folder, ignore_errors=True)
-            attempt = _attempt(
-                step, Path(path), runs, np, timeout, work_dir, sandbox, say, alone=True
-            )
+        attempt = _attempt_again_if_cut(
+            step, Path(path), runs, np, timeout, work_dir, sandbox, say, reruns
+        )
     except (OSError, ValueError, RuntimeError) as error:  # no horovodrun, a runner refusal...
         result = not_run(step, path, f"the run could not start: {error}", workers=np)
         result.run.reruns = reruns
@@ -218,6 +212,31 @@ def run_step(
         )
         result.run.reruns = [*reruns, f"cut again: {attempt.cut}"]
         return result
+    result = attempt_result(step, path, attempt, np, timeout, reruns)
+    if result.passed and not keep:
+        shutil.rmtree(attempt.folder, ignore_errors=True)
+    else:
+        result.run.log_path = str(attempt.run.log_path)
+    return result
+
+
+def _attempt_again_if_cut(
+    step, path: Path, runs, np, timeout, work_dir, sandbox, say, reruns: list
+) -> Attempt:
+    """The run, and when the machine cut it, the run again alone (`reruns` says why)."""
+    attempt = _attempt(step, path, runs, np, timeout, work_dir, sandbox, say)
+    if attempt.cut:
+        reruns.append(f"run again alone: {attempt.cut}")
+        if say is not None:
+            say(f"the machine held the run back; running it again, alone ({attempt.cut})")
+        shutil.rmtree(attempt.folder, ignore_errors=True)
+        attempt = _attempt(step, path, runs, np, timeout, work_dir, sandbox, say, alone=True)
+    return attempt
+
+
+def attempt_result(step: int, path, attempt: Attempt, np: int, timeout: float, reruns) -> Result:
+    """The verdict on a run the machine let finish: how it ended and the invariants of steps
+    1..`step` in what the ranks recorded."""
     run, records = attempt.run, attempt.folder / "kept" / "records"
     evidence = Evidence.read(records, np)
     outcome = judge(run, evidence, np, timeout, attempt.stuck, attempt.number)
@@ -245,10 +264,6 @@ def run_step(
     if result.run.copy_of:
         result.message += f"; the script is {result.run.copy_of}, up to formatting"
     result.run.counted_seconds = round(attempt.clock.counted, 1)
-    if result.passed and not keep:
-        shutil.rmtree(attempt.folder, ignore_errors=True)
-    else:
-        result.run.log_path = str(run.log_path)
     return result
 
 

@@ -16,8 +16,8 @@ Sandbox.wrap(argv, env) turns the run's command (horovodrun and everything it st
   ends, it ends, and the PID namespace with it.
 - Files: only what a run needs is there, read-only (an allow-list, `shown_paths()`): /usr,
   /etc, /sys, /opt, this Python and its environment, the runner's package (workbook/: horovodrun
-  starts through python -m workbook.runner.launcher), the probe and the keeper (two files of
-  grader/live/), and `readable` (the script's folder, its data). Nothing else of the checkout
+  starts through python -m workbook.runner.launcher), the probe, its callbacks and the keeper
+  (three files of grader/live/), and `readable` (the script's folder, its data). Nothing else of the checkout
   (solutions, rosters, courses, gradebooks, notebooks), no /home, /root, /srv, /var. `hidden`
   folders inside any of those get an empty tmpfs over them. /tmp and /dev/shm are private
   tmpfs of Limits.tmp_bytes.
@@ -73,9 +73,9 @@ LIVE = Path(__file__).resolve().parent
 KEEPER = LIVE / "box_keeper.py"  # the box's first process: bounded output, no daemons
 # Of the checkout, the box shows the runner's package (horovodrun starts as
 # python -m workbook.runner.launcher; the pinning launcher is there too) and two files of
-# grader/live/: the probe each worker runs (it imports only the standard library, NumPy,
-# TensorFlow and Horovod) and the keeper.
-CODE = (REPO / "workbook", LIVE / "probe.py", KEEPER)
+# grader/live/: the probe each worker runs and the callbacks it loads beside it (they import only
+# the standard library, NumPy, TensorFlow and Horovod) and the keeper.
+CODE = (REPO / "workbook", LIVE / "probe.py", LIVE / "probe_callbacks.py", KEEPER)
 # The system's files, read-only; /bin, /lib... are symlinks into /usr on Debian (merged /usr).
 SYSTEM = ("/usr", "/etc", "/sys", "/opt")
 # The run's environment names the probe's records folder here (grader/live/probe.py): writable.

@@ -93,38 +93,7 @@ def _broadcast_failure(script, fit):
         return Failure(f"line {fit.lineno}: model.fit(...) gets no initial_epoch", fit.lineno)
     broadcasts = [c for c in script.calls_to(*BROADCASTS) if not script.in_function(c)]
     if not broadcasts:
-        misspelled = script.calls_to(f"{HVD}.broadcast_object")
-        if misspelled:
-            return Failure(
-                f"line {misspelled[0].lineno}: horovod.tensorflow.keras has no broadcast_object "
-                "(horovod.tensorflow has): use hvd.broadcast(value, root_rank=0, name=...)",
-                misspelled[0].lineno,
-            )
-        agreeing = [
-            c
-            for c in script.calls_to(*AGREEING)
-            if script.mentions_call(c, "restart_epoch", through_functions=True)
-        ]
-        if agreeing:  # another collective may agree the epoch (op=hvd.Max); the run decides
-            return Note(
-                f"line {agreeing[0].lineno}: the epoch restart_epoch found goes through "
-                f"{script.source(agreeing[0].func)}(...), not a broadcast from rank 0; the "
-                "grader can't tell whether every rank ends with rank 0's epoch (hvd.Max does, "
-                "an average does not)",
-                agreeing[0].lineno,
-            )
-        inside = [c for c in script.calls_to(*BROADCASTS) if script.in_function(c)]
-        if inside:
-            return Note(
-                f"line {inside[0].lineno}: the broadcast is inside a function, and the grader "
-                "can't tell whether its result reaches model.fit(initial_epoch=...); it looked "
-                "for hvd.broadcast(..., root_rank=0) of the epoch restart_epoch found",
-                inside[0].lineno,
-            )
-        return Failure(
-            "the epoch found on rank 0 is never broadcast, so the other workers start from "
-            "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
-        )
+        return _no_broadcast_verdict(script)
     for call in _other_broadcasts(script):
         verdict = collective_failure(
             script, call, f"{script.source(call.func)}(...)", BROADCAST_HANG
@@ -132,48 +101,92 @@ def _broadcast_failure(script, fit):
         if verdict:
             return verdict
     for call in broadcasts:
-        line = call.lineno
-        verdict = collective_failure(script, call, "hvd.broadcast(...)", BROADCAST_HANG)
+        verdict = _epoch_broadcast_failure(script, call)
         if verdict:
             return verdict
-        is_object = _is_object_broadcast(script, call)
-        root = argument(call, "root_rank", 1)
-        if root is None:
-            root_value = 0 if is_object else None  # broadcast_object's root_rank defaults to 0
-        else:
-            root_value = script.constant(root)
-        if root_value != 0 or isinstance(root_value, bool):
-            failure = uncalled.failure(script, root)
-            if failure:
-                return failure
-            shown = script.source(root) if root is not None else "nothing"
-            return Failure(
-                f"line {line}: broadcast from rank 0, the one that found the checkpoint: "
-                f"root_rank=0, not {shown}",
-                line,
-            )
-        value = argument(call, "obj" if is_object else "value", 0)
-        if value is None or not script.mentions_call(
-            value, "restart_epoch", through_functions=True
-        ):
-            shown = script.source(value) if value is not None else "nothing"
-            return Failure(
-                f"line {line}: the broadcast sends `{shown}`, not the epoch that "
-                "restart_epoch(...) found on rank 0",
-                line,
-            )
-        if script.is_discarded(call):
-            return Failure(
-                f"line {line}: hvd.broadcast(...) returns rank 0's value, but the result is "
-                "thrown away: assign it, and give it to model.fit as initial_epoch",
-                line,
-            )
     if not script.mentions_call(initial_epoch, *BROADCASTS):
         return Failure(
             f"line {fit.lineno}: model.fit(initial_epoch=...) gets "
             f"`{script.source(initial_epoch)}` as it was before the broadcast: assign the "
             "broadcast's result to it",
             fit.lineno,
+        )
+    return None
+
+
+def _no_broadcast_verdict(script):
+    """No broadcast at the top level: a misspelled one, another collective that may agree the
+    epoch, one inside a function (the grader can't tell), or none at all."""
+    misspelled = script.calls_to(f"{HVD}.broadcast_object")
+    if misspelled:
+        return Failure(
+            f"line {misspelled[0].lineno}: horovod.tensorflow.keras has no broadcast_object "
+            "(horovod.tensorflow has): use hvd.broadcast(value, root_rank=0, name=...)",
+            misspelled[0].lineno,
+        )
+    agreeing = [
+        c
+        for c in script.calls_to(*AGREEING)
+        if script.mentions_call(c, "restart_epoch", through_functions=True)
+    ]
+    if agreeing:  # another collective may agree the epoch (op=hvd.Max); the run decides
+        return Note(
+            f"line {agreeing[0].lineno}: the epoch restart_epoch found goes through "
+            f"{script.source(agreeing[0].func)}(...), not a broadcast from rank 0; the "
+            "grader can't tell whether every rank ends with rank 0's epoch (hvd.Max does, "
+            "an average does not)",
+            agreeing[0].lineno,
+        )
+    inside = [c for c in script.calls_to(*BROADCASTS) if script.in_function(c)]
+    if inside:
+        return Note(
+            f"line {inside[0].lineno}: the broadcast is inside a function, and the grader "
+            "can't tell whether its result reaches model.fit(initial_epoch=...); it looked "
+            "for hvd.broadcast(..., root_rank=0) of the epoch restart_epoch found",
+            inside[0].lineno,
+        )
+    return Failure(
+        "the epoch found on rank 0 is never broadcast, so the other workers start from "
+        "epoch 0: broadcast it with hvd.broadcast(..., root_rank=0) and use the result"
+    )
+
+
+def _epoch_broadcast_failure(script, call):
+    """What is wrong with one top-level broadcast of the epoch: every worker must reach it, it
+    sends from rank 0 what restart_epoch found, and its result is kept."""
+    line = call.lineno
+    verdict = collective_failure(script, call, "hvd.broadcast(...)", BROADCAST_HANG)
+    if verdict:
+        return verdict
+    is_object = _is_object_broadcast(script, call)
+    root = argument(call, "root_rank", 1)
+    if root is None:
+        root_value = 0 if is_object else None  # broadcast_object's root_rank defaults to 0
+    else:
+        root_value = script.constant(root)
+    if root_value != 0 or isinstance(root_value, bool):
+        failure = uncalled.failure(script, root)
+        if failure:
+            return failure
+        shown = script.source(root) if root is not None else "nothing"
+        return Failure(
+            f"line {line}: broadcast from rank 0, the one that found the checkpoint: "
+            f"root_rank=0, not {shown}",
+            line,
+        )
+    value = argument(call, "obj" if is_object else "value", 0)
+    if value is None or not script.mentions_call(value, "restart_epoch", through_functions=True):
+        shown = script.source(value) if value is not None else "nothing"
+        return Failure(
+            f"line {line}: the broadcast sends `{shown}`, not the epoch that "
+            "restart_epoch(...) found on rank 0",
+            line,
+        )
+    if script.is_discarded(call):
+        return Failure(
+            f"line {line}: hvd.broadcast(...) returns rank 0's value, but the result is "
+            "thrown away: assign it, and give it to model.fit as initial_epoch",
+            line,
         )
     return None
 
