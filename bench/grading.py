@@ -5,7 +5,7 @@ stop after each step, solutions with one Horovod line deleted, a syntax error, a
 file, a missing script. It is graded by the checker's batch command (one process, reading
 only), by `python -m instructor autograde --no-run` (the quick pass: nbgrader, reading only;
 its grades must equal the batch's, student by student), and by `python -m instructor
-autograde`, the real path: every script run for real in the sandbox (instructor/judging.py),
+autograde`, the real path: every script run for real in the sandbox (instructor/class_verdicts.py),
 then nbgrader. A script that stops after step N must score N there (its truth, by
 construction of the chain).
 
@@ -106,7 +106,7 @@ def synthetic_kinds(students: int, kinds=None) -> dict:
 def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
     """{student: script, or None for no script}, the same for the same arguments. Every script
     ends with a comment of its own: students who hand in the same bytes share one run
-    (instructor/judging.py), which a real class of 200 rarely does, so none here does."""
+    (instructor/class_verdicts.py), which a real class of 200 rarely does, so none here does."""
     rng = random.Random(seed)
     scripts = {
         student: synthetic_script(kind, rng)

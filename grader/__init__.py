@@ -11,13 +11,13 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
     run_step(5)                         # runs the script on 2 workers; checks steps 4..5 for real
 
 In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--json]
-[--strict [REFERENCE]], and python -m grader run FILE --step N (grader/live/)
+[--strict [REFERENCE]], and python -m grader run FILE --step N (grader/running/)
 
 Every check returns a grader.report.Result, the one result vocabulary of the static check, the
 run-for-real check, the batch grader and the class report: status PASSED, FAILED or CANT_TELL
 ("can't tell" counts as done), a message, the line it points at, a hint, and for a real run
 its details (one Result per invariant) and its run's evidence. A rule's verdict (a Failure, Note,
-Advice or None of grader/verdicts.py) becomes a Result in grader/guard.py, the one way every
+Advice or None of grader/reading/verdicts.py) becomes a Result in grader/reading/guard.py, the one way every
 static check runs (within its budget; a checker error a verdict, never a crash).
 """
 
@@ -28,16 +28,16 @@ import os
 from functools import partial
 from pathlib import Path
 
-from grader import guard, judge, reference, strict
-from grader.bonus import BONUSES
-from grader.bonus import run as bonus_run
-from grader.guard import CANT_TELL_SAYS, Check
-from grader.live import run_step
-from grader.live.outcome import NOT_RUN
-from grader.names import Script
+from grader import decision, reference
+from grader.bonus import BONUSES, trial_run
+from grader.reading import guard, strict
+from grader.reading.guard import CANT_TELL_SAYS, Check
+from grader.reading.names import Script
+from grader.reading.rules import RULES
+from grader.reading.source import FileProblem, parse, read_source
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
-from grader.rules import RULES
-from grader.source import FileProblem, parse, read_source
+from grader.running import run_step
+from grader.running.outcome import NOT_RUN
 from workbook import class_progress, prose
 from workbook.facts import LAST_STEP, STEPS
 
@@ -65,8 +65,8 @@ __all__ = [
 def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> Result:
     """Checks one step (one of STEPS) of the script at `path`, by reading it (milliseconds).
 
-    run_if_unsure: when the reading can't tell, run the script for real (grader/live/, about
-    20 s on 2 workers) and let what it does decide (grader/judge.py). While an instructor
+    run_if_unsure: when the reading can't tell, run the script for real (grader/running/, about
+    20 s on 2 workers) and let what it does decide (grader/decision.py). While an instructor
     grades, the verdict is the one decided beforehand from a sandboxed run (JUDGED_VARIABLE).
     """
     if step not in RULES:
@@ -82,7 +82,7 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
             f"The reading can't tell for sure ({why}): running your script to decide "
             "(interrupt the kernel to stop it)."
         )
-        result = judge.decide(Results([result]), run_step(step, path))[0]
+        result = decision.decide(Results([result]), run_step(step, path))[0]
     class_progress.note(step, result.status)  # on a workshop hub: the instructor's class view
     return result
 
@@ -91,15 +91,15 @@ def judge_file(
     path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None, work_dir=None
 ) -> Results:
     """Every step of the script at `path`, decided by a run for real where it shows the step
-    and by the reading elsewhere (grader/judge.py); each Result says which decided."""
+    and by the reading elsewhere (grader/decision.py); each Result says which decided."""
     static = check_all(path)
     if all(result.file_problem for result in static):  # nothing to run: it can't be parsed
-        return judge.decide(static, None)
+        return decision.decide(static, None)
     options = {"timeout": timeout} if timeout else {}
     run = run_step(LAST_STEP, path, quiet=True, sandbox=sandbox, work_dir=work_dir, **options)
     if run.run is not None and run.run.outcome == NOT_RUN and not run.file_problem:
         raise RunUnavailable(run.message)  # this machine's fault, not the script's
-    decided = judge.decide(static, run)
+    decided = decision.decide(static, run)
     decided.run = run.run  # how the run went: re-runs, code not the script's (grader.report.Run)
     return decided
 
@@ -191,10 +191,10 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> Result:
 
 
 def train_bonus(name: str, path=DEFAULT_PATH, **options) -> Result:
-    """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/run.py)."""
-    return bonus_run.train_bonus(name, path, check_bonus(name, path), **options)
+    """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/trial_run.py)."""
+    return trial_run.train_bonus(name, path, check_bonus(name, path), **options)
 
 
 def _check(path, steps: list) -> Results:
-    """The steps' results (grader/guard.py: within the budget, a checker error a verdict)."""
+    """The steps' results (grader/reading/guard.py: within the budget, a checker error a verdict)."""
     return guard.run_checks(path, [guard.step_check(step) for step in steps])

@@ -1,6 +1,6 @@
 """python -m grader check FILE [--step N | --all | --bonus NAME] [--json] [--strict [REFERENCE]]
 python -m grader batch PATH... [--csv FILE] [--json]   (a whole class at once: grader/batch.py)
-python -m grader run FILE [--step N] [--json]          (run it for real on 2 workers: grader/live/)
+python -m grader run FILE [--step N] [--json]          (run it for real on 2 workers: grader/running/)
 (Grading a class with nbgrader: python -m instructor, see instructor/README.md.)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
@@ -16,9 +16,9 @@ import sys
 
 from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
-from grader.live import cli as live_cli
+from grader.reading.source import FileProblem
 from grader.report import Results
-from grader.source import FileProblem
+from grader.running import cli as live_cli
 
 _USE_STEP_REFERENCE = object()  # --strict without REFERENCE: the reference after --step N
 

@@ -25,15 +25,15 @@ The result vocabulary (grader.report):
 from __future__ import annotations
 
 from grader import JUDGED_VARIABLE, check_all, check_step, judge_file
-from grader.judge import decide
-from grader.live.cli import positive_seconds
-from grader.live.outcome import NOT_RUN
-from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
-from grader.live.run import WORKERS as RUN_WORKERS
-from grader.live.run import run_step
-from grader.live.sandbox import HIDDEN, Sandbox
+from grader.decision import decide
 from grader.reference import reference_path
 from grader.report import CANT_TELL, DECIDERS, FAIL_COLOR, FAILED, NEITHER, PASS_COLOR, PASSED
+from grader.running.cli import positive_seconds
+from grader.running.outcome import NOT_RUN
+from grader.running.run_check import TIMEOUT_S as RUN_TIMEOUT_S
+from grader.running.run_check import WORKERS as RUN_WORKERS
+from grader.running.run_check import run_step
+from grader.running.sandbox import HIDDEN, Sandbox
 from workbook.facts import STEPS
 
 __all__ = [

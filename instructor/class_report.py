@@ -21,7 +21,7 @@ from pathlib import Path
 from grader.api import FAILED as STEP_FAILED
 from grader.api import NEITHER
 from grader.api import PASSED as STEP_PASSED
-from instructor import intake, judging, ownership, submission
+from instructor import class_verdicts, intake, ownership, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
@@ -48,7 +48,7 @@ class StudentRow:
     reason: str = ""  # why it is not graded
     bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
     recovery: list = field(default_factory=list)  # shell commands that recover it
-    # How the steps were decided (instructor/judging.py): "step N: both checks' evidence" of
+    # How the steps were decided (instructor/class_verdicts.py): "step N: both checks' evidence" of
     # each graded step neither could decide, and whether a run decided at all.
     undecided: list = field(default_factory=list)
     advisory: bool = False  # graded by reading only (--no-run)
@@ -170,7 +170,7 @@ def read_class(course: Course) -> tuple:
                 f"{entry.get('path')}: {entry.get('why')}, set aside"
                 for entry in intake.recorded(course.root / "set_aside" / student)
             ]
-            judged = judging.load(course, student)
+            judged = class_verdicts.load(course, student)
             if judged and graded is not None:
                 row.advisory = not judged.get("ran")
                 row.undecided = [
@@ -301,7 +301,7 @@ class ClassReport:
                 [
                     f"{row.student}: {row.reason}"
                     for row in self.rows
-                    if row.reason.startswith(judging.NOT_JUDGED)
+                    if row.reason.startswith(class_verdicts.NOT_JUDGED)
                 ],
             ),
             (

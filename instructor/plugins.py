@@ -74,7 +74,7 @@ class ExecuteChecksOnly(Execute):
     ).tag(config=True)
     judged_dir = Unicode(
         "",
-        help="The folder of each student's decided verdicts (instructor/judging.py), which "
+        help="The folder of each student's decided verdicts (instructor/class_verdicts.py), which "
         "the check cells return; empty: the check cells read the script only.",
     ).tag(config=True)
 

@@ -34,7 +34,7 @@ SQUARES = with_line(
     script_after(LAST_STEP), "def step_decay", "n = 3\n    for _ in range(64):\n        n = n * n"
 )
 
-# Scripts that try to choose who judges them, run by the run check (grader/live/run.py):
+# Scripts that try to choose who judges them, run by the run check (grader/running/run_check.py):
 # the finished script that leaves at once when it sees the probe's variable;
 EARLY_EXIT_ON_PROBE = with_line(
     script_after(LAST_STEP),

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from grader.syntax import argument, method_name
-from grader.verdicts import Failure
+from grader.reading.syntax import argument, method_name
+from grader.reading.verdicts import Failure
 
 REGISTRY = "MODELS"
 MAX_HELPER_DEPTH = 4  # how deep builder -> helper -> helper calls are followed

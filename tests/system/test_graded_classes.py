@@ -27,7 +27,7 @@ from course_helpers import (
     run,
     solution_after,
 )
-from instructor import judging
+from instructor import class_verdicts
 from instructor.class_report import AUTOGRADE_FAILED, GRADED, read_class
 from instructor.course import ASSIGNMENT, Course, parse_steps, step_notebooks
 from workbook.facts import LAST_STEP, step_notebook
@@ -273,7 +273,7 @@ def test_exported_grades_are_exactly_the_expected_ones(graded_class):
 @class_test
 def test_each_grade_is_what_that_students_own_script_did(graded_class):
     """One bad submission never changes another: each grade is the verdict decided for its
-    own script (instructor/judging.py), from a sandboxed run where the run shows the step."""
+    own script (instructor/class_verdicts.py), from a sandboxed run where the run shows the step."""
     course = graded_class["course"]
     steps, rows = read_class(course)
     assert steps == COURSE_STEPS
@@ -283,8 +283,10 @@ def test_each_grade_is_what_that_students_own_script_did(graded_class):
             assert set(row.steps.values()) == {None}
             continue
         assert row.steps == expected, row.student
-        judged = judging.load(course, row.student)
-        assert judged["sha256"] == judging.fingerprint(judging.script_of(course, row.student))
+        judged = class_verdicts.load(course, row.student)
+        assert judged["sha256"] == class_verdicts.fingerprint(
+            class_verdicts.script_of(course, row.student)
+        )
         decided = {item["step"]: item for item in judged["results"]}
         assert row.steps == {step: decided[step]["passed"] for step in steps}
         if judged["sha256"] and row.student != "carol":  # a script that runs: the run decides

@@ -1,4 +1,4 @@
-"""The run-for-real check (grader/live/): the learner's script on 2 workers, and what the ranks did.
+"""The run-for-real check (grader/running/): the learner's script on 2 workers, and what the ranks did.
 
 The reference scripts and broken variants of them (small text edits) run for real, on 2 Gloo
 workers: each mistake is caught with its own message, within the time limit, and nothing of a
@@ -19,12 +19,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grader.live import run_step
-from grader.live.invariants import finding
-from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
-from grader.live.probe import PROBE_DIR_VARIABLE
-from grader.live.run import TIMEOUT_S
 from grader.report import FAILED, PASSED, Result
+from grader.running import run_step
+from grader.running.invariants import finding
+from grader.running.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
+from grader.running.probe import PROBE_DIR_VARIABLE
+from grader.running.run_check import TIMEOUT_S
 from workbook.facts import LAST_STEP
 from workbook.paths import REPO
 

@@ -1,4 +1,4 @@
-"""The run check's configuration and limits, for real (grader/live/run.py): the machine's load
+"""The run check's configuration and limits, for real (grader/running/run_check.py): the machine's load
 is not the script's fault, the launches are set so no constant matches them and rank differs
 from local rank, and a script's run of someone else's code earns nothing. Without a process:
 tests/unit/test_run_configuration.py.
@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from grader.live import run_step
-from grader.live.outcome import FINISHED, UNFINISHED
-from grader.live.run import STALL_S
 from grader.report import PASSED
+from grader.running import run_step
+from grader.running.outcome import FINISHED, UNFINISHED
+from grader.running.run_check import STALL_S
 from hostile_scripts import HANGING_RESUME, RUNS_THE_SOLUTION
 from runner_fixtures import needs_horovodrun
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME

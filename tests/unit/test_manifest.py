@@ -2,8 +2,8 @@
 notebooks, the steps are the step notebooks' steps, and everything else derives from both.
 
 Fast: no kernel, no run. A new graded step is a manifest entry (workbook/facts.py), a chain block
-(solutions/source/), its two checks, the reading's rule (grader/rules/step_NN.py: STEP, HINT,
-check) and the run's invariant (grader/live/invariants/step_NN.py: STEP, TITLE, check), its
+(solutions/source/), its two checks, the reading's rule (grader/reading/rules/step_NN.py: STEP, HINT,
+check) and the run's invariant (grader/running/invariants/step_NN.py: STEP, TITLE, check), its
 mistake cases (tests/grader_cases/mistakes/step_NN.py) and a notebook source (notebooks/src/); these
 tests say which is missing. Nothing else lists the steps or counts them: every other part finds
 them from the manifest (workbook.facts.STEPS, LAST_STEP).
@@ -17,8 +17,8 @@ import pytest
 
 from authoring import chain, readme
 from authoring import notebooks as builder
-from grader.live import invariants
-from grader.rules import RULES
+from grader.reading.rules import RULES
+from grader.running import invariants
 from grader_cases.mistakes import CASES, STEP_CASES
 from workbook import facts
 from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEP_TITLES, STEPS
@@ -48,7 +48,7 @@ def test_notebooks_are_numbered_by_their_place_and_named_by_unique_slugs():
 
 
 def test_the_steps_of_the_chain_and_the_checker_are_the_manifests():
-    assert tuple(RULES) == STEPS, "one grader/rules/step_NN.py per step of the manifest"
+    assert tuple(RULES) == STEPS, "one grader/reading/rules/step_NN.py per step of the manifest"
     assert all(rule.__name__.endswith(f".step_{step:02d}") for step, rule in RULES.items())
     todo_steps = {
         int(n)
@@ -63,7 +63,9 @@ def test_every_step_declares_its_rule_and_its_run_invariant_in_one_module_each()
     assert all(isinstance(rule.HINT, str) and rule.HINT for rule in RULES.values())
     assert all(callable(rule.check) for rule in RULES.values())
     found = invariants.MODULES
-    assert tuple(found) == STEPS, "one grader/live/invariants/step_NN.py per step of the manifest"
+    assert tuple(found) == STEPS, (
+        "one grader/running/invariants/step_NN.py per step of the manifest"
+    )
     assert all(module.__name__.endswith(f".step_{step:02d}") for step, module in found.items())
     assert all(module.STEP == step and callable(module.check) for step, module in found.items())
     titles = [module.TITLE for module in found.values()]

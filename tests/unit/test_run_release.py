@@ -1,4 +1,4 @@
-"""grader/live/run.py releases a run's box whatever fails: preparing the run, launching it,
+"""grader/running/run_check.py releases a run's box whatever fails: preparing the run, launching it,
 reading what it left, or cleaning up; each failure is that run's result ("not run", saying
 why), never an exception for the caller, and nothing of the run is left behind. The failures
 are injected (no process starts here); the real box's release: tests/system/test_sandbox.py."""
@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.live import run as run_module
-from grader.live.outcome import NOT_RUN
+from grader.running import run_check as run_module
+from grader.running.outcome import NOT_RUN
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
 
 class FakeBox:
-    """Stands in for grader/live/sandbox.Sandbox: records what the run asked of it."""
+    """Stands in for grader/running/sandbox.Sandbox: records what the run asked of it."""
 
     def __init__(self, failing_close: bool = False):
         self.calls, self.failing_close = [], failing_close

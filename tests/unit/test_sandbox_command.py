@@ -1,4 +1,4 @@
-"""The sandbox's command (grader/live/sandbox.py) as it is built, without running it: namespaces,
+"""The sandbox's command (grader/running/sandbox.py) as it is built, without running it: namespaces,
 what is bound writable, hidden folders, secrets taken out, root or not, bwrap missing, cgroups.
 The attacks on the real sandbox: tests/system/test_sandbox.py.
 """
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.live import sandbox as sandbox_module
-from grader.live.sandbox import Limits, Sandbox, SandboxUnavailable
+from grader.running import sandbox as sandbox_module
+from grader.running.sandbox import Limits, Sandbox, SandboxUnavailable
 from workbook.paths import REPO
 
 # --- running a hostile script ----------------------------------------------------------------
@@ -68,9 +68,9 @@ def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monk
     # roster, no course, no notebooks (the box sees what the run needs).
     assert str(REPO) not in ro and str(REPO / "workbook") in ro
     assert {p for p in ro if p.startswith(str(REPO / "grader"))} == {
-        str(REPO / "grader" / "live" / "probe.py"),
-        str(REPO / "grader" / "live" / "probe_callbacks.py"),
-        str(REPO / "grader" / "live" / "box_keeper.py"),
+        str(REPO / "grader" / "running" / "probe.py"),
+        str(REPO / "grader" / "running" / "probe_callbacks.py"),
+        str(REPO / "grader" / "running" / "box_keeper.py"),
     }
     sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
     assert str(Limits().tmp_bytes) in sizes
