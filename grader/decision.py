@@ -114,9 +114,7 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
     )
 
 
-CANT_TELL_SAYS = (
-    "can't tell: "  # how a finding that can't tell begins (grader/running/invariants.py)
-)
+CANT_TELL_SAYS = "can't tell: "  # how a finding that can't tell begins (grader/running/invariants/)
 
 
 def not_credited(found: Result, run: Result) -> str:

@@ -19,7 +19,7 @@ learner may write in (0, 1, 2, 5, 32, 128, a preset's) can match:
 - every other rank gets an empty --log-dir of its own in each run (as on another machine), so
   a second writer, and a rank that looks for checkpoints itself, show.
 
-The probe's records then show the invariant of each step (grader/running/invariants.py). The run
+The probe's records then show the invariant of each step (grader/running/invariants/). The run
 is never refused because the reading of the script disagrees: a script that never initializes
 Horovod runs too, and shows it. Evidence that code other than the script made (another file
 run or imported, model.fit called from elsewhere) earns nothing; a script that is a reference

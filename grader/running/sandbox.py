@@ -69,13 +69,13 @@ MiB = 1 << 20
 GiB = 1 << 30
 # Folders never shown, even inside a folder that is (the instructor's nbgrader course).
 HIDDEN = (REPO / "course",)
-LIVE = Path(__file__).resolve().parent
-KEEPER = LIVE / "box_keeper.py"  # the box's first process: bounded output, no daemons
+RUNNING = Path(__file__).resolve().parent  # grader/running/
+KEEPER = RUNNING / "box_keeper.py"  # the box's first process: bounded output, no daemons
 # Of the checkout, the box shows the runner's package (horovodrun starts as
 # python -m workbook.runner.launcher; the pinning launcher is there too) and two files of
 # grader/running/: the probe each worker runs and the callbacks it loads beside it (they import only
 # the standard library, NumPy, TensorFlow and Horovod) and the keeper.
-CODE = (REPO / "workbook", LIVE / "probe.py", LIVE / "probe_callbacks.py", KEEPER)
+CODE = (REPO / "workbook", RUNNING / "probe.py", RUNNING / "probe_callbacks.py", KEEPER)
 # The system's files, read-only; /bin, /lib... are symlinks into /usr on Debian (merged /usr).
 SYSTEM = ("/usr", "/etc", "/sys", "/opt")
 # The run's environment names the probe's records folder here (grader/running/probe.py): writable.

@@ -276,3 +276,40 @@ def test_the_course_and_the_benchmarks_enter_the_grader_through_its_api(package)
         if target.split(".")[0] == "grader" and target != "grader.api"
     )
     assert around == []
+
+
+# The grader's rooms (grader/README.md, "Layout"): the reading and the run side by side, neither
+# importing the other (but for the run's question whether the file can be read at all), and the
+# decision above both; what both use is the result vocabulary and the reference chain.
+SHARED_BY_BOTH = {"grader.report", "grader.reference"}
+ROOMS = {
+    "grader.reading": SHARED_BY_BOTH,
+    "grader.running": SHARED_BY_BOTH | {"grader.reading.guard"},
+}
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_reading_and_the_run_stand_side_by_side(room):
+    edges = graph()
+    outside = sorted(
+        f"{name} imports {target}"
+        for name in MODULES
+        if name == room or name.startswith(f"{room}.")
+        for target in edges[name]
+        if target.startswith("grader")
+        and not (target == room or target.startswith(f"{room}."))
+        and target not in ROOMS[room]
+    )
+    assert outside == []
+
+
+def test_no_two_modules_of_the_grader_share_a_file_name():
+    """One name, one module: a step's rule and its invariant (step_NN.py) are the one pair, each
+    in the package that finds them by that name."""
+    names = {}
+    for name in MODULES:
+        if name.startswith("grader."):
+            last = name.rsplit(".", 1)[-1]
+            if not last.startswith("step_") and MODULES[name].name != "__init__.py":
+                names.setdefault(last, []).append(name)
+    assert {last: found for last, found in names.items() if len(found) > 1} == {}

@@ -1,12 +1,13 @@
 """Steps and notebooks are separate facts: the manifest (workbook.facts.NOTEBOOKS) numbers the
 notebooks, the steps are the step notebooks' steps, and everything else derives from both.
 
-Fast: no kernel, no run. A new graded step is a manifest entry (workbook/facts.py), a chain block
-(solutions/source/), its two checks, the reading's rule (grader/reading/rules/step_NN.py: STEP, HINT,
-check) and the run's invariant (grader/running/invariants/step_NN.py: STEP, TITLE, check), its
-mistake cases (tests/grader_cases/mistakes/step_NN.py) and a notebook source (notebooks/src/); these
-tests say which is missing. Nothing else lists the steps or counts them: every other part finds
-them from the manifest (workbook.facts.STEPS, LAST_STEP).
+Fast: no kernel, no run. A new graded step (grader/README.md, "Adding a step") is a manifest
+entry (workbook/facts.py), its blocks in the chain (solutions/source/), its two checks, the
+reading's rule (grader/reading/rules/step_NN.py: STEP, HINT, check) and the run's invariant
+(grader/running/invariants/step_NN.py: STEP, TITLE, check), its mistake cases
+(tests/grader_cases/mistakes/step_NN.py) and a notebook source (notebooks/src/); these tests say
+which is missing. Nothing else lists the steps or counts them: every other part finds them from
+the manifest (workbook.facts.STEPS, LAST_STEP).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The run check's invariants (grader/running/invariants.py), judged from records written the way
+"""The run check's invariants (grader/running/invariants/), judged from records written the way
 the probe writes them (grader/running/probe.py's Record): each step's invariant is seen to hold,
 to fail with its own words, and to say "can't tell". No run here: milliseconds.
 """

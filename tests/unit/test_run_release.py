@@ -16,7 +16,7 @@ from workbook.paths import SOLUTIONS_DIR
 
 
 class FakeBox:
-    """Stands in for grader/running/sandbox.Sandbox: records what the run asked of it."""
+    """Stands in for grader.running.sandbox.Sandbox: records what the run asked of it."""
 
     def __init__(self, failing_close: bool = False):
         self.calls, self.failing_close = [], failing_close

@@ -1,8 +1,8 @@
 """What must hold on the ranks once step N is done, judged from what they reported.
 
-One module per step, `step_NN.py` (found by its name, like the rules of grader/reading/rules/), with
-STEP, TITLE (the step's invariant in a few words, the title of its findings) and
-check(evidence, setting), which returns a finding, a grader.report.Result of that step: PASSED
+One module per step, `step_NN.py` (found by its name, like the rules of
+grader/reading/rules/), with STEP, TITLE (the step's invariant in a few words, the title of its
+findings) and check(evidence, setting), which returns a finding, a grader.report.Result of that step: PASSED
 (the invariant holds), FAILED, or CANT_TELL when the run did not show it (a rank that never got
 that far, a script that does things this check can't see). A finding states only what the
 records show. A step's module may also declare:
