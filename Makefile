@@ -75,7 +75,7 @@ browser:
 sshd:
 	@sh tests/setup_sshd.sh
 
-# bubblewrap for grader/live/sandbox.py: `make grade` fails without it (a student's script is
+# bubblewrap for grader/running/sandbox.py: `make grade` fails without it (a student's script is
 # never run unsandboxed); `make test` needs it too (as root, tests/system/test_sandbox.py fails
 # without it).
 sandbox:

@@ -1,4 +1,5 @@
-"""python -m authoring build|check [chain|notebooks]: the chain first, since notebooks quote it.
+"""python -m authoring build|check [chain|notebooks|readme]: the chain first, since notebooks quote
+it; then README.md's table of the steps.
 
 python -m authoring record VARIANT EDITED.py: rewrite a variant's patch from an edited copy.
 """
@@ -9,11 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from authoring import chain, notebooks, variants
+from authoring import chain, notebooks, readme, variants
 from authoring.generated import REGENERATE_COMMAND
 from workbook.paths import REPO
 
-GENERATORS = {"chain": chain.main, "notebooks": notebooks.main}
+GENERATORS = {"chain": chain.main, "notebooks": notebooks.main, "readme": readme.main}
 
 
 def record(argv: list[str]) -> int:

@@ -206,7 +206,7 @@ def render_lines(
 def render(
     source_text: str, step: int, filename: str = "<source>", bonus: str | None = None
 ) -> str:
-    """Returns the script at `step` (0: the starting script, 12: the solution).
+    """Returns the script at `step` (0: the starting script, LAST_STEP: the solution).
 
     With `bonus`, that bonus's blocks are kept too: render(text, LAST_STEP, bonus="alexnet")
     is the reference of the AlexNet bonus.

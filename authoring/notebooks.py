@@ -433,16 +433,8 @@ def build_notebook(
     at = 1 if cells and cells[0].cell_type == "markdown" else 0
     cells.insert(at, setup)
 
-    # Ids that stay the same from build to build (nbformat would draw random ones).
     for index, cell in enumerate(cells):
-        if cell.metadata.get("nbgrader", {}).get("grade_id"):
-            cell.id = cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
-        elif "setup" in cell.metadata.get("tags", []):
-            cell.id = "setup"
-        elif NEXT_TAG in cell.metadata.get("tags", []):
-            cell.id = "next"
-        else:
-            cell.id = f"cell-{index:02d}"
+        cell.id = stable_cell_id(cell, index)
 
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata = {
@@ -455,6 +447,17 @@ def build_notebook(
     }
     nbformat.validate(notebook)
     return notebook
+
+
+def stable_cell_id(cell, index: int) -> str:
+    """The cell's id, the same from build to build (nbformat would draw random ones)."""
+    if cell.metadata.get("nbgrader", {}).get("grade_id"):
+        return cell.metadata["nbgrader"]["grade_id"].replace("_", "-")
+    if "setup" in cell.metadata.get("tags", []):
+        return "setup"
+    if NEXT_TAG in cell.metadata.get("tags", []):
+        return "next"
+    return f"cell-{index:02d}"
 
 
 def notebook_text(notebook) -> str:

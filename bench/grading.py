@@ -5,7 +5,7 @@ stop after each step, solutions with one Horovod line deleted, a syntax error, a
 file, a missing script. It is graded by the checker's batch command (one process, reading
 only), by `python -m instructor autograde --no-run` (the quick pass: nbgrader, reading only;
 its grades must equal the batch's, student by student), and by `python -m instructor
-autograde`, the real path: every script run for real in the sandbox (instructor/judging.py),
+autograde`, the real path: every script run for real in the sandbox (instructor/class_verdicts.py),
 then nbgrader. A script that stops after step N must score N there (its truth, by
 construction of the chain).
 
@@ -106,7 +106,7 @@ def synthetic_kinds(students: int, kinds=None) -> dict:
 def synthetic_class(students: int, seed: int = 0, kinds=None) -> dict:
     """{student: script, or None for no script}, the same for the same arguments. Every script
     ends with a comment of its own: students who hand in the same bytes share one run
-    (instructor/judging.py), which a real class of 200 rarely does, so none here does."""
+    (instructor/class_verdicts.py), which a real class of 200 rarely does, so none here does."""
     rng = random.Random(seed)
     scripts = {
         student: synthetic_script(kind, rng)
@@ -399,7 +399,32 @@ def run(
         "chain score their step"
     )
 
-    measurements = {
+    measurements = grading_measurements(
+        one_file, batch_seconds, pairs, scripts, batch_scores, nbgrader_scores
+    )
+    summary = grading_summary(
+        students, one_file, batch_seconds, pairs, batch_scores, mismatches, wrong
+    )
+    return results.write(
+        "grading",
+        out_dir,
+        {"students": students, "repeats": repeats, "autograde_repeats": len(current_seconds)},
+        measurements,
+        summary,
+    )
+
+
+def grading_measurements(
+    one_file: dict,
+    batch_seconds: list,
+    pairs: dict,
+    scripts,
+    batch_scores: dict,
+    nbgrader_scores: dict,
+) -> dict:
+    """What the grading benchmark measured, as its result file keeps it: the times, and each
+    student's score by the batch, the quick pass and nbgrader."""
+    return {
         "one_file_seconds": {name: [round(s, 4) for s in v] for name, v in one_file.items()},
         "batch_seconds": [round(s, 3) for s in batch_seconds],
         "autograde_current": pairs["current"],
@@ -414,7 +439,20 @@ def run(
             for s in scripts
         },
     }
-    summary = {
+
+
+def grading_summary(
+    students: int,
+    one_file: dict,
+    batch_seconds: list,
+    pairs: dict,
+    batch_scores: dict,
+    mismatches: dict,
+    wrong: dict,
+) -> dict:
+    """The grading benchmark's summary: the timings against their targets, whether the grades
+    agree, and whether runs score the chain's scripts their step."""
+    return {
         "one_file_seconds": {name: results.summarize(v) for name, v in one_file.items()},
         **class_summary(students, batch_seconds, pairs),
         "grades_equal": not mismatches,
@@ -432,13 +470,6 @@ def run(
             "nbgrader_seconds_for_200": 1200,
         },
     }
-    return results.write(
-        "grading",
-        out_dir,
-        {"students": students, "repeats": repeats, "autograde_repeats": len(current_seconds)},
-        measurements,
-        summary,
-    )
 
 
 def class_summary(students: int, batch_seconds: list, pairs: dict) -> dict:

@@ -1,7 +1,7 @@
 """Where a student's run check spends its time: the floor under grading with runs.
 
-The run-for-real check (grader/live/) launches the script twice on 2 workers. The probe notes
-when each rank got where (grader/live/probe.py's stages); per launch this splits rank 0's time
+The run-for-real check (grader/running/) launches the script twice on 2 workers. The probe notes
+when each rank got where (grader/running/probe.py's stages); per launch this splits rank 0's time
 into TensorFlow's import, the script until model.fit (its imports, data, model, hvd.init),
 the first training step (tracing the step's graph, the first allreduce and broadcast), the
 rest of model.fit, and the script after it. What no rank saw (horovodrun's launch, Python's
@@ -47,14 +47,14 @@ def launch_parts(record: dict) -> dict:
 
 def profile_once(script: Path, sandbox=None) -> dict:
     """One check of `script` with its records kept: wall seconds, and each launch's parts."""
-    from grader.live.run import run_step
+    from grader.api import run_step
 
     work = Path(tempfile.mkdtemp(prefix="run-profile-"))
     try:
         started = time.monotonic()
         result = run_step(LAST_STEP, script, quiet=True, work_dir=work, sandbox=sandbox, keep=True)
         wall = time.monotonic() - started
-        records = Path(result.run.log_path).parent / "records"  # kept/ (grader/live/kept.py)
+        records = Path(result.run.log_path).parent / "records"  # kept/ (grader/running/kept.py)
         launches = {}
         for path in sorted(records.glob("run*-rank0.json")):
             record = json.loads(path.read_text(encoding="utf-8"))
@@ -72,7 +72,7 @@ def profile_once(script: Path, sandbox=None) -> dict:
 
 
 def run(out_dir: Path, tiny: bool = False, repeats: int = 5, echo=print) -> Path:
-    from grader.live.sandbox import Sandbox
+    from grader.api import Sandbox
 
     script = SOLUTIONS_DIR / chain_file_name(LAST_STEP)
     repeats = 1 if tiny else repeats

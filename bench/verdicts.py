@@ -18,7 +18,7 @@ from pathlib import Path
 
 from authoring import learners
 from bench import results
-from grader.report import CANT_TELL, DECIDERS, PASSED
+from grader.api import CANT_TELL, DECIDERS, PASSED
 
 TINY_FILES = 1  # the tiny setting only checks that everything runs
 
@@ -44,8 +44,7 @@ def reading_verdict(status: str, done: bool) -> str:
 def verdict_rows(scripts: dict, echo=print) -> list[dict]:
     """Per script of corpus(): the reading's and the decided verdict of each step against its
     truth."""
-    from grader import check_all, judge_file
-    from grader.live.sandbox import Sandbox
+    from grader.api import Sandbox, check_all, judge_file
 
     rows = []
     for path, truth in scripts.items():

@@ -4,20 +4,20 @@ In a notebook (which runs in notebooks/, next to the learner's fashion_mnist.py)
 
     from grader import check_step, check_all
     check_step(5)                       # one step; shows green or red, with a hint and a diff
-    check_all()                         # all 12 steps
-    check_strict(reference_step=12)     # the whole file equals the solution, up to formatting
+    check_all()                         # every step (workbook.facts.STEPS)
+    check_strict()                      # the whole file equals the solution, up to formatting
     check_bonus("alexnet")              # a bonus exercise (no points; grader/bonus/)
     train_bonus("alexnet")              # ... and a few real training steps of it on 2 workers
     run_step(5)                         # runs the script on 2 workers; checks steps 4..5 for real
 
 In a terminal: python -m grader check FILE [--step N | --all | --bonus NAME] [--json]
-[--strict [REFERENCE]], and python -m grader run FILE --step N (grader/live/)
+[--strict [REFERENCE]], and python -m grader run FILE --step N (grader/running/)
 
 Every check returns a grader.report.Result, the one result vocabulary of the static check, the
 run-for-real check, the batch grader and the class report: status PASSED, FAILED or CANT_TELL
 ("can't tell" counts as done), a message, the line it points at, a hint, and for a real run
 its details (one Result per invariant) and its run's evidence. A rule's verdict (a Failure, Note,
-Advice or None of grader/verdicts.py) becomes a Result in grader/guard.py, the one way every
+Advice or None of grader/reading/verdicts.py) becomes a Result in grader/reading/guard.py, the one way every
 static check runs (within its budget; a checker error a verdict, never a crash).
 """
 
@@ -29,22 +29,21 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from grader import guard, judge, reference, reference_swap, strict
-from grader.bonus import BONUSES
-from grader.bonus import run as bonus_run
-from grader.guard import CANT_TELL_SAYS, Check
-from grader.live import run_step
-from grader.live.outcome import NOT_RUN
-from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
-from grader.names import Script
+from grader import decision, reference, reference_swap
+from grader.bonus import BONUSES, trial_run
+from grader.reading import guard, strict
+from grader.reading.guard import CANT_TELL_SAYS, Check
+from grader.reading.names import Script
+from grader.reading.rules import RULES
+from grader.reading.source import FileProblem, parse, read_source
 from grader.report import CANT_TELL, FAILED, PASSED, READING, Result, Results
-from grader.rules import RULES
-from grader.source import FileProblem, parse, read_source
+from grader.running import run_step
+from grader.running.outcome import NOT_RUN
+from grader.running.run_check import TIMEOUT_S as RUN_TIMEOUT_S
 from workbook import class_progress, prose
+from workbook.facts import LAST_STEP, STEPS
 
 DEFAULT_PATH = "fashion_mnist.py"
-STEPS = tuple(sorted(RULES))
-LAST_STEP = STEPS[-1]
 STRICT_HINT = "Only comments, blank lines and formatting may differ; docstrings count as code."
 # Set by the instructor's grading kernel: a JSON file of the student's decided verdicts.
 JUDGED_VARIABLE = "WORKBOOK_JUDGED"
@@ -69,10 +68,10 @@ __all__ = [
 
 
 def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> Result:
-    """Checks one step (1-12) of the script at `path`, by reading it (milliseconds).
+    """Checks one step (one of STEPS) of the script at `path`, by reading it (milliseconds).
 
-    run_if_unsure: when the reading can't tell, run the script for real (grader/live/, about
-    20 s on 2 workers) and let what it does decide (grader/judge.py). While an instructor
+    run_if_unsure: when the reading can't tell, run the script for real (grader/running/, about
+    20 s on 2 workers) and let what it does decide (grader/decision.py). While an instructor
     grades, the verdict is the one decided beforehand from a sandboxed run (JUDGED_VARIABLE).
     """
     if step not in RULES:
@@ -88,7 +87,7 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
             f"The reading can't tell for sure ({why}): running your script to decide "
             "(interrupt the kernel to stop it)."
         )
-        result = judge.decide(Results([result]), run_step(step, path))[0]
+        result = decision.decide(Results([result]), run_step(step, path))[0]
     class_progress.note(step, result.status)  # on a workshop hub: the instructor's class view
     return result
 
@@ -97,18 +96,18 @@ def judge_file(
     path=DEFAULT_PATH, *, sandbox=None, timeout: float | None = None, work_dir=None
 ) -> Results:
     """Every step of the script at `path`, decided by a run for real where it shows the step
-    and by the reading elsewhere (grader/judge.py); each Result says which decided."""
+    and by the reading elsewhere (grader/decision.py); each Result says which decided."""
     static = check_all(path)
     if all(result.file_problem for result in static):  # nothing to run: it can't be parsed
-        return judge.decide(static, None)
+        return decision.decide(static, None)
     options = {"timeout": timeout} if timeout else {}
     run = run_step(LAST_STEP, path, quiet=True, sandbox=sandbox, work_dir=work_dir, **options)
     if run.run is not None and run.run.outcome == NOT_RUN and not run.file_problem:
         raise RunUnavailable(run.message)  # this machine's fault, not the script's
-    decided = judge.decide(static, run)
+    decided = decision.decide(static, run)
     again = _run_swapped(path, run, sandbox=sandbox, work_dir=work_dir, **options)
     if again is not None:
-        decided = judge.after_the_swap(decided, static, run, *again)
+        decided = decision.after_the_swap(decided, static, run, *again)
         run.run.swapped = again[0].words()
     decided.run = run.run  # how the run went: re-runs, code not the script's (grader.report.Run)
     return decided
@@ -117,7 +116,7 @@ def judge_file(
 def _run_swapped(path, run: Result, **run_options):
     """(the swap, its run) when `run` crashed or hung on the code of one step and that step's
     line could be swapped for the reference's (grader/reference_swap.py); else None."""
-    blamed = judge.blamed_steps(run, {detail.step: detail for detail in run.details})
+    blamed = decision.blamed_steps(run, {detail.step: detail for detail in run.details})
     if len(blamed) != 1 or run.run.foreign:
         return None
     try:
@@ -173,7 +172,7 @@ def check_strict(path=DEFAULT_PATH, reference_path=None, reference_step=None) ->
     else the solution.
     """
     if reference_path is None:
-        reference_path = reference.reference_path(reference_step or STEPS[-1])
+        reference_path = reference.reference_path(reference_step or LAST_STEP)
     name = Path(reference_path).name
     try:
         reference_text = read_source(reference_path)
@@ -225,10 +224,10 @@ def check_bonus(name: str, path=DEFAULT_PATH) -> Result:
 
 
 def train_bonus(name: str, path=DEFAULT_PATH, **options) -> Result:
-    """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/run.py)."""
-    return bonus_run.train_bonus(name, path, check_bonus(name, path), **options)
+    """Runs the script with the bonus for a few steps on 2 workers (grader/bonus/trial_run.py)."""
+    return trial_run.train_bonus(name, path, check_bonus(name, path), **options)
 
 
 def _check(path, steps: list) -> Results:
-    """The steps' results (grader/guard.py: within the budget, a checker error a verdict)."""
+    """The steps' results (grader/reading/guard.py: within the budget, a checker error a verdict)."""
     return guard.run_checks(path, [guard.step_check(step) for step in steps])

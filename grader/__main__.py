@@ -1,6 +1,6 @@
 """python -m grader check FILE [--step N | --all | --bonus NAME] [--json] [--strict [REFERENCE]]
 python -m grader batch PATH... [--csv FILE] [--json]   (a whole class at once: grader/batch.py)
-python -m grader run FILE [--step N] [--json]          (run it for real on 2 workers: grader/live/)
+python -m grader run FILE [--step N] [--json]          (run it for real on 2 workers: grader/running/)
 (Grading a class with nbgrader: python -m instructor, see instructor/README.md.)
 
 Exit status: 0 when every requested check passes, 1 when one fails, 2 for a usage error or a
@@ -16,9 +16,9 @@ import sys
 
 from grader import STEPS, batch, check_all, check_bonus, check_strict
 from grader.bonus import BONUSES
-from grader.live import cli as live_cli
+from grader.reading.source import FileProblem
 from grader.report import Results
-from grader.source import FileProblem
+from grader.running import cli as running_cli
 
 _USE_STEP_REFERENCE = object()  # --strict without REFERENCE: the reference after --step N
 
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "step N, or the solution), ignoring only comments and formatting",
     )
     batch.add_parser(commands)
-    live_cli.add_parser(commands)
+    running_cli.add_parser(commands)
     return parser
 
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     if args.command == "batch":
         return batch.run(args)
     if args.command == "run":
-        return live_cli.run(args, parser)
+        return running_cli.run(args, parser)
     if args.step is not None and args.step not in STEPS:
         parser.error(f"--step must be {STEPS[0]}..{STEPS[-1]}, not {args.step}")
     try:

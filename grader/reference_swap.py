@@ -5,7 +5,7 @@ a step counts only when a run shows it, and one mistake must not hide the work a
 Only a one-line swap is made: of the script's lines that may hold the failing code (the line
 that built the failing object, the lines naming a class passed for an instance, else the
 innermost line on the failing path), the one most alike a line of the blamed step's reference
-code (grader.judge's likeness) becomes that line, in the script's own indentation. When no line
+code (grader.decision's likeness) becomes that line, in the script's own indentation. When no line
 of the step is alike enough, or the swapped script does not parse, there is no swap.
 """
 
@@ -16,7 +16,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from grader import judge, reference
+from grader import decision, reference
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,13 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
     reference chain replaced by that line, or None when none is alike enough (or already the
     same) or the result does not parse."""
     text_lines = source.splitlines(keepends=True)
-    best, best_ratio = None, judge.SAME_LINE
+    best, best_ratio = None, decision.SAME_LINE
     for line in lines:
         if not 1 <= line <= len(text_lines):
             continue
-        ours = judge.normalized_code(text_lines[line - 1])
+        ours = decision.normalized_code(text_lines[line - 1])
         for candidate in reference_lines(step):
-            theirs = judge.normalized_code(candidate)
+            theirs = decision.normalized_code(candidate)
             ratio = difflib.SequenceMatcher(None, ours, theirs).ratio()
             if ratio > best_ratio and theirs != ours:
                 best, best_ratio = (line, candidate), ratio

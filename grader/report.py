@@ -1,7 +1,7 @@
 """The one result vocabulary of the checker, and how a result looks: text, HTML in JupyterLab, JSON.
 
 Every check returns a `Result`: the static check of a step (grader/__init__.py), strict mode,
-a bonus, the run-for-real check (grader/live/) and each invariant it judges. Its status is one of
+a bonus, the run-for-real check (grader/running/) and each invariant it judges. Its status is one of
 
     PASSED      done, as far as the check can see
     FAILED      not done yet (or the file can't be checked): the message says why, at `line`
@@ -27,17 +27,17 @@ MARKS = {
     FAILED: ("NO", "&#10008;", FAIL_COLOR),
     CANT_TELL: ("??", "?", CANT_TELL_COLOR),
 }
-FINISHED = "finished"  # Run.outcome of a run that went to its end (grader/live/outcome.py)
-# Who decided a step's verdict (grader/judge.py): Result.decided_by.
+FINISHED = "finished"  # Run.outcome of a run that went to its end (grader/running/outcome.py)
+# Who decided a step's verdict (grader/decision.py): Result.decided_by.
 RUN, READING, NEITHER = "the run", "the reading", "neither"
 DECIDERS = (RUN, READING, NEITHER)
 
 
 @dataclass
 class Run:
-    """The evidence of a real run behind a result (grader/live/)."""
+    """The evidence of a real run behind a result (grader/running/)."""
 
-    outcome: str  # FINISHED, or how it ended early: grader/live/outcome.py's kinds, or "not run"
+    outcome: str  # FINISHED, or how it ended early: grader/running/outcome.py's kinds, or "not run"
     seconds: float = 0.0
     workers: int = 2
     log_path: str = ""  # the run's whole output, kept when something went wrong
@@ -55,10 +55,12 @@ class Run:
     # reference's, which decided the steps the first run did not show (grader/reference_swap.py).
     swapped: str = ""
     # What ran that is not the script's own code (another file run or imported, model.fit
-    # called from elsewhere): the run's evidence earns nothing (grader/live/run.py).
+    # called from elsewhere): the run's evidence earns nothing (grader/running/run_check.py).
     foreign: list = field(default_factory=list)
     copy_of: str = ""  # the reference script this script is, up to formatting
-    counted_seconds: float = 0.0  # the run's time as the machine gave it (grader/live/run_clock.py)
+    counted_seconds: float = (
+        0.0  # the run's time as the machine gave it (grader/running/run_clock.py)
+    )
 
     @property
     def finished(self) -> bool:
@@ -81,7 +83,7 @@ class Result:
     unreadable: bool = False  # ... or isn't readable text at all (missing, binary, ...)
     details: list = field(default_factory=list)  # Result of each part (a run's invariants)
     run: Run | None = None  # the real run this result comes from, if any
-    # Who decided a step's verdict (grader/judge.py): one of DECIDERS; "" for a check that
+    # Who decided a step's verdict (grader/decision.py): one of DECIDERS; "" for a check that
     # stands alone.
     decided_by: str = ""
     # A run's finding that can't tell because the script kept the run from showing it (it

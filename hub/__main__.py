@@ -147,6 +147,21 @@ def guard(s: settings.HubSettings) -> list[str]:
     return notes
 
 
+def refuse_conflicting_options(args) -> None:
+    """Stops `up` on options that contradict each other, or on a first start with no roster."""
+    if args.https and args.ssl_cert:
+        raise SystemExit(
+            "error: --https makes a self-signed certificate; --ssl-cert uses yours: one of them"
+        )
+    path = Path(args.state_dir) / settings.SETTINGS_NAME
+    if not path.is_file() and not args.roster:
+        raise SystemExit(
+            'error: the first `make hub` needs the roster: make hub HUB_ARGS="--roster roster.csv"'
+        )
+    if bool(args.ssl_cert) != bool(args.ssl_key):
+        raise SystemExit("error: --ssl-cert and --ssl-key go together")
+
+
 def up(args) -> int:
     memory = limits.parse_size(args.memory_per_attendee) if args.memory_per_attendee else None
     given = dict(
@@ -161,17 +176,7 @@ def up(args) -> int:
         memory_mib=memory,
         pids_max=args.pids_per_attendee,
     )
-    if args.https and args.ssl_cert:
-        raise SystemExit(
-            "error: --https makes a self-signed certificate; --ssl-cert uses yours: one of them"
-        )
-    path = Path(args.state_dir) / settings.SETTINGS_NAME
-    if not path.is_file() and not args.roster:
-        raise SystemExit(
-            'error: the first `make hub` needs the roster: make hub HUB_ARGS="--roster roster.csv"'
-        )
-    if bool(args.ssl_cert) != bool(args.ssl_key):
-        raise SystemExit("error: --ssl-cert and --ssl-key go together")
+    refuse_conflicting_options(args)
     s = settings.load_or_new(args.state_dir, **given)
     s.venv = sys.prefix
     s.attendees = roster.attendees(s.roster)

@@ -20,8 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.live.cli import positive_seconds
-from grader.live.run import TIMEOUT_S as RUN_TIMEOUT_S
+from grader.api import RUN_TIMEOUT_S, positive_seconds
 from instructor import autograde, class_report, course, ownership
 from instructor.course import COURSE_ID, Course, CourseError
 
@@ -73,6 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
     grade = command(
         "autograde", "grade the submissions with nbgrader", "grade again students graded before"
     )
+    add_autograde_options(grade)
+    feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
+    feedback.add_argument(
+        "--release", action="store_true", help="also put the feedback into the exchange"
+    )
+    export = command("export", "the grades as CSV")
+    export.add_argument("csv", metavar="CSV", help="where to write it")
+    report = command("report", "per student and step: CSV, text and heatmap PNG")
+    report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
+    return parser
+
+
+def add_autograde_options(grade: argparse.ArgumentParser) -> None:
+    """autograde's options: which students, how many at once, how long a run, or no run."""
     grade.add_argument(
         "--student", action="append", metavar="ID", help="only this student (repeatable)"
     )
@@ -104,15 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a quick pass: decide by reading the scripts only, without running them "
         "(advisory grades; about 1 s per student instead of 10-20)",
     )
-    feedback = command("feedback", "HTML feedback in feedback/ for each autograded student")
-    feedback.add_argument(
-        "--release", action="store_true", help="also put the feedback into the exchange"
-    )
-    export = command("export", "the grades as CSV")
-    export.add_argument("csv", metavar="CSV", help="where to write it")
-    report = command("report", "per student and step: CSV, text and heatmap PNG")
-    report.add_argument("--out", metavar="FOLDER", help="default: DIR/reports")
-    return parser
 
 
 def run(args) -> int:
@@ -131,21 +135,7 @@ def run(args) -> int:
         course.release(opened, args.force)
         print(f"released {opened.assignment} into {opened.exchange_root}")
     elif args.command == "collect":
-        set_aside = course.collect(opened)
-        if set_aside is not None:
-            print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
-            if set_aside:
-                print(
-                    f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
-                    f"the student they name ({opened.root / ownership.NOT_COLLECTED}):"
-                )
-                for item in set_aside:
-                    print(f"  {item}")
-        else:
-            print(
-                f"collect skipped: nothing was released or submitted through "
-                f"{opened.exchange_root} (zip-collect fills submitted/ instead)"
-            )
+        print_collected(opened, course.collect(opened))
     elif args.command == "zip-collect":
         new, warnings = course.zip_collect(opened, args.zip, args.force)
         for warning in warnings:
@@ -190,6 +180,25 @@ def run(args) -> int:
         print(written.summary())
         print(f"\n{written.csv_path}\n{written.text_path}\n{written.png_path}")
     return 0
+
+
+def print_collected(opened: Course, set_aside) -> None:
+    """What collect did: the submissions in submitted/ and those it set aside, or why it was
+    skipped (`set_aside` None)."""
+    if set_aside is not None:
+        print(f"{len(opened.submitted_students())} submissions in {opened.root / 'submitted'}")
+        if set_aside:
+            print(
+                f"SET ASIDE: {len(set_aside)} submissions not collected, never graded as "
+                f"the student they name ({opened.root / ownership.NOT_COLLECTED}):"
+            )
+            for item in set_aside:
+                print(f"  {item}")
+    else:
+        print(
+            f"collect skipped: nothing was released or submitted through "
+            f"{opened.exchange_root} (zip-collect fills submitted/ instead)"
+        )
 
 
 def give_back_to_owner(folder) -> None:

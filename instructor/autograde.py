@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from instructor import intake, judging, merge
+from instructor import class_verdicts, intake, merge
 from instructor.course import Course, CourseError
 from instructor.submission import notebook_problems
 from workbook.facts import usable_cores, with_safe_env
@@ -32,7 +32,7 @@ TIMINGS_FILE = LOG_DIR / "timings.jsonl"  # per notebook: kernel wait and check 
 PHASES_FILE = LOG_DIR / "phases.json"  # seconds of the last autograde's phases
 
 # Time limits of one nbgrader run. A student takes 1-3 s (12 checks, 2 busy cores); the checks
-# never run the learner's script and are bounded (grader/budget.py), so only a wedged kernel or
+# never run the learner's script and are bounded (grader/reading/budget.py), so only a wedged kernel or
 # machine comes near these.
 RUN_START_SECONDS = 120
 SECONDS_PER_STUDENT = 60
@@ -71,8 +71,8 @@ def autograde(
     """Autogrades `students` (all of submitted/ by default); one failure changes nobody else's
     run. Returns an Outcome per student, in their order, and saves them in STATUS_FILE.
 
-    First each student's script is judged (instructor/judging.py): run for real in `sandbox`
-    (runs=True; `run_jobs` at once, default judging.default_run_jobs(); each stopped after
+    First each student's script is judged (instructor/class_verdicts.py): run for real in `sandbox`
+    (runs=True; `run_jobs` at once, default class_verdicts.default_run_jobs(); each stopped after
     `run_timeout` seconds, default the run check's) and read; the check
     cells then return those decided verdicts. runs=False: the reading alone decides (a quick,
     advisory pass)."""
@@ -94,13 +94,13 @@ def autograde(
     if missing:
         raise CourseError(f"no submission of {', '.join(missing)} in {course.root / 'submitted'}")
     (course.root / TIMINGS_FILE).unlink(missing_ok=True)
-    judged = judging.judge_class(
+    judged = class_verdicts.judge_class(
         course,
         students,
         runs=runs,
         sandbox=sandbox,
         echo=echo,
-        jobs=run_jobs or judging.default_run_jobs(),
+        jobs=run_jobs or class_verdicts.default_run_jobs(),
         run_timeout=run_timeout,
     )
     clock.lap("judging")
@@ -151,7 +151,7 @@ def nbgrader_command(course: Course, args: list) -> list:
     """`nbgrader autograde ARGS` for this course. `-P`: the course folder, where nbgrader runs,
     is not put on sys.path (its config file is read as configuration, not imported)."""
     timings = course.root / TIMINGS_FILE
-    judged = course.root / judging.JUDGED_DIR
+    judged = course.root / class_verdicts.JUDGED_DIR
     return [
         sys.executable,
         "-P",
@@ -337,7 +337,7 @@ def not_graded(course: Course, student: str, why: str) -> Outcome:
     for stale in (course.folder("autograded", student), course.folder("feedback", student)):
         shutil.rmtree(stale, ignore_errors=True)
     return Outcome(
-        student, "failed", reason=f"{why}; then: {judging.regrade_command(course, student)}"
+        student, "failed", reason=f"{why}; then: {class_verdicts.regrade_command(course, student)}"
     )
 
 

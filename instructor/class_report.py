@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.report import FAILED as STEP_FAILED
-from grader.report import NEITHER
-from grader.report import PASSED as STEP_PASSED
-from instructor import intake, judging, ownership, submission
+from grader.api import FAILED as STEP_FAILED
+from grader.api import NEITHER
+from grader.api import PASSED as STEP_PASSED
+from instructor import class_verdicts, intake, ownership, submission
 from instructor.autograde import load_status
 from instructor.course import Course, CourseError
 from instructor.heatmap import write_heatmap
@@ -48,7 +48,7 @@ class StudentRow:
     reason: str = ""  # why it is not graded
     bad_notebooks: list = field(default_factory=list)  # the notebooks nbgrader could not grade
     recovery: list = field(default_factory=list)  # shell commands that recover it
-    # How the steps were decided (instructor/judging.py): "step N: both checks' evidence" of
+    # How the steps were decided (instructor/class_verdicts.py): "step N: both checks' evidence" of
     # each graded step neither could decide, and whether a run decided at all.
     undecided: list = field(default_factory=list)
     advisory: bool = False  # graded by reading only (--no-run)
@@ -171,7 +171,7 @@ def read_class(course: Course) -> tuple:
                 f"{entry.get('path')}: {entry.get('why')}, set aside"
                 for entry in intake.recorded(course.root / "set_aside" / student)
             ]
-            judged = judging.load(course, student)
+            judged = class_verdicts.load(course, student)
             if judged and graded is not None:
                 row.advisory = not judged.get("ran")
                 row.undecided = [
@@ -218,15 +218,36 @@ class ClassReport:
         )
 
     def summary(self) -> str:
+        lines = [self.headline(), "", *self.step_table()]
+        for title, entries in self.sections():
+            if entries:
+                lines += ["", title, *(f"  {entry}" for entry in entries)]
+        ungraded = [row for row in self.rows if row.status != GRADED]
+        if ungraded:
+            lines += ["", "Not graded:"]
+            for row in ungraded:
+                reason = f": {row.reason}" if row.reason else ""
+                lines.append(f"  {row.student}: {row.status}{reason}")
+                if row.recovery:
+                    lines.append("    to grade it with the released notebook in its place:")
+                    lines += [f"      {command}" for command in row.recovery]
+        return "\n".join(lines)
+
+    def step_table(self) -> list:
+        """A line per step: how many graded students passed it, how many stopped there."""
         graded = self.graded
         width = max(6, 2 * len(str(len(graded))) + 1)
-        lines = [self.headline(), "", f"step  {'passed':>{width}}  stuck here  title"]
+        lines = [f"step  {'passed':>{width}}  stuck here  title"]
         for step in self.steps:
             passed = sum(row.verdict(step) == STEP_PASSED for row in graded)
             stuck = sum(row.first_not_passed == step for row in graded)
             fraction = f"{passed}/{len(graded)}"
             lines.append(f"{step:>4}  {fraction:>{width}}  {stuck:>10}  {STEP_TITLES[step]}")
-        sections = [
+        return lines
+
+    def sections(self) -> list:
+        """(title, entries) of each list under the table, in order; an empty one is not shown."""
+        return [
             (
                 "Set aside at collect: not collected, never graded as the student they name:",
                 [f"{item.student}: {item}" for item in self.not_collected],
@@ -285,7 +306,7 @@ class ClassReport:
                 [
                     f"{row.student}: {row.reason}"
                     for row in self.rows
-                    if row.reason.startswith(judging.NOT_JUDGED)
+                    if row.reason.startswith(class_verdicts.NOT_JUDGED)
                 ],
             ),
             (
@@ -301,19 +322,6 @@ class ClassReport:
                 ],
             ),
         ]
-        for title, entries in sections:
-            if entries:
-                lines += ["", title, *(f"  {entry}" for entry in entries)]
-        ungraded = [row for row in self.rows if row.status != GRADED]
-        if ungraded:
-            lines += ["", "Not graded:"]
-            for row in ungraded:
-                reason = f": {row.reason}" if row.reason else ""
-                lines.append(f"  {row.student}: {row.status}{reason}")
-                if row.recovery:
-                    lines.append("    to grade it with the released notebook in its place:")
-                    lines += [f"      {command}" for command in row.recovery]
-        return "\n".join(lines)
 
     def write_csv(self, path: Path) -> Path:
         with open(path, "w", newline="", encoding="utf-8") as out:

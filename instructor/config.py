@@ -7,7 +7,7 @@ from workbook.facts import LEARNER_SCRIPT_NAME, TF_LOG_LINE
 CONFIG_FILE = "nbgrader_config.py"
 
 # Seconds a graded cell may run: a check takes well under a second and is bounded at a few
-# seconds of CPU (grader/budget.py), which a loaded machine can stretch; past this, only a
+# seconds of CPU (grader/reading/budget.py), which a loaded machine can stretch; past this, only a
 # wedged kernel.
 CELL_TIMEOUT = 60
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.report import FAIL_COLOR, FAILED, PASS_COLOR, PASSED
+from grader.api import FAIL_COLOR, FAILED, PASS_COLOR, PASSED
 
 # What a cell can show (StudentRow.cell), in the legend's order: a step's verdict in the
 # checker's vocabulary (grader.report), or why there is none.
@@ -43,16 +43,9 @@ def write_heatmap(report, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     steps, rows = report.steps, report.rows
-    footer = []
-    for row in rows:
-        if row.recovery:
-            footer.append(f"{row.student}, not graded: to grade it with the released notebook:")
-            footer += [f"    {command}" for command in row.recovery]
+    footer = recovery_lines(rows)
     n = max(len(rows), 1)
     width = LABELS + COLUMN * len(steps) + NOTES
     map_height = ROW * n
@@ -64,9 +57,32 @@ def write_heatmap(report, path: Path) -> Path:
         return figure.add_axes([left / width, bottom / height, w / width, h / height])
 
     map_bottom = 0.2 + LINE * len(footer) + legend_height + 0.45
-    heat = axes_at(LABELS, map_bottom, COLUMN * len(steps), map_height)
+    draw_map(axes_at(LABELS, map_bottom, COLUMN * len(steps), map_height), report)
     bars = axes_at(LABELS, map_bottom + map_height + 0.35, COLUMN * len(steps), BARS)
+    draw_pass_bars(bars, report)
+    draw_legend_and_footer(figure, footer, width, height)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
 
+
+def recovery_lines(rows) -> list:
+    """The footer: for each student not graded, the commands that grade them."""
+    footer = []
+    for row in rows:
+        if row.recovery:
+            footer.append(f"{row.student}, not graded: to grade it with the released notebook:")
+            footer += [f"    {command}" for command in row.recovery]
+    return footer
+
+
+def draw_map(heat, report) -> None:
+    """The map: a cell per student and step, a cross where the check cell was tampered with,
+    each student's problems at the right."""
+    from matplotlib.colors import ListedColormap
+
+    steps, rows = report.steps, report.rows
+    n = max(len(rows), 1)
     kinds = list(COLORS)
     codes = [[kinds.index(row.cell(s)) for s in steps] for row in rows] or [[0] * len(steps)]
     heat.imshow(
@@ -103,7 +119,10 @@ def write_heatmap(report, path: Path) -> Path:
             note = note[: NOTE_CHARS - 3] + "..."
         heat.text(len(steps) - 0.3, y, note, va="center", fontsize=label_size, clip_on=False)
 
-    graded = report.graded
+
+def draw_pass_bars(bars, report) -> None:
+    """Above the map: how many graded students passed each step, under the headline."""
+    steps, graded = report.steps, report.graded
     passed = [sum(row.verdict(s) == PASSED for row in graded) for s in steps]
     bars.bar(range(len(steps)), passed, color=PASS_COLOR, width=0.8)
     for x, count in enumerate(passed):
@@ -116,6 +135,12 @@ def write_heatmap(report, path: Path) -> Path:
     for side in ("top", "right"):
         bars.spines[side].set_visible(False)
     bars.set_title(report.headline(), fontsize=10, loc="left")
+
+
+def draw_legend_and_footer(figure, footer: list, width: float, height: float) -> None:
+    """Below the map: the legend of the colours and the cross, then the footer's lines."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     figure.legend(
         handles=[
@@ -136,6 +161,3 @@ def write_heatmap(report, path: Path) -> Path:
             fontsize=6.5,
             family="monospace",
         )
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path

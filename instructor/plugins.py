@@ -27,7 +27,7 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Unicode
 
-from grader import JUDGED_VARIABLE
+from grader.api import JUDGED_VARIABLE
 from instructor import cell_metadata
 from instructor.kernels import KernelPool
 
@@ -74,7 +74,7 @@ class ExecuteChecksOnly(Execute):
     ).tag(config=True)
     judged_dir = Unicode(
         "",
-        help="The folder of each student's decided verdicts (instructor/judging.py), which "
+        help="The folder of each student's decided verdicts (instructor/class_verdicts.py), which "
         "the check cells return; empty: the check cells read the script only.",
     ).tag(config=True)
 

@@ -169,7 +169,7 @@ def missing_notebooks(folder: Path, expected: list) -> list:
 
 def script_problem(folder: Path) -> str:
     """Why the submitted fashion_mnist.py cannot be checked at all, or "" when it can."""
-    from grader import STEPS, check_step
+    from grader.api import STEPS, check_step
 
     script = Path(folder) / LEARNER_SCRIPT_NAME
     if not Path(folder).is_dir():

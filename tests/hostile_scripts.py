@@ -27,30 +27,30 @@ def with_line(script: str, anchor: str, line: str) -> str:
     return "".join(lines)
 
 
-HUGE_POWER = with_line(script_after(12), "def step_decay", "big = 9 ** 9 ** 9 ** 2")
+HUGE_POWER = with_line(script_after(LAST_STEP), "def step_decay", "big = 9 ** 9 ** 9 ** 2")
 LONG_LOOP = script_after(6) + "\nfor _ in range(10 ** 12):\n    pass\n"
 DEEP = script_after(6) + "\nvalue = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
 SQUARES = with_line(
-    script_after(12), "def step_decay", "n = 3\n    for _ in range(64):\n        n = n * n"
+    script_after(LAST_STEP), "def step_decay", "n = 3\n    for _ in range(64):\n        n = n * n"
 )
 
-# Scripts that try to choose who judges them, run by the run check (grader/live/run.py):
+# Scripts that try to choose who judges them, run by the run check (grader/running/run_check.py):
 # the finished script that leaves at once when it sees the probe's variable;
 EARLY_EXIT_ON_PROBE = with_line(
-    script_after(12),
+    script_after(LAST_STEP),
     "import horovod.tensorflow.keras as hvd",
     "if os.environ.get('WORKBOOK_PROBE_DIR'):\n    sys.exit(0)",
 )
 # ...that starves its own run with busy processes of its own beside its workers;
 SELF_STARVING = with_line(
-    script_after(12),
+    script_after(LAST_STEP),
     "import horovod.tensorflow.keras as hvd",
     "for _ in range(3):\n    if os.fork() == 0:\n        while True:\n            pass",
 )
 # ...whose resume never ends: rank 1 waits for a checkpoint in its own folder, which stays
 # empty (the learner's mistake of the second launch);
 HANGING_RESUME = with_line(
-    script_after(12),
+    script_after(LAST_STEP),
     "resume_from_epoch = int(hvd.broadcast(",
     "while resume_from_epoch > 0 and hvd.rank() != 0 and not list(Path(args.log_dir).glob("
     "'checkpoint-*.h5')):\n    time.sleep(1)",

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bubblewrap, the sandbox in which the grader runs a learner's script for real
-# (grader/live/sandbox.py, tests/system/test_sandbox.py). Run by `make sandbox`, `make test`, `make grade`.
+# (grader/running/sandbox.py, tests/system/test_sandbox.py). Run by `make sandbox`, `make test`, `make grade`.
 # Does nothing when bwrap is there; installs Debian's package when it can. For `make grade`
 # (SANDBOX_REQUIRED=1) a missing bwrap is an error: students' scripts are never run unsandboxed.
 set -e

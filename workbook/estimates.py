@@ -10,7 +10,7 @@
     beside_bench(runs, results_dir)     the learner's figures beside `make bench`'s, labelled
 
     before_baseline(results_dir)        the welcome notebook's baseline, before it starts
-    check_run(launches, timeout)        the check's run, before it starts (for grader/live)
+    check_run(launches, timeout)        the check's run, before it starts (for grader/running)
 
 A run's pace is read from its own folder (workbook.run_times.read_run: the epochs it has
 finished, its start-up) and the number of epochs from its log's Keras progress ("Epoch 2/5").

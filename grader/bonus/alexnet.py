@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from grader.bonus import registry
-from grader.verdicts import Failure
+from grader.reading.verdicts import Failure
 
 NAME = "alexnet"
 TITLE = "Bonus: an AlexNet in the model registry"

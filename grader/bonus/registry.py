@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from grader.syntax import argument, method_name
-from grader.verdicts import Failure
+from grader.reading.syntax import argument, method_name
+from grader.reading.verdicts import Failure
 
 REGISTRY = "MODELS"
 MAX_HELPER_DEPTH = 4  # how deep builder -> helper -> helper calls are followed
@@ -88,9 +88,16 @@ def registry_entries(script) -> tuple:
             f'as {REGISTRY} = {{"wide_resnet": wide_resnet, ...}}',
             statement.lineno,
         )
-    # Later additions at the top level: MODELS["name"] = builder, MODELS.update(name=builder).
+    entries.update(later_additions(script, statement.lineno))
+    return entries, None
+
+
+def later_additions(script, after: int) -> dict:
+    """{name: (value expr, line)} added to MODELS at the top level below line `after`:
+    MODELS["name"] = builder, MODELS.update(name=builder)."""
+    entries = {}
     for node in script.tree.body:
-        if node.lineno <= statement.lineno:
+        if node.lineno <= after:
             continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -118,7 +125,7 @@ def registry_entries(script) -> tuple:
                     for key, item in zip(call.args[0].keys, call.args[0].values):
                         if isinstance(key, ast.Constant) and isinstance(key.value, str):
                             entries[key.value] = (item, node.lineno)
-    return entries, None
+    return entries
 
 
 def registry_line(script) -> int:

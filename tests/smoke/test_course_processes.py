@@ -37,7 +37,7 @@ from instructor.submission import (
     source_cells,
     tampered_cells,
 )
-from workbook.facts import step_notebook
+from workbook.facts import LAST_STEP, STEPS, step_notebook
 
 # --- the course folder and its nbgrader_config.py ---------------------------------------------
 
@@ -94,7 +94,7 @@ def test_tampered_check_cells_are_named(generated):
 
 
 def test_unusable_notebooks_and_scripts_are_named(generated, tmp_path):
-    folder = place_submission(generated, "frank", solution_after(12))
+    folder = place_submission(generated, "frank", solution_after(LAST_STEP))
     assert notebook_problems(folder) == [] and script_problem(folder) == ""
     broken = folder / step_notebook(6).file_name
     broken.write_text(broken.read_text()[:300])
@@ -121,7 +121,7 @@ def test_unusable_notebooks_and_scripts_are_named(generated, tmp_path):
     )
     script.write_text("#" * 2_000_000)
     assert script_problem(folder).startswith("fashion_mnist.py is 2.0 MB; a training script is")
-    script.write_text(solution_after(12).read_text().replace("def ", "def def ", 1))
+    script.write_text(solution_after(LAST_STEP).read_text().replace("def ", "def def ", 1))
     assert re.fullmatch(r"fashion_mnist\.py: line \d+: invalid syntax", script_problem(folder))
 
 
@@ -211,7 +211,9 @@ def test_an_attendees_submit_sends_their_workbook_privately_and_says_what(genera
     assert stat.S_IMODE(sent.stat().st_mode) == 0o770
     receipt = (work / RECEIPT).read_text()
     assert f"{work / 'fashion_mnist.py'} last changed " in receipt, receipt
-    assert "the reading sees 3 of 12 steps done, the first not done: step 4" in receipt, receipt
+    assert (
+        f"the reading sees 3 of {len(STEPS)} steps done, the first not done: step 4" in receipt
+    ), receipt
 
 
 def test_report_from_the_gradebook(tmp_path):

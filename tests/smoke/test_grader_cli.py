@@ -18,7 +18,7 @@ from authoring.chain import LAST_STEP
 from checked_files import SOLUTIONS, after, written
 from grader.batch import grade_all, write_csv
 from grader_cases.mistakes import CASES
-from workbook.facts import STEP_TITLES
+from workbook.facts import STEP_TITLES, STEPS
 
 SOLUTION = SOLUTIONS / "fashion_mnist_solution.py"
 STARTER = SOLUTIONS / "fashion_mnist.py"
@@ -201,16 +201,16 @@ def test_batch_scores_what_is_not_failed_and_lists_the_doubts(tmp_path):
     written(course / "erin", doubt.apply(after(doubt.base_step).read_text()))
     grades = {grade.student: grade for grade in grade_all([course])}
     assert {name: grade.score for name, grade in grades.items()} == {
-        "alice": 12,
+        "alice": len(STEPS),
         "bob": 6,
         "carol": 0,
         "dave": 0,
         "erin": doubt.base_step,
     }
-    assert grades["bob"].failed_steps == list(range(7, 13))
-    assert str(grades["bob"]).startswith("bob: 6/12  (step 7: ")
+    assert grades["bob"].failed_steps == [step for step in STEPS if step > 6]
+    assert str(grades["bob"]).startswith(f"bob: 6/{len(STEPS)}  (step 7: ")
     assert grades["carol"].problem.startswith("line 1") and str(grades["dave"]) == (
-        "dave: 0/12  (no fashion_mnist.py)"
+        f"dave: 0/{len(STEPS)}  (no fashion_mnist.py)"
     )
     assert doubt.step in grades["erin"].cant_tell_steps
     assert doubt.step not in grades["erin"].failed_steps
@@ -249,8 +249,8 @@ def test_run_refuses_what_it_cannot_run(tmp_path):
     done = grader("run", tmp_path / "missing.py", "--step", "5")
     assert done.returncode == 2 and "missing.py: no such file" in done.stderr
     assert "not run" not in done.stderr  # the same one line as the static check's
-    done = grader("run", after(5), "--step", "13")
-    assert done.returncode == 2 and "--step must be 1..12" in done.stderr
+    done = grader("run", after(5), "--step", str(LAST_STEP + 1))
+    assert done.returncode == 2 and f"--step must be 1..{LAST_STEP}" in done.stderr
     (tmp_path / "broken.py").write_text("import horovod.tensorflow.keras as hvd\nhvd.init(\n")
     done = grader("run", tmp_path / "broken.py", "--step", "4")
     assert done.returncode == 1 and "not run:" in done.stdout

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from hostile_scripts import BUDGET_SECONDS, DEEP, LONG_LOOP, script_after
-from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME, STEPS
 from workbook.paths import SOLUTIONS_DIR
 
 
@@ -38,7 +38,7 @@ def test_batch_does_not_follow_a_link_out_of_a_students_folder(tmp_path):
         SOLUTIONS_DIR / SOLUTION_FILE_NAME
     )
     (tmp_path / "class" / "olivia").mkdir()
-    (tmp_path / "class" / "olivia" / LEARNER_SCRIPT_NAME).write_text(script_after(12))
+    (tmp_path / "class" / "olivia" / LEARNER_SCRIPT_NAME).write_text(script_after(LAST_STEP))
     done = subprocess.run(
         [sys.executable, "-m", "grader", "batch", str(tmp_path / "class")],
         capture_output=True,
@@ -46,6 +46,8 @@ def test_batch_does_not_follow_a_link_out_of_a_students_folder(tmp_path):
         timeout=300,
     )
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("mallory: 0/12  (fashion_mnist.py is a link to "), done.stdout
+    assert lines[0].startswith(f"mallory: 0/{len(STEPS)}  (fashion_mnist.py is a link to "), (
+        done.stdout
+    )
     assert "outside the student's folder: not followed" in lines[0]
-    assert lines[1] == "olivia: 12/12", done.stdout
+    assert lines[1] == f"olivia: {len(STEPS)}/{len(STEPS)}", done.stdout

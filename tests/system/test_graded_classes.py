@@ -27,7 +27,7 @@ from course_helpers import (
     run,
     solution_after,
 )
-from instructor import judging
+from instructor import class_verdicts
 from instructor.class_report import AUTOGRADE_FAILED, GRADED, read_class
 from instructor.course import ASSIGNMENT, Course, parse_steps, step_notebooks
 from workbook.facts import LAST_STEP, step_notebook
@@ -55,8 +55,8 @@ def expected_steps(done_through: int) -> dict:
 
 EXPECTED = {  # student: the steps that must pass (None: not graded)
     "aaron": None,  # first in nbgrader's order, a notebook that is not JSON
-    "adam": expected_steps(12),  # an old nbgrader's metadata: restored, graded, reported
-    "alice": expected_steps(12),  # the solution, through the exchange
+    "adam": expected_steps(LAST_STEP),  # an old nbgrader's metadata: restored, graded, reported
+    "alice": expected_steps(LAST_STEP),  # the solution, through the exchange
     "bob": expected_steps(6),  # stopped after step 6, from the LMS zip
     "carol": expected_steps(0),  # a syntax error, from the LMS zip
     "dave": expected_steps(0),  # no fashion_mnist.py
@@ -146,7 +146,7 @@ def graded_class(tmp_path_factory):
     home.mkdir()
     done = run("-m", "nbgrader", "fetch_assignment", ASSIGNMENT, *exchange, cwd=home)
     assert done.returncode == 0, done.stderr
-    shutil.copyfile(solution_after(12), home / ASSIGNMENT / "fashion_mnist.py")
+    shutil.copyfile(solution_after(LAST_STEP), home / ASSIGNMENT / "fashion_mnist.py")
     done = run("-m", "nbgrader", "submit", ASSIGNMENT, "--student=alice", *exchange, cwd=home)
     assert done.returncode == 0, done.stderr
     done = instructor("collect", root)
@@ -155,7 +155,7 @@ def graded_class(tmp_path_factory):
     # bob and carol: an LMS download, one folder per student (carol's has a subfolder).
     release = course.folder("release")
     archive = base / "lms_download.zip"
-    broken = solution_after(12).read_text().replace("def ", "def def ", 1)
+    broken = solution_after(LAST_STEP).read_text().replace("def ", "def def ", 1)
     with zipfile.ZipFile(archive, "w") as zipped:
         for notebook in sorted(release.glob("*.ipynb")):
             zipped.write(notebook, f"bob/{notebook.name}")
@@ -166,11 +166,11 @@ def graded_class(tmp_path_factory):
     assert done.returncode == 0, done.stdout + done.stderr
 
     # aaron, adam, dave, erin, frank: placed in submitted/ as collect would.
-    corrupt(place_submission(course, "aaron", solution_after(12)))
-    old_metadata(place_submission(course, "adam", solution_after(12)))
+    corrupt(place_submission(course, "aaron", solution_after(LAST_STEP)))
+    old_metadata(place_submission(course, "adam", solution_after(LAST_STEP)))
     place_submission(course, "dave", None)
     tamper(place_submission(course, "erin", solution_after(6)))
-    corrupt(place_submission(course, "frank", solution_after(12)))
+    corrupt(place_submission(course, "frank", solution_after(LAST_STEP)))
 
     submitted_before = tree_hashes(root / "submitted")
     autograde = instructor("autograde", root, timeout=1800)
@@ -200,7 +200,11 @@ def test_every_submission_arrived_in_submitted(graded_class):
     course = graded_class["course"]
     assert course.submitted_students() == [s for s in EXPECTED if s != "gina"]
     carol = course.folder("submitted", "carol")
-    assert (carol / "fashion_mnist.py").read_text().startswith(solution_after(12).read_text()[:20])
+    assert (
+        (carol / "fashion_mnist.py")
+        .read_text()
+        .startswith(solution_after(LAST_STEP).read_text()[:20])
+    )
     assert len(list(course.folder("submitted", "bob").glob("*.ipynb"))) == len(COURSE_STEPS)
 
 
@@ -269,7 +273,7 @@ def test_exported_grades_are_exactly_the_expected_ones(graded_class):
 @class_test
 def test_each_grade_is_what_that_students_own_script_did(graded_class):
     """One bad submission never changes another: each grade is the verdict decided for its
-    own script (instructor/judging.py), from a sandboxed run where the run shows the step."""
+    own script (instructor/class_verdicts.py), from a sandboxed run where the run shows the step."""
     course = graded_class["course"]
     steps, rows = read_class(course)
     assert steps == COURSE_STEPS
@@ -279,8 +283,10 @@ def test_each_grade_is_what_that_students_own_script_did(graded_class):
             assert set(row.steps.values()) == {None}
             continue
         assert row.steps == expected, row.student
-        judged = judging.load(course, row.student)
-        assert judged["sha256"] == judging.fingerprint(judging.script_of(course, row.student))
+        judged = class_verdicts.load(course, row.student)
+        assert judged["sha256"] == class_verdicts.fingerprint(
+            class_verdicts.script_of(course, row.student)
+        )
         decided = {item["step"]: item for item in judged["results"]}
         assert row.steps == {step: decided[step]["passed"] for step in steps}
         if judged["sha256"] and row.student != "carol":  # a script that runs: the run decides

@@ -41,7 +41,7 @@ from hub_helpers import (
     student_nbgrader,
     submit_log_in,
 )
-from workbook.facts import LEARNER_SCRIPT_NAME
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import REPO
 
 pytestmark = [pytest.mark.timeout(900)]
@@ -321,7 +321,7 @@ def test_a_submission_is_its_authors_alone(hub, browser):
     assert theirs.is_dir() and not (theirs / "x").exists()
 
     forged = inbound / f"{carol}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+forged"
-    solution = reference_path(12)
+    solution = reference_path(LAST_STEP)
     made = as_user(
         alice, "sh", "-c", f'mkdir "{forged}" && cp "{solution}" "{forged}/{LEARNER_SCRIPT_NAME}"'
     )

@@ -29,11 +29,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.live.run import WALL_CAP
+from grader.running.run_check import WALL_CAP
 from hostile_scripts import DEEP, HUGE_POWER, LEAVES_BEHIND, LONG_LOOP, reaching_out, script_after
-from instructor import judging
+from instructor import class_verdicts
 from instructor.course import ASSIGNMENT, Course
-from workbook.facts import LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
+from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME, SOLUTION_FILE_NAME
 from workbook.paths import REPO, SOLUTIONS_DIR
 
 STEPS = [1, 6, 11]  # a course of three notebooks keeps the class quick
@@ -236,7 +236,7 @@ def grades(course: Course) -> dict:
 def judged(attacked_class, attack: str) -> dict:
     """The saved judgement of the first student who made `attack`."""
     student = next(s for s, a in attacked_class["students"].items() if a == attack)
-    return judging.load(attacked_class["course"], student)
+    return class_verdicts.load(attacked_class["course"], student)
 
 
 def snapshot(root: Path, skip: set) -> dict:
@@ -274,7 +274,7 @@ def attacked_class(tmp_path_factory):
     (sneaky / LEARNER_SCRIPT_NAME).unlink(missing_ok=True)
     (sneaky / LEARNER_SCRIPT_NAME).symlink_to(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
     (sneaky / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
-    hand_in(course, BAD_ID, script_after(12))
+    hand_in(course, BAD_ID, script_after(LAST_STEP))
     add = subprocess.run(
         [sys.executable, "-m", "instructor", "add-students", course.root, "ac_inbound_link"],
         capture_output=True,
@@ -348,8 +348,8 @@ def test_each_attacker_gets_the_grade_of_their_real_script(attacked_class):
             continue
         if attack == "link_to_solution":
             expected = 0.0
-        else:  # the verdicts decided for the script it handed in (instructor/judging.py)
-            judged = judging.load(course, student)
+        else:  # the verdicts decided for the script it handed in (instructor/class_verdicts.py)
+            judged = class_verdicts.load(course, student)
             expected = float(
                 sum(item["passed"] for item in judged["results"] if item["step"] in STEPS)
             )

@@ -1,4 +1,4 @@
-"""The run-for-real check (grader/live/): the learner's script on 2 workers, and what the ranks did.
+"""The run-for-real check (grader/running/): the learner's script on 2 workers, and what the ranks did.
 
 The reference scripts and broken variants of them (small text edits) run for real, on 2 Gloo
 workers: each mistake is caught with its own message, within the time limit, and nothing of a
@@ -19,12 +19,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grader.live import run_step
-from grader.live.invariants import finding
-from grader.live.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
-from grader.live.probe import PROBE_DIR_VARIABLE
-from grader.live.run import TIMEOUT_S
 from grader.report import FAILED, PASSED, Result
+from grader.running import run_step
+from grader.running.invariants import finding
+from grader.running.outcome import CRASHED, FINISHED, HUNG, UNFINISHED
+from grader.running.probe import PROBE_DIR_VARIABLE
+from grader.running.run_check import TIMEOUT_S
+from workbook.facts import LAST_STEP
 from workbook.paths import REPO
 
 SOLUTIONS = REPO / "solutions"
@@ -32,7 +33,9 @@ SOLUTIONS = REPO / "solutions"
 
 def reference(step: int) -> Path:
     return SOLUTIONS / (
-        "fashion_mnist_solution.py" if step == 12 else f"fashion_mnist_after_step_{step:02d}.py"
+        "fashion_mnist_solution.py"
+        if step == LAST_STEP
+        else f"fashion_mnist_after_step_{step:02d}.py"
     )
 
 
@@ -220,8 +223,8 @@ def test_a_launch_whose_workers_never_start_the_script_is_the_machines_not_the_s
 ):
     """Issue 37 (2): workers that never reach the script (here: a probe that only sleeps) are not
     the script's stall; the run is cut, run again alone, and then not run at all, saying why."""
-    from grader.live import run as live_run
-    from grader.live.outcome import NOT_RUN
+    from grader.running import run_check as live_run
+    from grader.running.outcome import NOT_RUN
 
     sleeper = tmp_path / "sleeper.py"
     sleeper.write_text("import time\ntime.sleep(120)\n")

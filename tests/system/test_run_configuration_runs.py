@@ -1,4 +1,4 @@
-"""The run check's configuration and limits, for real (grader/live/run.py): the machine's load
+"""The run check's configuration and limits, for real (grader/running/run_check.py): the machine's load
 is not the script's fault, the launches are set so no constant matches them and rank differs
 from local rank, and a script's run of someone else's code earns nothing. Without a process:
 tests/unit/test_run_configuration.py.
@@ -12,13 +12,13 @@ import sys
 
 import pytest
 
-from grader.live import run_step
-from grader.live.outcome import FINISHED, UNFINISHED
-from grader.live.run import STALL_S
 from grader.report import PASSED
+from grader.running import run_step
+from grader.running.outcome import FINISHED, UNFINISHED
+from grader.running.run_check import STALL_S
 from hostile_scripts import HANGING_RESUME, RUNS_THE_SOLUTION
 from runner_fixtures import needs_horovodrun
-from workbook.facts import SOLUTION_FILE_NAME
+from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
 pytestmark = needs_horovodrun
@@ -76,7 +76,7 @@ def test_the_reference_passes_every_step_on_a_busy_machine(tmp_path, busy_machin
 def test_a_resume_that_never_ends_is_stopped_when_it_gets_no_further(tmp_path):
     script = tmp_path / "fashion_mnist.py"
     script.write_text(HANGING_RESUME)
-    result = run_step(12, script, quiet=True, work_dir=tmp_path)
+    result = run_step(LAST_STEP, script, quiet=True, work_dir=tmp_path)
     assert result.run.outcome == UNFINISHED
     assert f"no rank got any further for {STALL_S} s" in result.message
     assert result.run.counted_seconds < 120, "stopped well before the time limit"
@@ -88,7 +88,7 @@ def test_a_resume_that_never_ends_is_stopped_when_it_gets_no_further(tmp_path):
 def test_a_script_that_runs_the_solution_earns_nothing_from_it(tmp_path):
     script = tmp_path / "fashion_mnist.py"
     script.write_text(RUNS_THE_SOLUTION)
-    result = run_step(12, script, quiet=True, work_dir=tmp_path)
+    result = run_step(LAST_STEP, script, quiet=True, work_dir=tmp_path)
     solution = str(SOLUTIONS_DIR / SOLUTION_FILE_NAME)
     assert any(solution in entry for entry in result.run.foreign), result.run.foreign
     assert PASSED not in statuses(result).values(), str(result)

@@ -98,7 +98,7 @@ time.sleep(300)
 
 
 # A worker of a machine with STAND_IN_GPUS GPUs (the check's probe simulates them on a CPU:
-# grader/live/probe.py's SimulatedGpus, CUDA_VISIBLE_DEVICES respected) that runs the lesson's
+# grader/running/probe.py's SimulatedGpus, CUDA_VISIBLE_DEVICES respected) that runs the lesson's
 # own step 2, as the solution has it, and says what it pinned.
 PINS_LIKE_THE_LESSON = """\
 import os, sys
@@ -134,7 +134,7 @@ def test_one_gpu_machine_runs_two_workers_the_lessons_pinning_does_not_crash(
     script = tmp_path / "pins.py"
     script.write_text(
         PINS_LIKE_THE_LESSON.format(
-            probe_dir=str(REPO / "grader" / "live"), step_2=lessons_pinning()
+            probe_dir=str(REPO / "grader" / "running"), step_2=lessons_pinning()
         )
     )
     env = {"STAND_IN_GPUS": "1"}

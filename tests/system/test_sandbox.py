@@ -1,4 +1,4 @@
-"""The sandbox of a graded run (grader/live/sandbox.py), attacked.
+"""The sandbox of a graded run (grader/running/sandbox.py), attacked.
 
 Each attack is a hostile script run through the runner (plan_run + execute, with a time limit,
 every process stopped afterwards), once in the real sandbox (bubblewrap, as root) where it must
@@ -27,8 +27,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from grader.live import sandbox as sandbox_module
-from grader.live.sandbox import Limits, Sandbox
+from grader.running import sandbox as sandbox_module
+from grader.running.sandbox import Limits, Sandbox
+from workbook.facts import LAST_STEP
 from workbook.paths import REPO
 
 needs_root = pytest.mark.skipif(
@@ -502,11 +503,11 @@ def test_sleeping_forever_is_stopped_at_the_wall_time(box, tmp_path):
 
 @needs_root
 def test_the_reference_passes_on_two_workers_inside_the_sandbox(tmp_path):
-    from grader.live.run import run_step
+    from grader.running.run_check import run_step
 
     work = tmp_path / "work"
     with Sandbox() as sandbox:
-        result = run_step(12, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
+        result = run_step(LAST_STEP, REFERENCE, work_dir=work, quiet=True, sandbox=sandbox)
         assert result.passed, result
         # Each launch (the run, then its resume) releases its mounts and cgroups at its end.
         assert not sandbox._held["cgroups"] and not sandbox._held["mounts"]
@@ -560,8 +561,8 @@ def test_what_a_run_leaves_stays_in_its_box_and_only_records_come_back(tmp_path)
     the records the grader reads, as its own 0600 files, come back; the rest (700 nested
     folders, a setuid copy, links, a pipe, thousands of files, a big file, a flood of output)
     goes with the box, within its limits, and the grader's memory does not grow with it."""
-    from grader.live.box_keeper import OUTPUT_CUT
-    from grader.live.kept import keep_log, keep_run
+    from grader.running.box_keeper import OUTPUT_CUT
+    from grader.running.kept import keep_log, keep_run
 
     limits = Limits(
         memory_bytes=512 << 20,
@@ -624,7 +625,7 @@ def test_a_run_reads_only_what_it_needs_and_sees_no_variable_of_the_grader(tmp_p
     the runner's package, the probe, the keeper, its own folder; not the checkout's other files
     (a roster, another course's gradebook, the solutions), nor the instructor's home. Its
     environment is an allow-list: the grader's secrets and root's PATH do not reach it."""
-    from grader.live.sandbox import CODE, SYSTEM, python_folders
+    from grader.running.sandbox import CODE, SYSTEM, python_folders
 
     secrets = {
         "DATABASE_URL": "postgres://grader:hunter2@db.example/course",
@@ -668,7 +669,7 @@ FIFO = """
 
 @needs_root
 def test_a_named_pipe_among_the_records_does_not_hang_the_grader(box, tmp_path):
-    from grader.live.evidence import Evidence
+    from grader.running.evidence import Evidence
 
     records = tmp_path / "runs" / "run"
     _, boxed, _ = run_hostile(FIFO, tmp_path, records, sandbox=box)
@@ -691,7 +692,7 @@ def test_what_a_grader_killed_with_sigkill_held_is_released_by_the_next(tmp_path
     child = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from grader.live import sandbox
+        from grader.running import sandbox
         sandbox.mount_tmpfs(Path({str(folder)!r}), 1 << 20, 64, 0, 0)
         print(" ".join(str(p) for p in sandbox.make_cgroups(sandbox.Limits())), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -718,8 +719,8 @@ def test_rank_0s_own_csv_log_is_written_and_another_ranks_file_anywhere_fails_st
     """Issue 37 (6): the script starts in a writable folder of the box (rank 0's CSVLogger by a
     relative name is not refused), and a file any other rank opens for writing, wherever, makes
     it a second writer."""
-    from grader.live.outcome import FINISHED
-    from grader.live.run import run_step
+    from grader.running.outcome import FINISHED
+    from grader.running.run_check import run_step
 
     rank0 = "if hvd.rank() == 0:\n"
     text = REFERENCE.read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ Every way Python starts a process goes through one of the functions replaced bel
 of this folder is set up, run and torn down (subprocess, multiprocessing, pty, os.system,
 os.posix_spawn, os.fork), so a test that runs a program, a server or horovodrun cannot land
 here by mistake: it fails even when the code under test catches the error. The one fork allowed
-is the checker's own: grader/budget.py's `isolated` checks in a forked copy of this process that
+is the checker's own: grader/reading/budget.py's `isolated` checks in a forked copy of this process that
 only computes and returns the verdict, within its budget (it is what many tests here test).
 """
 
@@ -25,7 +25,7 @@ ELSEWHERE = (
     "tests/smoke/ (starts processes, seconds: make check) or tests/system/ "
     "(real runs, servers, browsers, nbgrader: make test)"
 )
-CHECKER_FORK = ("grader/budget.py", "isolated")  # file and function of the one fork allowed
+CHECKER_FORK = ("grader/reading/budget.py", "isolated")  # file and function of the one fork allowed
 REPO = str(Path(__file__).resolve().parents[2]) + os.sep
 VENV = str(Path(sys.executable).parents[1]) + os.sep
 # Probes that libraries run once and cache, done here before any test so that no test here

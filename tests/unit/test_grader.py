@@ -17,9 +17,10 @@ import grader
 from authoring import chain as step_chain
 from authoring.chain import LAST_STEP
 from authoring.notebooks import SOURCE_DIR
-from grader import batch, budget, check_all, check_bonus, check_step, check_strict, strict
+from grader import batch, check_all, check_bonus, check_step, check_strict
 from grader.bonus import BONUSES
-from grader.rules import step_08, step_11
+from grader.reading import budget, strict
+from grader.reading.rules import step_08, step_11
 from grader_cases.mistakes import CASES
 from workbook.facts import step_notebook
 
@@ -161,9 +162,9 @@ def test_uncalled_functions_are_reported_at_their_own_line(tmp_path, case):
 
 def test_step_11_recognises_the_starting_scripts_step_decay():
     # The lesson's multiplier is the starting script's step_decay, kept as it is: the reading
-    # recognises it (grader.schedule.STEP_DECAY) and leaves every other function to a run.
-    from grader import schedule
-    from grader.names import Script
+    # recognises it (grader.reading.schedule.STEP_DECAY) and leaves every other function to a run.
+    from grader.reading import schedule
+    from grader.reading.names import Script
 
     for step in (0, 11, LAST_STEP):
         script = Script.from_text(reference_text(step))
@@ -183,9 +184,9 @@ def test_a_keras_schedule_is_left_to_a_run(tmp_path):
     """Step 11: what a Keras LearningRateScheduler kept beside the warmup sets at each epoch
     (and what it does to Horovod's momentum correction) is for a run to show: the reading
     can't tell, and says why."""
-    from grader.names import Script
-    from grader.verdicts import Advice, Note
-    from grader_cases.mistakes import KERAS_SCHEDULE, SCHEDULE_CALL
+    from grader.reading.names import Script
+    from grader.reading.verdicts import Advice, Note
+    from grader_cases.mistakes.edits import KERAS_SCHEDULE, SCHEDULE_CALL
 
     text = reference_text(11).replace(SCHEDULE_CALL, KERAS_SCHEDULE)
     verdict = step_11.check(Script.from_text(text))
@@ -287,7 +288,7 @@ def boom(*args):
 
 
 def test_a_checker_error_is_a_verdict_of_its_own_check_only(monkeypatch):
-    """grader/guard.py, the one way every static check runs: an error in one check is that
+    """grader/reading/guard.py, the one way every static check runs: an error in one check is that
     check's failure, saying the grader could not check it; the other checks keep theirs."""
     solution = SOLUTIONS / step_chain.output_name(LAST_STEP)
     monkeypatch.setattr(step_08, "check", boom)

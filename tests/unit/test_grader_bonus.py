@@ -1,7 +1,7 @@
 """The bonus check (grader/bonus/): AlexNet in the model registry, read statically.
 
 Plain `ast` on edits of the generated bonus reference (solutions/bonus/fashion_mnist_alexnet.py):
-wrong versions fail with their own message, unusual but right ones pass, and the 12 step checks
+wrong versions fail with their own message, unusual but right ones pass, and the step checks
 don't notice the bonus. Its command line: tests/smoke/test_grader_cli.py; `train_bonus` on 2
 real workers: tests/system/test_bonus_training.py.
 """
@@ -234,7 +234,7 @@ def test_unusual_but_right_versions_pass(tmp_path, variant):
     compile(text, "fashion_mnist.py", "exec")
     result = check_text(tmp_path, text)
     assert result.passed, result.message
-    # The bonus never gets in the way of the 12 steps.
+    # The bonus never gets in the way of the steps.
     assert check_all(tmp_path / "fashion_mnist.py").passed
 
 

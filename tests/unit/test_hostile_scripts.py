@@ -13,6 +13,7 @@ import pytest
 from grader import check_step
 from grader.report import FAILED, PASSED
 from hostile_scripts import BUDGET_SECONDS, HUGE_POWER, SQUARES, script_after, with_line
+from workbook.facts import LAST_STEP
 
 
 @pytest.mark.parametrize(
@@ -22,19 +23,19 @@ from hostile_scripts import BUDGET_SECONDS, HUGE_POWER, SQUARES, script_after, w
         ("repeated squares", SQUARES, 11, "n = n * n"),
         (
             "huge product",
-            with_line(script_after(12), "def step_decay", "cells = [0] * 10 ** 10"),
+            with_line(script_after(LAST_STEP), "def step_decay", "cells = [0] * 10 ** 10"),
             11,
             "[0] * 10 ** 10",
         ),
         (
             "huge shift",
-            with_line(script_after(12), "def step_decay", "bits = 1 << 10 ** 9"),
+            with_line(script_after(LAST_STEP), "def step_decay", "bits = 1 << 10 ** 9"),
             11,
             "1 << 10 ** 9",
         ),
         (
             "huge range",
-            with_line(script_after(12), "def step_decay", "total = sum(range(10 ** 12))"),
+            with_line(script_after(LAST_STEP), "def step_decay", "total = sum(range(10 ** 12))"),
             11,
             "range(10 ** 12)",
         ),

@@ -147,19 +147,29 @@ def test_every_package_says_what_it_is_for(package):
 # ones before it, so a rule's author reads down, never up: syntax, reading and verdicts; the
 # names layer; the question modules (which know Horovod); the rules.
 CHECKER_LAYERS = (
-    {"grader.syntax", "grader.source", "grader.verdicts", "grader.budget"},
-    {"grader.names"},
     {
-        "grader.ranks",
-        "grader.scaling",
-        "grader.training",
-        "grader.schedule",
-        "grader.presets",
-        "grader.horovod_collectives",
-        "grader.horovod_optimizer",
-        "grader.horovod_schedule",
+        "grader.reading.syntax",
+        "grader.reading.source",
+        "grader.reading.verdicts",
+        "grader.reading.budget",
     },
-    {name for name in MODULES if name.startswith("grader.rules")},
+    {
+        name
+        for name in MODULES
+        if name == "grader.reading.names" or name.startswith("grader.reading.names_")
+    },
+    {
+        "grader.reading.rank_tests",
+        "grader.reading.ranks",
+        "grader.reading.scaling",
+        "grader.reading.training",
+        "grader.reading.schedule",
+        "grader.reading.presets",
+        "grader.reading.horovod_collectives",
+        "grader.reading.horovod_optimizer",
+        "grader.reading.horovod_schedule",
+    },
+    {name for name in MODULES if name.startswith("grader.reading.rules")},
 )
 
 
@@ -202,7 +212,14 @@ def test_the_run_notebooks_modules_import_downwards():
 
 def test_the_names_layer_knows_nothing_of_horovod():
     """Its code names no Horovod module, function or table (its docstrings' examples may)."""
-    tree = ast.parse((REPO / "grader" / "names.py").read_text(encoding="utf-8"))
+    tree = ast.Module(
+        body=[
+            statement
+            for path in sorted((REPO / "grader").glob("names*.py"))
+            for statement in ast.parse(path.read_text(encoding="utf-8")).body
+        ],
+        type_ignores=[],
+    )
     docstrings = {
         id(node.value)
         for node in ast.walk(tree)
@@ -238,6 +255,61 @@ def test_rules_use_only_public_names():
         and node.attr.startswith("_")
         and not node.attr.startswith("__")
         and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
-        and name != "grader.budget"  # its forked child ends with os._exit
+        and name != "grader.reading.budget"  # its forked child ends with os._exit
     )
     assert reaching == []
+
+
+# The instructor's course and the benchmarks enter the grader through one documented entry,
+# grader/api.py, never through its rooms (reading/, running/, the decision).
+THROUGH_THE_API = ("instructor", "bench")
+
+
+@pytest.mark.parametrize("package", THROUGH_THE_API)
+def test_the_course_and_the_benchmarks_enter_the_grader_through_its_api(package):
+    edges = graph()
+    around = sorted(
+        f"{name} imports {target}"
+        for name in MODULES
+        if name.split(".")[0] == package
+        for target in edges[name]
+        if target.split(".")[0] == "grader" and target != "grader.api"
+    )
+    assert around == []
+
+
+# The grader's rooms (grader/README.md, "Layout"): the reading and the run side by side, neither
+# importing the other (but for the run's question whether the file can be read at all), and the
+# decision above both; what both use is the result vocabulary and the reference chain.
+SHARED_BY_BOTH = {"grader.report", "grader.reference"}
+ROOMS = {
+    "grader.reading": SHARED_BY_BOTH,
+    "grader.running": SHARED_BY_BOTH | {"grader.reading.guard"},
+}
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_the_reading_and_the_run_stand_side_by_side(room):
+    edges = graph()
+    outside = sorted(
+        f"{name} imports {target}"
+        for name in MODULES
+        if name == room or name.startswith(f"{room}.")
+        for target in edges[name]
+        if target.startswith("grader")
+        and not (target == room or target.startswith(f"{room}."))
+        and target not in ROOMS[room]
+    )
+    assert outside == []
+
+
+def test_no_two_modules_of_the_grader_share_a_file_name():
+    """One name, one module: a step's rule and its invariant (step_NN.py) are the one pair, each
+    in the package that finds them by that name."""
+    names = {}
+    for name in MODULES:
+        if name.startswith("grader."):
+            last = name.rsplit(".", 1)[-1]
+            if not last.startswith("step_") and MODULES[name].name != "__init__.py":
+                names.setdefault(last, []).append(name)
+    assert {last: found for last, found in names.items() if len(found) > 1} == {}

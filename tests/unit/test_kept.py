@@ -1,4 +1,4 @@
-"""grader/live/kept.py, the bounded reader of what a run left: only records and names, as the
+"""grader/running/kept.py, the bounded reader of what a run left: only records and names, as the
 grader's own plain files, whatever the run made of its folder (links, pipes, a setuid copy,
 700 nested folders, thousands of files, a huge file, names with control characters). The same
 attacks through a real sandboxed run: tests/system/test_sandbox.py."""
@@ -10,9 +10,9 @@ import stat
 
 import pytest
 
-from grader.live import kept
-from grader.live.evidence import Evidence
-from grader.live.kept import keep_log, keep_names, keep_records, keep_run
+from grader.running import kept
+from grader.running.evidence import Evidence
+from grader.running.kept import keep_log, keep_names, keep_records, keep_run
 
 
 def modes_and_owners(folder):

@@ -1,8 +1,13 @@
 """Steps and notebooks are separate facts: the manifest (workbook.facts.NOTEBOOKS) numbers the
 notebooks, the steps are the step notebooks' steps, and everything else derives from both.
 
-Fast: no kernel, no run. A new graded step is a chain block, a rule module, a manifest entry and
-a notebook source; these tests say which of the four is missing.
+Fast: no kernel, no run. A new graded step (grader/README.md, "Adding a step") is a manifest
+entry (workbook/facts.py), its blocks in the chain (solutions/source/), its two checks, the
+reading's rule (grader/reading/rules/step_NN.py: STEP, HINT, check) and the run's invariant
+(grader/running/invariants/step_NN.py: STEP, TITLE, check), its mistake cases
+(tests/grader_cases/mistakes/step_NN.py) and a notebook source (notebooks/src/); these tests say
+which is missing. Nothing else lists the steps or counts them: every other part finds them from
+the manifest (workbook.facts.STEPS, LAST_STEP).
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ import re
 
 import pytest
 
-from authoring import chain
+from authoring import chain, readme
 from authoring import notebooks as builder
-from grader.rules import RULES
+from grader.reading.rules import RULES
+from grader.running import invariants
+from grader_cases.mistakes import CASES, STEP_CASES
 from workbook import facts
-from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEPS
+from workbook.facts import BONUS, LESSON, NOTEBOOKS, RUN, STEP, STEP_TITLES, STEPS
 
 KINDS = (LESSON, STEP, RUN, BONUS)
 
@@ -42,7 +49,7 @@ def test_notebooks_are_numbered_by_their_place_and_named_by_unique_slugs():
 
 
 def test_the_steps_of_the_chain_and_the_checker_are_the_manifests():
-    assert tuple(RULES) == STEPS, "one grader/rules/step_NN.py per step of the manifest"
+    assert tuple(RULES) == STEPS, "one grader/reading/rules/step_NN.py per step of the manifest"
     assert all(rule.__name__.endswith(f".step_{step:02d}") for step, rule in RULES.items())
     todo_steps = {
         int(n)
@@ -51,6 +58,39 @@ def test_the_steps_of_the_chain_and_the_checker_are_the_manifests():
         )
     }
     assert todo_steps == set(STEPS), "a `# TODO: Step N` in the starting script for every step"
+
+
+def test_every_step_declares_its_rule_and_its_run_invariant_in_one_module_each():
+    assert all(isinstance(rule.HINT, str) and rule.HINT for rule in RULES.values())
+    assert all(callable(rule.check) for rule in RULES.values())
+    found = invariants.MODULES
+    assert tuple(found) == STEPS, (
+        "one grader/running/invariants/step_NN.py per step of the manifest"
+    )
+    assert all(module.__name__.endswith(f".step_{step:02d}") for step, module in found.items())
+    assert all(module.STEP == step and callable(module.check) for step, module in found.items())
+    titles = [module.TITLE for module in found.values()]
+    assert all(isinstance(title, str) and 0 < len(title) <= 40 for title in titles)
+    assert len(set(titles)) == len(titles), "each invariant's title says which step it is"
+    # What a step's module may declare besides: of steps that exist, in words.
+    assert set(invariants.CANT_SHOW) <= set(STEPS)
+    assert all(isinstance(text, str) and text for text in invariants.CANT_SHOW.values())
+    assert {invariants.RESUME_STEP, invariants.NOVOGRAD_STEP} <= set(STEPS)
+
+
+def test_every_step_has_its_mistake_cases():
+    assert tuple(STEP_CASES) == STEPS, "one tests/grader_cases/mistakes/step_NN.py per step"
+    assert all({case.step for case in cases} == {step} for step, cases in STEP_CASES.items())
+    wrong = {case.step for case in CASES if not case.expect_pass}
+    assert wrong == set(STEPS), "a wrong version of every step, and of no other"
+    assert {case.base_step for case in CASES} <= {0, *STEPS}
+
+
+def test_the_readmes_table_of_the_steps_is_the_manifests():
+    assert readme.stale() == [], "python -m authoring build readme"
+    assert all(
+        f"| {step} | {title} |" in readme.steps_table() for step, title in STEP_TITLES.items()
+    )
 
 
 def test_every_notebook_has_its_source_and_nothing_else_is_a_source():

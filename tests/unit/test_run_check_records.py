@@ -1,5 +1,5 @@
-"""The run-for-real check (grader/live/) on records written the way the probe writes them
-(grader/live/probe.py's Record), without a run: every invariant is seen to hold, fail and say
+"""The run-for-real check (grader/running/) on records written the way the probe writes them
+(grader/running/probe.py's Record), without a run: every invariant is seen to hold, fail and say
 "can't tell". Real runs on 2 workers: tests/system/test_run_check.py.
 """
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.live import run_step
-from grader.live.evidence import Evidence
-from grader.live.invariants import finding, not_shown
-from grader.live.outcome import (
+from grader.report import CANT_TELL, FAILED, PASSED, Result
+from grader.running import run_step
+from grader.running.evidence import Evidence
+from grader.running.invariants import finding, not_shown
+from grader.running.outcome import (
     CRASHED,
     FINISHED,
     HUNG,
@@ -21,13 +22,13 @@ from grader.live.outcome import (
     UNFINISHED,
     Outcome,
     from_the_script_on,
-    judge,
     mismatched_training,
+    outcome_of,
     stuck_collective,
 )
-from grader.live.probe import Record, private_log_dir
-from grader.live.report import run_result
-from grader.report import CANT_TELL, FAILED, PASSED, Result
+from grader.running.probe import Record, private_log_dir
+from grader.running.run_result import run_result
+from workbook.facts import LAST_STEP, STEPS
 
 # --- records as the probe writes them ------------------------------------------------------
 
@@ -123,7 +124,7 @@ def test_ranks_that_train_different_numbers_of_steps_cannot_finish(tmp_path):
         "rank 1 8 (from the start); every step averages the gradients of all ranks, so one rank "
         "would wait forever for the others"
     )
-    outcome = judge(Ended(interrupted=True), Evidence.read(tmp_path, 2), 2, 60, None, 2)
+    outcome = outcome_of(Ended(interrupted=True), Evidence.read(tmp_path, 2), 2, 60, None, 2)
     assert outcome.kind == HUNG
     assert outcome.message.startswith("the run was stopped, as it could never finish: the ranks")
     write_rank(tmp_path, 1, run=2, fit={**FIT, "initial_epoch": 1, "epochs": 2}, stages=stages)
@@ -131,7 +132,7 @@ def test_ranks_that_train_different_numbers_of_steps_cannot_finish(tmp_path):
 
 
 class Ended:
-    """A RunResult's fields that judge() reads."""
+    """A RunResult's fields that outcome_of() reads."""
 
     def __init__(self, **fields):
         self.timed_out = self.interrupted = False
@@ -150,7 +151,7 @@ class Ended:
 def test_the_time_limit_without_evidence_of_a_hang_is_no_hang(tmp_path):
     write_rank(tmp_path, 0, fit=FIT, stages=[[1, "started model.fit"], [9, "finished epoch 1"]])
     write_rank(tmp_path, 1, stages=[[1, "started the script"]])
-    outcome = judge(
+    outcome = outcome_of(
         Ended(timed_out=True, exit_code=None), Evidence.read(tmp_path, 2), 2, 60, None, 1
     )
     assert outcome.kind == UNFINISHED and "hung" not in outcome.message
@@ -165,7 +166,7 @@ def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
     write_rank(tmp_path, 0)
     error = {"type": "ValueError", "message": "bad shape", "line": 120, "code": "x = f(y)"}
     write_rank(tmp_path, 1, error=error)
-    outcome = judge(
+    outcome = outcome_of(
         Ended(exit_code=1, failed_rank=1, error="Traceback...\nValueError: bad shape"),
         Evidence.read(tmp_path, 2),
         2,
@@ -246,7 +247,7 @@ def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
 def test_workers_that_never_started_the_probe_are_the_machines_fault(tmp_path):
     """No rank wrote a record (the launcher could not start a worker): the script never ran,
     so nothing of it may be judged: not run (grader.judge_file raises RunUnavailable)."""
-    outcome = judge(
+    outcome = outcome_of(
         Ended(exit_code=1, error="python: No module named 'workbook'"),
         Evidence.read(tmp_path, 2),
         2,
@@ -274,7 +275,7 @@ def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):
             "culprit": culprit,
         },
     )
-    outcome = judge(
+    outcome = outcome_of(
         Ended(exit_code=1, failed_rank=1, error="Traceback...\nNotFoundError"),
         Evidence.read(tmp_path, 2),
         2,
@@ -301,8 +302,8 @@ def test_private_log_dirs_for_the_other_ranks():
 
 
 def test_run_step_refuses_steps_without_an_invariant():
-    with pytest.raises(ValueError, match="step must be one of 1..12"):
-        run_step(13)
+    with pytest.raises(ValueError, match=rf"step must be one of {STEPS[0]}\.\.{LAST_STEP}"):
+        run_step(LAST_STEP + 1)
 
 
 def test_the_traceback_starts_at_the_learners_script():
@@ -324,7 +325,7 @@ def test_a_kept_run_folder_goes_a_day_later(tmp_path):
     import os
     import time
 
-    from grader.live.run import FOLDER_PREFIX, KEPT_S, _remove_old_runs
+    from grader.running.run_check import FOLDER_PREFIX, KEPT_S, _remove_old_runs
 
     old, new, other = (
         tmp_path / f"{FOLDER_PREFIX}06-old",

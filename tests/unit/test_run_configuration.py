@@ -1,5 +1,5 @@
-"""The run check's configuration and limits (grader/live/run.py, run_clock.py) and what the
-probe counts as code not the script's own (grader/live/probe.py), without starting a process.
+"""The run check's configuration and limits (grader/running/run_check.py, run_clock.py) and what the
+probe counts as code not the script's own (grader/running/probe.py), without starting a process.
 The real runs are in tests/system/test_run_configuration_runs.py.
 """
 
@@ -12,11 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.live import probe, run, run_clock
-from grader.live.expected import Recipe, preset_value
-from grader.live.outcome import NOT_RUN
-from grader.live.run_clock import MIN_SHARE, RunClock
 from grader.reference import reference_path
+from grader.running import probe, run_check, run_clock
+from grader.running.expected import Recipe, preset_value
+from grader.running.outcome import NOT_RUN
+from grader.running.run_clock import MIN_SHARE, RunClock
 from workbook.facts import LAST_STEP
 
 # Values a learner may write in by hand instead of the option (issue 37, item 4).
@@ -30,9 +30,9 @@ def solution_preset(key: str):
 def test_no_constant_a_learner_may_write_in_matches_the_first_launch():
     preset = {solution_preset(k) for k in ("warmup_epochs", "batch_size")}
     for key in ("warmup_epochs", "batch_size", "train_images", "val_batch_size", "test_images"):
-        assert run.ASKED[key] not in CONSTANTS | preset, key
-    assert tuple(run.ASKED["lr_drops"]) != tuple(solution_preset("lr_drops"))
-    assert run.ASKED["warmup_epochs"] != preset_value(
+        assert run_check.ASKED[key] not in CONSTANTS | preset, key
+    assert tuple(run_check.ASKED["lr_drops"]) != tuple(solution_preset("lr_drops"))
+    assert run_check.ASKED["warmup_epochs"] != preset_value(
         reference_path(LAST_STEP), "gpu", "warmup_epochs"
     )
 
@@ -40,38 +40,40 @@ def test_no_constant_a_learner_may_write_in_matches_the_first_launch():
 @pytest.mark.parametrize("warmup", sorted(CONSTANTS - {64, 32, 128}))
 def test_a_hard_coded_warmup_gives_another_schedule(warmup):
     """The rates of the first launch's epochs differ from those of a warmup written in."""
-    asked = Recipe(0.00625, 2, run.ASKED["warmup_epochs"], tuple(run.ASKED["lr_drops"]))
-    written = Recipe(0.00625, 2, warmup, tuple(run.ASKED["lr_drops"]))
-    steps = run.ASKED["train_images"] // run.ASKED["batch_size"] // 2
-    assert any(asked.rates(e, steps) != written.rates(e, steps) for e in range(run.FIRST_EPOCHS))
+    asked = Recipe(0.00625, 2, run_check.ASKED["warmup_epochs"], tuple(run_check.ASKED["lr_drops"]))
+    written = Recipe(0.00625, 2, warmup, tuple(run_check.ASKED["lr_drops"]))
+    steps = run_check.ASKED["train_images"] // run_check.ASKED["batch_size"] // 2
+    assert any(
+        asked.rates(e, steps) != written.rates(e, steps) for e in range(run_check.FIRST_EPOCHS)
+    )
 
 
 def test_the_resume_uses_the_scripts_defaults_and_the_same_schedule():
     """Launch 2 passes only the model's size and --epochs; the preset's own drop (epoch 4 from
     0) gives the epoch it trains the rate launch 1's options imply, so one recipe holds both."""
-    second = run._launch(2, Path("/data"), {})
+    second = run_check._launch(2, Path("/data"), {})
     options = [a for a in second.args if a.startswith("--")]
     assert options == ["--depth", "--width", "--epochs", "--data-dir"]
     assert second.hosts == [] and probe.SIMULATED_GPUS_VARIABLE not in second.env
-    asked = Recipe(0.00625, 2, run.ASKED["warmup_epochs"], tuple(run.ASKED["lr_drops"]))
+    asked = Recipe(0.00625, 2, run_check.ASKED["warmup_epochs"], tuple(run_check.ASKED["lr_drops"]))
     defaults = Recipe(
         0.00625, 2, solution_preset("warmup_epochs"), tuple(solution_preset("lr_drops"))
     )
-    last = run.FINAL_EPOCHS - 1
-    assert last >= run.FIRST_EPOCHS
+    last = run_check.FINAL_EPOCHS - 1
+    assert last >= run_check.FIRST_EPOCHS
     assert asked.rate(last, 0, 1) == defaults.rate(last, 0, 1) < asked.scaled_lr
     # ...while a warmup default changed to the gpu preset's 5 would still be warming up there.
     assert Recipe(0.00625, 2, 5, (3,)).rate(last, 0, 1) != defaults.rate(last, 0, 1)
     # The preset's batches fit the keyed data: a step per worker, a validation step per worker.
-    assert run.KEYED_TRAIN_IMAGES // solution_preset("batch_size") // run.WORKERS >= 1
-    assert run.KEYED_TEST_IMAGES // 32 // run.WORKERS >= 1
+    assert run_check.KEYED_TRAIN_IMAGES // solution_preset("batch_size") // run_check.WORKERS >= 1
+    assert run_check.KEYED_TEST_IMAGES // 32 // run_check.WORKERS >= 1
 
 
 def test_the_first_launch_has_simulated_gpus_on_two_hosts_of_one_slot():
-    first = run._launch(1, Path("/data"), {})
+    first = run_check._launch(1, Path("/data"), {})
     assert first.env[probe.SIMULATED_GPUS_VARIABLE] == "1"
     hosts = first.hosts[first.hosts.index("-H") + 1].split(",")
-    assert len(hosts) == run.WORKERS and all(h.endswith(":1") for h in hosts)
+    assert len(hosts) == run_check.WORKERS and all(h.endswith(":1") for h in hosts)
     assert "--network-interfaces" in first.hosts
 
 
@@ -129,22 +131,22 @@ def test_the_limits_name_what_the_script_did():
     clock = RunClock(cores=2, counted=50, wall=60)
     clock._cpu = {1: (20.0, False), 2: (90.0, False), 3: (1.0, True)}  # pid 3: horovodrun
     clock._names = {1: "python probe.py", 2: "python probe.py", 3: "horovodrun"}
-    why, _ = run._over_a_limit(clock, 40, 2, still=0, workers={1})
+    why, _ = run_check._over_a_limit(clock, 40, 2, still=0, workers={1})
     assert "did not finish within 40 s of the machine's time" in why
     assert "90 s of it went to processes beside the workers" in why
     assert "(python probe.py)" in why  # a process the script forked runs the probe too
     clock.counted = 10
-    why, _ = run._over_a_limit(clock, 40, 2, still=0, workers={1, 2})
+    why, _ = run_check._over_a_limit(clock, 40, 2, still=0, workers={1, 2})
     assert "111 s of CPU time, more than 80 s" in why and "beside" not in why
     clock._cpu = {1: (3.0, False)}
-    assert run._over_a_limit(clock, 40, 2, still=run.STALL_S - 1) is None
-    why, _ = run._over_a_limit(clock, 40, 2, still=run.STALL_S)
-    assert why.startswith(f"no rank got any further for {run.STALL_S} s")
+    assert run_check._over_a_limit(clock, 40, 2, still=run_check.STALL_S - 1) is None
+    why, _ = run_check._over_a_limit(clock, 40, 2, still=run_check.STALL_S)
+    assert why.startswith(f"no rank got any further for {run_check.STALL_S} s")
 
 
 def test_a_cut_says_how_little_the_machine_gave():
     clock = RunClock(cores=2, counted=30, wall=720, starved=700)
-    assert run._machine_cut(clock, 120) == (
+    assert run_check._machine_cut(clock, 120) == (
         "in 720 s on the clock the machine gave the run only 30 s of its 120 s (4%: other "
         "processes held the cores for 700 s)"
     )
@@ -152,7 +154,7 @@ def test_a_cut_says_how_little_the_machine_gave():
 
 def test_the_clock_reads_this_machine():
     """The counters it needs exist here: /proc/stat and the run-queue delay of each thread."""
-    from grader.live.run_clock import machine_busy_seconds, waited_seconds
+    from grader.running.run_clock import machine_busy_seconds, waited_seconds
 
     assert machine_busy_seconds() > 0
     assert waited_seconds(os.getpid()), "no /proc/PID/task/TID/schedstat"
@@ -170,26 +172,26 @@ def test_a_reference_script_up_to_formatting_is_named(tmp_path, step):
     reformatted = reformatted.replace('"""', '"""Mine. ', 1) + "\n\n\n"
     script = tmp_path / "fashion_mnist.py"
     script.write_text(reformatted)
-    assert run.copy_of_reference(script) == f"solutions/{reference_path(step).name}"
+    assert run_check.copy_of_reference(script) == f"solutions/{reference_path(step).name}"
     script.write_text(text.replace("hvd.rank() == 0", "hvd.rank() == 0 and True", 1))
-    assert run.copy_of_reference(script) == ""
+    assert run_check.copy_of_reference(script) == ""
 
 
 def test_the_starting_script_is_not_called_a_copy(tmp_path):
     script = tmp_path / "fashion_mnist.py"
     script.write_text(reference_path(0).read_text())
-    assert run.copy_of_reference(script) == ""
+    assert run_check.copy_of_reference(script) == ""
 
 
 def test_a_pass_shown_by_code_not_the_scripts_earns_nothing():
     from grader.report import CANT_TELL, FAILED, PASSED, Result
 
     shown = Result(PASSED, "t", "every rank has the same weights", step=5)
-    taken = run.not_earned(shown, ["ran /repo/solutions/fashion_mnist_solution.py"])
+    taken = run_check.not_earned(shown, ["ran /repo/solutions/fashion_mnist_solution.py"])
     assert taken.status != PASSED and taken.status in (FAILED, CANT_TELL)
     assert "ran /repo/solutions/fashion_mnist_solution.py" in taken.message
     failed = Result(FAILED, "t", "ranks differ", step=5)
-    assert run.not_earned(failed, ["x"]) is failed
+    assert run_check.not_earned(failed, ["x"]) is failed
 
 
 def test_the_probe_names_modules_imported_from_outside(monkeypatch, tmp_path):
@@ -228,10 +230,10 @@ def test_a_run_the_machine_cut_twice_is_no_verdict(monkeypatch, tmp_path):
         tries.append(alone)
         folder = tmp_path / f"try{len(tries)}"
         folder.mkdir()
-        return run.Attempt(folder, None, 1, 700.0, RunClock(), cut=f"cut {len(tries)}")
+        return run_check.Attempt(folder, None, 1, 700.0, RunClock(), cut=f"cut {len(tries)}")
 
-    monkeypatch.setattr(run, "_attempt", cut_attempt)
-    result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
+    monkeypatch.setattr(run_check, "_attempt", cut_attempt)
+    result = run_check.run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True)
     assert tries == [False, True]
     assert result.run.outcome == NOT_RUN and not result.file_problem
     assert "this machine was too busy to run the script, twice: cut 2" in result.message
@@ -241,12 +243,12 @@ def test_a_run_the_machine_cut_twice_is_no_verdict(monkeypatch, tmp_path):
 def test_a_run_alone_waits_for_the_other_checks(monkeypatch, tmp_path):
     import fcntl
 
-    monkeypatch.setattr(run, "LOCK_PATH", tmp_path / "lock")
-    with run._turn(alone=False), run._turn(alone=False):  # checks side by side
+    monkeypatch.setattr(run_check, "LOCK_PATH", tmp_path / "lock")
+    with run_check._turn(alone=False), run_check._turn(alone=False):  # checks side by side
         with open(tmp_path / "lock") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    with run._turn(alone=True), open(tmp_path / "lock") as other:
+    with run_check._turn(alone=True), open(tmp_path / "lock") as other:
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
 
@@ -257,13 +259,13 @@ def test_a_worker_killed_while_the_machine_ran_out_of_memory_is_the_machines_doi
         record.data["finished"] = rank == 0
         record.save()
     clock = RunClock(lowest_memory=0.01)
-    assert run._killed_for_memory(clock, tmp_path, 2, None)
-    assert not run._killed_for_memory(RunClock(lowest_memory=0.4), tmp_path, 2, None)
+    assert run_check._killed_for_memory(clock, tmp_path, 2, None)
+    assert not run_check._killed_for_memory(RunClock(lowest_memory=0.4), tmp_path, 2, None)
     box = SimpleNamespace(hit=lambda: ["memory"])  # the box's own limit: the script's doing
-    assert not run._killed_for_memory(clock, tmp_path, 2, box)
+    assert not run_check._killed_for_memory(clock, tmp_path, 2, box)
     record.data["error"] = {"type": "MemoryError", "message": "", "line": 3, "code": ""}
     record.save()
-    assert not run._killed_for_memory(clock, tmp_path, 2, None)
+    assert not run_check._killed_for_memory(clock, tmp_path, 2, None)
 
 
 def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
@@ -276,11 +278,11 @@ def test_a_run_cut_once_says_so_in_its_verdict(monkeypatch, tmp_path):
         if not alone:
             folder = tmp_path / "first"
             folder.mkdir()
-            return run.Attempt(folder, None, 1, 700.0, RunClock(), cut="the machine was busy")
+            return run_check.Attempt(folder, None, 1, 700.0, RunClock(), cut="the machine was busy")
         raise RuntimeError("no horovodrun")
 
-    monkeypatch.setattr(run, "_attempt", attempt)
-    result = run.run_step(12, reference_path(LAST_STEP), quiet=True)
+    monkeypatch.setattr(run_check, "_attempt", attempt)
+    result = run_check.run_step(LAST_STEP, reference_path(LAST_STEP), quiet=True)
     assert tries == [False, True]
     assert "could not start: no horovodrun" in result.message
     assert result.run.reruns == ["run again alone: the machine was busy"]

@@ -1,5 +1,5 @@
-"""The run check's invariants (grader/live/invariants.py), judged from records written the way
-the probe writes them (grader/live/probe.py's Record): each step's invariant is seen to hold,
+"""The run check's invariants (grader/running/invariants/), judged from records written the way
+the probe writes them (grader/running/probe.py's Record): each step's invariant is seen to hold,
 to fail with its own words, and to say "can't tell". No run here: milliseconds.
 """
 
@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.live.evidence import Evidence, event_file_writers
-from grader.live.expected import Recipe
-from grader.live.invariants import Setting, findings
-from grader.live.probe import Record, known_options
-from grader.live.run import ASKED
 from grader.report import CANT_TELL, FAILED, PASSED
+from grader.running.evidence import Evidence, event_file_writers
+from grader.running.expected import Recipe
+from grader.running.invariants import Setting, findings
+from grader.running.probe import Record, known_options
+from grader.running.run_check import ASKED
+from workbook.facts import LAST_STEP, STEPS
 
 WARMUP = [0.015625, 0.01875, 0.021875, 0.025]  # Horovod's warmup over 4 steps, 2 workers
 ARGS = {
@@ -129,7 +130,7 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
     return records
 
 
-def judged(tmp_path: Path, step: int = 12) -> dict:
+def judged(tmp_path: Path, step: int = LAST_STEP) -> dict:
     found = findings(Evidence.read(tmp_path / "records", 2), setting(tmp_path), step)
     return {finding.step: finding for finding in found}
 
@@ -137,7 +138,7 @@ def judged(tmp_path: Path, step: int = 12) -> dict:
 def test_the_right_run_holds_every_invariant(tmp_path):
     good_ranks(tmp_path, fit=(dict(FIT, optimizer="NovoGrad"), dict(FIT, optimizer="NovoGrad")))
     found = judged(tmp_path)
-    assert list(found) == list(range(1, 13))
+    assert list(found) == list(STEPS)
     assert {step: f.status for step, f in found.items() if f.status != PASSED} == {}
     assert "0.025 = --base-lr 0.0125 × 2 workers" in found[10].message
     assert "and after resuming" in found[11].message
@@ -444,7 +445,7 @@ def test_a_rank_that_never_got_there_cant_be_told(tmp_path):
     found = judged(tmp_path, 7)
     assert found[4].message == "can't tell: rank 1 never finished a training step"
     assert found[7].status == CANT_TELL
-    # The script kept the run from showing them: no credit (grader/judge.py)
+    # The script kept the run from showing them: no credit (grader/decision.py)
     assert all(found[step].withheld for step in (1, 2, 4, 5, 6, 7))
 
 
@@ -521,7 +522,7 @@ def test_a_second_run_that_never_ended_shows_no_resume(tmp_path):
 
 
 def test_a_crash_when_resuming_is_told_not_blamed_here(tmp_path):
-    """Whose fault it is, the crash's line tells (grader/judge.py): a NovoGrad import only the
+    """Whose fault it is, the crash's line tells (grader/decision.py): a NovoGrad import only the
     fresh start has is step 12's, not the resume's."""
     good_ranks(tmp_path)
     error = {"type": "NameError", "message": "name 'tfa' is not defined", "line": 370, "code": "x"}
@@ -613,7 +614,7 @@ def test_the_schedule_follows_the_scripts_own_scaled_rate(tmp_path):
 
 
 def test_each_launch_is_held_to_the_options_it_parsed(tmp_path):
-    """The second launch runs on the script's defaults (grader/live/run.py): one that starts
+    """The second launch runs on the script's defaults (grader/running/run_check.py): one that starts
     from scratch there (rank 0 had no checkpoint) warms up over the default's epochs, not the
     first launch's; a rate off its own recipe still fails."""
     defaults = {

@@ -1,4 +1,4 @@
-"""grader/live/run.py releases a run's box whatever fails: preparing the run, launching it,
+"""grader/running/run_check.py releases a run's box whatever fails: preparing the run, launching it,
 reading what it left, or cleaning up; each failure is that run's result ("not run", saying
 why), never an exception for the caller, and nothing of the run is left behind. The failures
 are injected (no process starts here); the real box's release: tests/system/test_sandbox.py."""
@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.live import run as run_module
-from grader.live.outcome import NOT_RUN
-from workbook.facts import SOLUTION_FILE_NAME
+from grader.running import run_check as run_module
+from grader.running.outcome import NOT_RUN
+from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME
 from workbook.paths import SOLUTIONS_DIR
 
 
 class FakeBox:
-    """Stands in for grader/live/sandbox.Sandbox: records what the run asked of it."""
+    """Stands in for grader.running.sandbox.Sandbox: records what the run asked of it."""
 
     def __init__(self, failing_close: bool = False):
         self.calls, self.failing_close = [], failing_close
@@ -79,7 +79,7 @@ def test_a_failure_at_any_stage_is_the_runs_result_and_releases_its_box(
         monkeypatch.setattr(run_module, name, value)
     box = FakeBox(failing_close=stage == "clean-up")
     result = run_module.run_step(
-        12, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path, quiet=True, sandbox=box
+        LAST_STEP, SOLUTIONS_DIR / SOLUTION_FILE_NAME, work_dir=tmp_path, quiet=True, sandbox=box
     )
     assert result.run.outcome == NOT_RUN and said in result.message, result.message
     assert box.calls.count("close") == 1, box.calls  # released once, whatever failed

@@ -1,4 +1,4 @@
-"""The sandbox's command (grader/live/sandbox.py) as it is built, without running it: namespaces,
+"""The sandbox's command (grader/running/sandbox.py) as it is built, without running it: namespaces,
 what is bound writable, hidden folders, secrets taken out, root or not, bwrap missing, cgroups.
 The attacks on the real sandbox: tests/system/test_sandbox.py.
 """
@@ -6,12 +6,13 @@ The attacks on the real sandbox: tests/system/test_sandbox.py.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from grader.live import sandbox as sandbox_module
-from grader.live.sandbox import Limits, Sandbox, SandboxUnavailable
+from grader.running import sandbox as sandbox_module
+from grader.running.sandbox import Limits, Sandbox, SandboxUnavailable
 from workbook.paths import REPO
 
 # --- running a hostile script ----------------------------------------------------------------
@@ -68,8 +69,9 @@ def test_only_the_writable_folders_are_bound_writable_after_the_private_tmp(monk
     # roster, no course, no notebooks (the box sees what the run needs).
     assert str(REPO) not in ro and str(REPO / "workbook") in ro
     assert {p for p in ro if p.startswith(str(REPO / "grader"))} == {
-        str(REPO / "grader" / "live" / "probe.py"),
-        str(REPO / "grader" / "live" / "box_keeper.py"),
+        str(REPO / "grader" / "running" / "probe.py"),
+        str(REPO / "grader" / "running" / "probe_callbacks.py"),
+        str(REPO / "grader" / "running" / "box_keeper.py"),
     }
     sizes = [argv[i + 1] for i, word in enumerate(argv) if word == "--size"]
     assert str(Limits().tmp_bytes) in sizes
@@ -193,14 +195,28 @@ def test_as_root_it_joins_the_cgroups_and_drops_to_the_account(monkeypatch, tmp_
     drop = argv.index("setpriv")
     assert argv[drop : drop + 3] == ["setpriv", "--reuid=990", "--regid=991"]
     assert "--no-new-privs" in argv[drop:] and argv.index("/usr/bin/bwrap") < drop
-    assert mounted == [(tmp_path / "logs", Limits().disk_bytes, Limits().inodes)]
+    limits = Limits()
+    # The writable folder's tmpfs, then the launch's own /tmp and /dev/shm (one tmpfs for both,
+    # with an inode limit: bwrap's --tmpfs has none), bound into the box.
+    scratch = sandbox._held["scratch"][0]
+    assert mounted == [
+        (tmp_path / "logs", limits.disk_bytes, limits.inodes),
+        (scratch, limits.tmp_bytes, limits.inodes),
+    ]
+    at = argv.index(str(scratch / "tmp"))
+    assert argv[at - 1 : at + 2] == ["--bind", str(scratch / "tmp"), "/tmp"]
+    assert argv[at + 2 : at + 5] == ["--bind", str(scratch / "shm"), "/dev/shm"]
     assert sandbox._held["cgroups"] == [procs]  # close() removes them
-    # A second launch into the same folder keeps its tmpfs (the first launch's checkpoint).
+    # A second launch into the same folder keeps its tmpfs (the first launch's checkpoint), and
+    # gets a /tmp of its own.
     sandbox.wrap(["true"], {}, writable=[tmp_path / "logs"])
-    assert len(mounted) == 1 and sandbox._held["mounts"] == [tmp_path / "logs"]
+    assert [m[0] for m in mounted].count(tmp_path / "logs") == 1
+    assert sandbox._held["mounts"] == [tmp_path / "logs"] and len(sandbox._held["scratch"]) == 2
     assert sandbox.fresh()._held["mounts"] == []
-    sandbox._held["cgroups"].clear()
-    sandbox._held["mounts"].clear()
+    for folder in sandbox._held["scratch"]:  # nothing was mounted on them here
+        shutil.rmtree(folder)
+    for kind in ("cgroups", "mounts", "scratch"):
+        sandbox._held[kind].clear()
 
 
 def test_the_runner_wraps_the_launcher_and_keeps_what_it_shows(tmp_path):

@@ -18,7 +18,7 @@ What it adds to a bare `!horovodrun ...`:
 - One options object, `RunOptions` (np, run_name, timeout, env, cwd, log dirs, launcher,
   share, timeline...), is built once from the keywords of horovodrun(), start_in_background()
   or plan_run() and handed down; the benchmarks (bench/) and the run-for-real check
-  (grader/live) start their workers with it too, planned by the same plan_run and supervised by
+  (grader/running) start their workers with it too, planned by the same plan_run and supervised by
   the same execute (one time limit, one clean-up).
 - `timeline=True` records Horovod's timeline; every run leaves run.json (start, end, layout)
   and names the other processes that kept the CPU busy meanwhile.

@@ -116,7 +116,7 @@ class RunOptions:
         processes): their processes are not counted as each other's contention.
     sandbox: None, or an object whose wrap(argv, env, cwd=, writable=) returns the command that
         runs argv (the launcher and all it starts) in a sandbox that can read `cwd` and write
-        the run's folder (grader.live.sandbox.Sandbox).
+        the run's folder (grader.running.sandbox.Sandbox).
     """
 
     np: int | str = "auto"

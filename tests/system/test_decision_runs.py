@@ -1,0 +1,58 @@
+"""The decided verdict for real (grader/decision.py): when the reading can't tell, the check cell runs
+the script on 2 workers. Without runs: tests/unit/test_decision.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader import check_step, judge_file
+from grader.decision import RUN, decide
+from grader.report import CANT_TELL, FAILED, PASSED
+from workbook.paths import REPO
+
+SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
+
+
+@pytest.mark.timeout(400)
+def test_when_the_reading_cant_tell_the_check_cell_runs_the_script(tmp_path, capsys):
+    """A callback the reading can't name: the check cell's run shows it is not the broadcast."""
+    text = SOLUTION.read_text(encoding="utf-8")
+    broadcast = "    hvd.callbacks.BroadcastGlobalVariablesCallback(0),\n"
+    assert text.count(broadcast) == 1
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(
+        text.replace(
+            broadcast,
+            "    getattr(hvd.callbacks, 'ProgbarLogger', tf.keras.callbacks.ProgbarLogger)(),\n",
+        )
+    )
+    assert check_step(5, script).status == CANT_TELL  # the reading alone: counted as done
+    result = check_step(5, script, run_if_unsure=True)
+    said = " ".join(capsys.readouterr().out.split())  # prose: wrapped between words
+    assert "running your script to decide" in said
+    assert result.status == FAILED and result.decided_by == RUN, str(result)
+    assert "the weights of rank 1 differ from rank 0's" in result.message
+    assert "Decided by the run." in str(result)
+
+
+@pytest.mark.timeout(600)
+def test_a_crash_on_one_steps_line_is_blamed_and_the_steps_after_it_shown_by_a_swap(tmp_path):
+    """Issue 37 (1): a callback class passed for an instance (step 7's line) crashes model.fit;
+    step 7 fails, and the steps the crash kept the run from showing are decided by a second run
+    with that one line swapped for the reference's, which says so."""
+    text = SOLUTION.read_text(encoding="utf-8")
+    average = "    hvd.callbacks.MetricAverageCallback(),\n"
+    assert text.count(average) == 1
+    script = tmp_path / "student" / "fashion_mnist.py"
+    script.parent.mkdir()
+    script.write_text(text.replace(average, "    hvd.callbacks.MetricAverageCallback,\n"))
+    line = text[: text.index(average)].count("\n") + 1
+    judged = {result.step: result for result in judge_file(script, work_dir=tmp_path / "work")}
+    assert judged[7].status == FAILED and judged[7].decided_by == RUN, str(judged[7])
+    assert "passed as a class" in judged[7].message
+    swapped = [step for step, result in judged.items() if "shown by a second run" in result.message]
+    assert swapped and 7 not in swapped and set(swapped) >= {8, 9, 10, 11}, judged
+    for step in swapped:
+        assert judged[step].status == PASSED and judged[step].decided_by == RUN, str(judged[step])
+        assert f"with step 7's line {line} swapped for the reference's `hvd" in judged[step].message
