@@ -463,7 +463,10 @@ def _run_watched(
                 say(words)
                 shown = words
             mark = _progress_mark(records)
-            still = 0.0 if mark != progress else still + counted
+            # The script's own stall counts from its start: a launch whose workers are slow to
+            # start (a busy machine: the launcher still importing) has not stalled.
+            started = evidence.ranks(launch.number)
+            still = 0.0 if mark != progress or not started else still + counted
             progress = mark
             seen = doomed(evidence, launch.number)
             if seen is None or seen != stuck:
@@ -477,7 +480,7 @@ def _run_watched(
                 for record in evidence.ranks(run_).values()
             }
             stop = _over_a_limit(clock, timeout, np, still, workers)
-            if stop and not workers and still >= STALL_S:
+            if stop and not started:
                 attempt.cut = _never_started(clock)  # none of the script's code ran yet
                 break
             if stop:
@@ -557,11 +560,11 @@ def _killed_for_memory(clock: RunClock, records: Path, np: int, sandbox) -> bool
 
 
 def _never_started(clock: RunClock) -> str:
-    """Why a launch in which no worker ever started the script is the machine's (or the
-    launcher's), not the script's: none of its code had run."""
+    """Why a launch in which no worker started the script within the run's limits is the
+    machine's (or the launcher's), not the script's: none of its code had run."""
     return (
-        f"no worker started the script in {clock.wall:.0f} s on the clock ({STALL_S} s of "
-        f"them the machine's time; the launch's processes used {clock.cpu:.0f} s of CPU time)"
+        f"no worker started the script in {clock.wall:.0f} s on the clock ({clock.counted:.0f} s "
+        f"of them the machine's time; the launch's processes used {clock.cpu:.0f} s of CPU time)"
     )
 
 
