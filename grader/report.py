@@ -182,6 +182,8 @@ class Result:
     def _repr_html_(self) -> str:
         import html  # only notebooks render HTML; keeps the command line's start-up short
 
+        from workbook.prose import code_html
+
         color = PASS_COLOR if self.passed else FAIL_COLOR
         mark = "&#10004; passed" if self.passed else "&#10008; not yet"
         heading = (
@@ -194,16 +196,14 @@ class Result:
             if self.decided_note
             else ""
         )
-        message = html.escape(self.message)
+        message = code_html(self.message)  # `code` spans as code, not as literal backticks
         if decided and not message.endswith("."):
             message += "."  # the note is a sentence of its own
         if self.passed and not self.details:  # one line: nothing to fix, nothing to read
             return f"{box}{heading}: {message}{decided}</div>"
         parts = [box, heading, f'<div style="margin-top:4px">{message}{decided}</div>']
         if self.hint and not self.passed:
-            parts.append(
-                f'<div style="margin-top:4px"><em>Hint:</em> {html.escape(self.hint)}</div>'
-            )
+            parts.append(f'<div style="margin-top:4px"><em>Hint:</em> {code_html(self.hint)}</div>')
         if self.expected_diff and not self.passed:
             parts.append(
                 '<details style="margin-top:4px"><summary>Expected change</summary>'
@@ -214,10 +214,10 @@ class Result:
             for status, what, message, hint in self.shown_details():
                 _, symbol, shade = MARKS[status]
                 shown = status == FAILED and hint
-                hint = f"<br><em>Hint:</em> {html.escape(hint)}" if shown else ""
+                hint = f"<br><em>Hint:</em> {code_html(hint)}" if shown else ""
                 parts.append(
                     f'<li style="list-style:none"><span style="color:{shade}">{symbol}</span> '
-                    f"{what}: {html.escape(message)}{hint}</li>"
+                    f"{what}: {code_html(message)}{hint}</li>"
                 )
             parts.append("</ul>")
         if self._error_tail():

@@ -21,6 +21,7 @@ from grader import batch, check_all, check_bonus, check_step, check_strict
 from grader.bonus import BONUSES
 from grader.reading import budget, strict
 from grader.reading.rules import step_08, step_11
+from grader.report import FAILED, Result
 from grader_cases.mistakes import CASES
 from workbook.facts import step_notebook
 
@@ -257,6 +258,17 @@ def test_html_escapes_learner_text(tmp_path):
     assert "<b>x</b>" not in result._repr_html_() and "&lt;b&gt;" in result._repr_html_()
 
 
+def test_code_in_a_verdict_is_shown_as_code_not_as_backticks():
+    """Issue 39 (4): a red verdict's `code`, its hint's and its details' show as <code>."""
+    detail = Result(FAILED, "Step 7", "rank 0 stopped at line 421 (`model.fit(`)", step=7)
+    result = Result(
+        FAILED, "Step 7", "stopped at `model.fit(`", hint="Call `f()`", details=[detail]
+    )
+    page = result._repr_html_()
+    assert "<code>model.fit(</code>" in page and "<code>f()</code>" in page and "`" not in page
+    assert "`model.fit(`" in str(result)  # plain text keeps them
+
+
 def test_bad_files_keep_to_themselves(tmp_path):
     good = tmp_path / "good.py"
     good.write_text(reference_text(LAST_STEP), encoding="utf-8")
@@ -448,7 +460,7 @@ def test_each_layer_names_its_public_api_in_its_docstring(module_name, class_nam
     layer's class is named there."""
     import importlib
 
-    module = importlib.import_module(f"grader.{module_name}")
+    module = importlib.import_module(f"grader.reading.{module_name}")
     public = [
         name
         for name, value in vars(getattr(module, class_name)).items()
