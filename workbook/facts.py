@@ -7,8 +7,10 @@ notebook kernels, nbgrader and the set-up import this module.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import re
 from dataclasses import dataclass
 
@@ -78,6 +80,22 @@ NOTEBOOKS = tuple(
 STEP_TITLES = {notebook.step: notebook.title for notebook in NOTEBOOKS if notebook.kind == STEP}
 STEPS = tuple(sorted(STEP_TITLES))
 LAST_STEP = STEPS[-1]
+
+
+def step_modules(package: str, path) -> dict:
+    """Every module step_NN.py of a package (its name and __path__), keyed by the STEP it
+    declares, in step order: a step's part is found, not listed (ImportError when two modules
+    declare one step). tests/unit/test_manifest.py checks the steps found are STEPS."""
+    found = {}
+    for module in pkgutil.iter_modules(path):
+        if module.name.startswith("step_"):
+            part = importlib.import_module(f"{package}.{module.name}")
+            if part.STEP in found:
+                raise ImportError(
+                    f"{module.name} and {found[part.STEP].__name__} both check step {part.STEP}"
+                )
+            found[part.STEP] = part
+    return dict(sorted(found.items()))
 
 
 def notebook(slug: str) -> Notebook:

@@ -13,24 +13,8 @@ after what it knows:
 - optimizer_weights.py (step 8): a resumed run's fresh optimizer makes its variables at once.
 """
 
-import importlib
-import pkgutil
-
-
-def _step_rules() -> dict:
-    """Every module step_NN.py of this package, keyed by the step it checks, in step order."""
-    rules = {}
-    for module in pkgutil.iter_modules(__path__):
-        if module.name.startswith("step_"):
-            rule = importlib.import_module(f"{__name__}.{module.name}")
-            if rule.STEP in rules:
-                raise ImportError(
-                    f"{module.name} and {rules[rule.STEP].__name__} both check step {rule.STEP}"
-                )
-            rules[rule.STEP] = rule
-    return dict(sorted(rules.items()))
-
+from workbook.facts import step_modules
 
 # Found, not listed: a new step's rule is one new module (tests/unit/test_manifest.py checks that
 # the steps found are the manifest's, workbook.facts.STEPS).
-RULES = _step_rules()
+RULES = step_modules(__name__, __path__)

@@ -17,11 +17,9 @@ What several steps share is in shared.py.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from grader.report import CANT_TELL
 from grader.running.invariants.shared import Setting, finding, not_shown
+from workbook.facts import step_modules
 
 __all__ = [
     "CANT_SHOW",
@@ -36,24 +34,9 @@ __all__ = [
 ]
 
 
-def _step_invariants() -> dict:
-    """Every module step_NN.py of this package, keyed by the step it checks, in step order."""
-    found = {}
-    for module in pkgutil.iter_modules(__path__):
-        if module.name.startswith("step_"):
-            invariant = importlib.import_module(f"{__name__}.{module.name}")
-            if invariant.STEP in found:
-                raise ImportError(
-                    f"{module.name} and {found[invariant.STEP].__name__} both check step "
-                    f"{invariant.STEP}"
-                )
-            found[invariant.STEP] = invariant
-    return dict(sorted(found.items()))
-
-
 # Found, not listed: a new step's invariant is one new module (tests/unit/test_manifest.py
 # checks that the steps found are the manifest's, workbook.facts.STEPS).
-MODULES = _step_invariants()
+MODULES = step_modules(__name__, __path__)
 INVARIANTS = {step: module.check for step, module in MODULES.items()}
 FIRST_STEP = min(INVARIANTS)
 CANT_SHOW = {
