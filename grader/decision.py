@@ -263,15 +263,19 @@ def step_of_line(code: str, steps: list) -> int | None:
     return best
 
 
+def reference_lines(step: int) -> list[str]:
+    """The code lines step `step` adds in the reference chain, as written (no newline)."""
+    return [
+        line[1:].rstrip("\n")
+        for line in reference.expected_diff(step).splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+        if normalized_code(line[1:]) and not normalized_code(line[1:]).startswith("#")
+    ]
+
+
 def added_lines(step: int) -> list:
     """The code lines step `step` adds in the reference chain, normalized."""
-    lines = []
-    for line in reference.expected_diff(step).splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            text = normalized_code(line[1:])
-            if text and not text.startswith("#"):
-                lines.append(text)
-    return lines
+    return [normalized_code(line) for line in reference_lines(step)]
 
 
 def normalized_code(code: str) -> str:

@@ -16,7 +16,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from grader import decision, reference
+from grader import decision
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,6 @@ class Swap:
             f"a second run with step {self.step}'s line {self.line} swapped for the reference's "
             f"`{self.after.strip()}`"
         )
-
-
-def reference_lines(step: int) -> list[str]:
-    """The code lines step `step` adds in the reference chain, as written (no newline)."""
-    return [
-        line[1:].rstrip("\n")
-        for line in reference.expected_diff(step).splitlines()
-        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
-        if not line[1:].strip().startswith("#")
-    ]
 
 
 def failing_lines(source: str, run) -> list[int]:
@@ -69,7 +59,7 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
         if not 1 <= line <= len(text_lines):
             continue
         ours = decision.normalized_code(text_lines[line - 1])
-        for candidate in reference_lines(step):
+        for candidate in decision.reference_lines(step):
             theirs = decision.normalized_code(candidate)
             ratio = difflib.SequenceMatcher(None, ours, theirs).ratio()
             if ratio > best_ratio and theirs != ours:

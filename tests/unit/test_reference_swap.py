@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from grader.reference_swap import failing_lines, reference_lines, swapped
+from grader.decision import reference_lines
+from grader.reference_swap import failing_lines, swapped
 from workbook.paths import REPO
 
 SOLUTION = (REPO / "solutions" / "fashion_mnist_solution.py").read_text(encoding="utf-8")
