@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 
 from workbook.paths import REPO
+from workbook.prose import plural
 
 
 def cpu_model() -> str:
@@ -81,7 +82,8 @@ def describe() -> dict:
 
 
 def one_line(machine: dict) -> str:
-    gpu = f", {len(machine['gpus'])} GPU ({machine['gpus'][0]})" if machine["gpus"] else ", no GPU"
+    gpus = machine["gpus"]
+    gpu = f", {plural(len(gpus), 'GPU')} ({gpus[0]})" if gpus else ", no GPU"
     return (
         f"{machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB{gpu}; "
         f"TensorFlow {machine['tensorflow']}, Horovod {machine['horovod']}; {machine['date']}"

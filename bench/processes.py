@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbook.prose import plural
 from workbook.runner.command import RunPlan
 from workbook.runner.display import RunResult, SilentConsole
 from workbook.runner.execute import execute
-from workbook.runner.layout import plural
 
 
 class StopRequest(threading.Event):

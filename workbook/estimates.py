@@ -28,9 +28,9 @@ from workbook import bench_results, machine_load, run_times, speed
 from workbook.bench_results import BenchResult
 from workbook.facts import notebook_label
 from workbook.paths import REPO
+from workbook.prose import plural
 from workbook.run_times import TARGET, RunTimes
 from workbook.runner.command import RAW_LOG_NAME
-from workbook.runner.layout import plural
 
 EPOCH_LINE = re.compile(r"Epoch (\d+)/(\d+)")
 

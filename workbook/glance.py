@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import textwrap
 
-from workbook.prose import WIDTH, code_html, paragraph_html
+from workbook.prose import WIDTH, code_html, paragraph_html, plural
 from workbook.run_times import (
     RunTimes,
     first_epoch_load,
@@ -26,7 +26,6 @@ from workbook.run_times import (
     speed_up,
     split_training,
 )
-from workbook.runner.layout import plural
 from workbook.verdict_text import fairness, kind, verdict
 
 # Seconds under which a part's difference is not the reason for a verdict.

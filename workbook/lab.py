@@ -20,17 +20,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 from workbook.facts import LAB_ARGS, notebook, with_safe_env
 from workbook.paths import LEARNER_SCRIPT, NOTEBOOKS_DIR, REPO, STARTER_SCRIPT
-from workbook.ports import holder_words, is_free
+from workbook.ports import is_free, taken_words
 from workbook.tensorboard import DEFAULT_PORT, PORT_VARIABLE, TensorBoardFailed, ensure_tensorboard
 
 WELCOME_NOTEBOOK = NOTEBOOKS_DIR / notebook("welcome").file_name
@@ -103,6 +105,33 @@ def strip_outputs_in_git(repo: Path = REPO) -> str:
 
 
 ADD_ATTEMPTS = 4
+# What nbstripout's command line strips besides outputs and counts before any --extra-keys (its
+# main()'s list, nbstripout 0.8): with STRIPPED_KEYS, what the git filter strips.
+# tests/smoke/test_notebooks_processes.py checks that stripped_text gives the filter's bytes.
+NBSTRIPOUT_KEYS = (
+    "metadata.signature",
+    "metadata.widgets",
+    "cell.metadata.collapsed",
+    "cell.metadata.ExecuteTime",
+    "cell.metadata.execution",
+    "cell.metadata.heading_collapsed",
+    "cell.metadata.hidden",
+    "cell.metadata.scrolled",
+)
+
+
+def stripped_text(text: str) -> str:
+    """A notebook's text as the git filter (nbstripout --keep-id, STRIPPED_KEYS) gives it to git,
+    made in this process: a save starts no interpreter (two took 5-45 s on a busy machine, and
+    `git status` listed the notebook as modified all that time)."""
+    import nbformat
+    from nbstripout import strip_output
+
+    notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+    keys = [*NBSTRIPOUT_KEYS, *STRIPPED_KEYS.split()]
+    strip_output(notebook, keep_output=False, keep_count=False, keep_id=True, extra_keys=keys)
+    written = nbformat.writes(notebook)
+    return written if written.endswith("\n") else written + "\n"  # as nbformat.write ends it
 
 
 def forget_outputs(notebook: Path) -> bool:
@@ -114,20 +143,64 @@ def forget_outputs(notebook: Path) -> bool:
         staged = git(notebook.parent, "ls-files", "--stage", "--", notebook.name).stdout.split()
         if not staged:
             return False
-        stripped = git(
-            notebook.parent, "hash-object", "--path", notebook.name, "--", notebook.name
-        ).stdout.strip()
-        if stripped != staged[1]:
-            return False
-        # The content is the staged one: `git add` only refreshes the size and time it keeps.
-        # Another git command (a pull, a status in a terminal) may hold the index for a moment.
-        for attempt in range(ADD_ATTEMPTS):
-            if git(notebook.parent, "add", "--", notebook.name, check=False).returncode == 0:
-                return True
-            time.sleep(1 + attempt)
-        return False
+        return _forget_quickly(notebook, staged) or _forget_through_the_filter(notebook, staged)
     except (OSError, subprocess.CalledProcessError):
         return False
+
+
+def _forget_quickly(notebook: Path, staged: list[str]) -> bool:
+    """forget_outputs with the stripping done here, and `git add` given its result through a
+    filter that only repeats it: no interpreter starts. False when it can't be sure: the text
+    stripped here is not git's, or the file changed meanwhile (then git's record of it is
+    emptied, so that `git status` compares its content)."""
+    before = notebook.stat()
+    try:
+        text = stripped_text(notebook.read_text(encoding="utf-8"))
+    except Exception:  # not a notebook nbformat reads: the filter decides
+        return False
+    blob = subprocess.run(
+        ["git", "-C", str(notebook.parent), "hash-object", "--stdin"],
+        input=text.encode("utf-8"),
+        capture_output=True,
+        check=True,
+    )
+    if blob.stdout.decode().strip() != staged[1]:
+        return False
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".ipynb") as known:
+        known.write(text)
+        known.flush()
+        # git feeds the file to the filter: read it, and give back what was stripped here.
+        repeat = f"cat >/dev/null; cat {shlex.quote(known.name)}"
+        added = _add(notebook, "-c", f"filter.nbstripout.clean={repeat}")
+    after = notebook.stat()
+    if (after.st_mtime_ns, after.st_size) != (before.st_mtime_ns, before.st_size):
+        # Saved again while git read it: git may keep the new file's time with the old text.
+        mode, blob_id = staged[0], staged[1]
+        git(notebook.parent, "update-index", "--cacheinfo", f"{mode},{blob_id},{notebook.name}")
+        return False
+    return added
+
+
+def _forget_through_the_filter(notebook: Path, staged: list[str]) -> bool:
+    """forget_outputs by git's own filter (nbstripout run by git, twice)."""
+    stripped = git(
+        notebook.parent, "hash-object", "--path", notebook.name, "--", notebook.name
+    ).stdout.strip()
+    if stripped != staged[1]:
+        return False
+    return _add(notebook)
+
+
+def _add(notebook: Path, *options: str) -> bool:
+    """`git add` of a notebook whose stripped content is the staged one: it only refreshes the
+    size and time git keeps. Another git command (a pull, a status in a terminal) may hold the
+    index for a moment: it tries again."""
+    for attempt in range(ADD_ATTEMPTS):
+        command = ["git", *options, "-C", str(notebook.parent), "add", "--", notebook.name]
+        if subprocess.run(command, capture_output=True).returncode == 0:
+            return True
+        time.sleep(1 + attempt)
+    return False
 
 
 def refresh_git_index(os_path: str, model=None, contents_manager=None) -> None:
@@ -178,7 +251,7 @@ def lab_url(server: dict) -> str:
 
 def print_banner(server: dict, tensorboard: str, lab_moved: str = "") -> None:
     print("\n" + "=" * 72, flush=True)
-    print(f"  JupyterLab:   {lab_url(server)}" + (f" ({lab_moved})" if lab_moved else ""))
+    print(f"  JupyterLab:   {lab_url(server)}" + (f" - {lab_moved}" if lab_moved else ""))
     print(f"  TensorBoard:  {tensorboard}")
     print("  Open the JupyterLab link in your browser. Stop with Ctrl-C.")
     print("=" * 72 + "\n", flush=True)
@@ -250,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     # JupyterLab itself takes another port when this one is taken (its --port-retries).
-    lab_port_taken = None if is_free(args.port, args.ip) else holder_words(args.port)
+    lab_port_taken = None if is_free(args.port, args.ip) else taken_words(args.port)
     started = time.monotonic()
     process = start_lab(args.ip, args.port)
     try:
@@ -265,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 else f"did not answer in the {waited:.0f} s it was given"
             )
             cause = (
-                f"; {lab_port_taken} was taken: stop that program or pick another port "
+                f"; {lab_port_taken}: stop that program or pick another port "
                 f"(make lab LAB_ARGS='--port {args.port + 100}')"
                 if lab_port_taken
                 else ""
@@ -273,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: JupyterLab {why} (its messages are above){cause}.", file=sys.stderr)
             return 1
         moved = (
-            f"{lab_port_taken} was taken; this one is on {server.get('port')}"
+            f"{lab_port_taken}, so this one is on {server.get('port')}"
             if lab_port_taken and server.get("port") != args.port
             else ""
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import psutil
 
 from workbook.facts import usable_cores
-from workbook.runner.layout import plural
+from workbook.prose import plural
 
 SAMPLE_S = 0.5  # long enough for psutil's CPU times to mean something, short for a cell
 # From this share of the CPU taken by others, a run is said to be slowed.

@@ -2,6 +2,7 @@
 
     free_port_from(6006)        6006 when nothing listens there, else the next free one
     port_holder(6006)           "PID 4242 (python -m http.server 6006)", or None
+    taken_words(6006)           "port 6006 was taken by PID 4242 (python -m ...)", for messages
     says_port_taken(log_text)   whether a server's log says its port was taken
 
 Who holds a port is read from Linux's /proc (/proc/net/tcp and tcp6 for the listening
@@ -97,10 +98,11 @@ def port_holder(port: int) -> str | None:
     return None
 
 
-def holder_words(port: int) -> str:
-    """`port 6006 (held by PID 4242 (python -m http.server 6006))`, or `port 6006` alone."""
+def taken_words(port: int) -> str:
+    """`port 6006 was taken by PID 4242 (python -m http.server 6006)`, or `port 6006 was
+    taken` when its holder can't be known."""
     holder = port_holder(port)
-    return f"port {port} (held by {holder})" if holder else f"port {port}"
+    return f"port {port} was taken by {holder}" if holder else f"port {port} was taken"
 
 
 # What servers write when their port is taken: TensorBoard's "could not bind to port 6006, it

@@ -3,6 +3,12 @@
     say(text)           one or more paragraphs (one per line of `text`) as notebook output
     show(text)          say(text) displayed now in a notebook; printed, wrapped, elsewhere
     paragraph_html(t)   one paragraph as HTML: escaped, `code` in backticks as <code>
+    code_html(t)        the same without the paragraph, for inside an element of one's own
+    plural(n, noun)     `1 GPU`, `2 GPUs`, `3 processes`
+
+In HTML, code written without backticks is set as code too: a dotted name (`hvd.size`,
+`tfa.optimizers.NovoGrad`) or a call (`hvd.init()`, `model.fit(...)`). The grader's messages
+name code that way, and in a terminal they read as they are.
 
 JupyterLab's plain-text output area breaks a long line anywhere, even inside a word, and shows
 backticks as they are; the HTML of these objects wraps between words and sets code in its
@@ -18,17 +24,43 @@ import textwrap
 
 WIDTH = 88  # plain-text lines, in characters
 _CODE = re.compile(r"`([^`\n]+)`")
+# Code named without backticks: a dotted name of identifiers, with or without a call's
+# parentheses, or a call. Not part of a path or of a longer word; the first part of a dotted
+# name has two letters or more, so that prose's "e.g." and "i.e." stay prose, and "node(s)"
+# is a plural.
+_BARE_CODE = re.compile(
+    r"(?<![\w./-])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\((?!s\))))(?:\([^()\n]*\))?"
+)
 
 
 def paragraph_html(text: str, style: str = "") -> str:
-    """`text` as one HTML paragraph: escaped, each `code` span as <code>."""
-    escaped = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html.escape(text))
-    return f'<p style="margin:0.2em 0;max-width:60em;{style}">{escaped}</p>'
+    """`text` as one HTML paragraph: escaped, its code as <code>."""
+    return f'<p style="margin:0.2em 0;max-width:60em;{style}">{code_html(text)}</p>'
 
 
 def code_html(text: str) -> str:
-    """`text` escaped, its `code` spans as <code> (for inside an element of one's own)."""
-    return _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", html.escape(text))
+    """`text` escaped, its code as <code>: `spans` in backticks, and dotted names and calls
+    written without them (for inside an element of one's own)."""
+    parts = _CODE.split(text)  # prose, code, prose, code, ..., prose
+    return "".join(
+        f"<code>{html.escape(part)}</code>" if index % 2 else _bare_code_html(part)
+        for index, part in enumerate(parts)
+    )
+
+
+def _bare_code_html(prose: str) -> str:
+    shown, end = [], 0
+    for found in _BARE_CODE.finditer(prose):
+        shown += [html.escape(prose[end : found.start()]), f"<code>{html.escape(found[0])}</code>"]
+        end = found.end()
+    return "".join(shown) + html.escape(prose[end:])
+
+
+def plural(count: int, noun: str) -> str:
+    """`2 workers`, `1 thread`, `3 processes`."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
 
 
 def wrapped(text: str, indent: str = "", subsequent: str | None = None) -> str:

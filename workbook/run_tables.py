@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from workbook import speed
+from workbook.prose import plural
 from workbook.run_times import TARGET, RunTimes, speed_up, training_for
-from workbook.runner.layout import plural
 from workbook.speed import TimeParts
 
 TIMING_FOLDER = "timing"  # the TensorBoard run write_tensorboard_timing() adds to a run's folder

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from workbook import speed
 from workbook.facts import notebook_label, parse_result
+from workbook.prose import plural
 from workbook.runner.command import RAW_LOG_NAME
 from workbook.runner.contention import SAMPLE_INTERVAL_S
-from workbook.runner.layout import plural
 from workbook.runner.record import RunRecord
 from workbook.speed import TimeParts
 from workbook.tensorboard_events import epoch_scalars

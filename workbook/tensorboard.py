@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbook.paths import LOGS_DIR
-from workbook.ports import PORTS_TRIED, free_port_from, holder_words, is_free, says_port_taken
+from workbook.ports import PORTS_TRIED, free_port_from, is_free, says_port_taken, taken_words
 
 # `make lab --tensorboard-port` passes its choice to the notebooks' kernels through this variable.
 PORT_VARIABLE = "WORKBOOK_TENSORBOARD_PORT"
@@ -64,8 +64,9 @@ class TensorBoard:
                 pass
 
     def banner(self) -> str:
-        """`http://127.0.0.1:6007/ (port 6006 was taken by PID 42 (...); this one is on 6007)`"""
-        return f"{self.url} ({self.moved})" if self.moved else self.url
+        """`http://127.0.0.1:6007/ - port 6006 was taken by PID 42 (...), so this one is on
+        6007`: one level of parentheses, around the holder's command."""
+        return f"{self.url} - {self.moved}" if self.moved else self.url
 
 
 class TensorBoardFailed(RuntimeError):
@@ -73,7 +74,7 @@ class TensorBoardFailed(RuntimeError):
 
 
 def _moved(asked: int, port: int) -> str:
-    return "" if port == asked else f"{holder_words(asked)} was taken; this one is on {port}"
+    return "" if port == asked else f"{taken_words(asked)}, so this one is on {port}"
 
 
 def _already_serving(logdir: Path, port: int) -> int | None:
@@ -157,7 +158,7 @@ def _start(logdir: Path, port: int, log_path: Path) -> tuple[TensorBoard | None,
 def _failure_line(problem: str, port: int, log_path: Path) -> str:
     if problem == "taken":
         return (
-            f"TensorBoard could not start: {holder_words(port)} was taken as it started, "
+            f"TensorBoard could not start: {taken_words(port)} as it started, "
             f"twice; stop that program, or start with another port "
             f"(make lab LAB_ARGS='--tensorboard-port {port + PORTS_TRIED}'); log: {log_path}"
         )

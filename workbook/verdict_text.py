@@ -17,6 +17,7 @@ sentences folded below its short lines.
 from __future__ import annotations
 
 from workbook.facts import notebook_label
+from workbook.prose import plural
 from workbook.run_times import (
     TARGET,
     RunTimes,
@@ -27,7 +28,6 @@ from workbook.run_times import (
     split_training,
     training_for,
 )
-from workbook.runner.layout import plural
 from workbook.speed import SAME_SPEED, worst_case_slowdown
 
 # Seconds by which two runs' time after training must differ for the verdict to name it.

@@ -170,6 +170,13 @@ def test_stripping_gives_back_the_notebooks(tmp_path):
     )
     for path, committed in files.items():
         assert path.read_text(encoding="utf-8") == committed, path.name
+    # The post-save hook's own stripping, in its process, gives the filter's bytes.
+    from workbook.lab import stripped_text
+
+    for name in NOTEBOOK_NAMES:
+        committed = (NOTEBOOKS_DIR / name).read_text(encoding="utf-8")
+        ran = nbformat.writes(ran_and_saved(nbformat.reads(committed, as_version=4)))
+        assert stripped_text(ran) == committed, name
 
 
 def test_the_post_save_hook_waits_for_a_busy_index(tmp_path):
@@ -190,3 +197,26 @@ def test_the_post_save_hook_waits_for_a_busy_index(tmp_path):
     threading.Timer(1.5, lock.unlink).start()  # another command, done in 1.5 s
     assert forget_outputs(path)
     assert git(clone, "status", "--porcelain") == ""
+
+
+def test_the_post_save_hook_starts_no_interpreter(tmp_path):
+    """Issue 39 (4): the hook ran nbstripout twice through git, and `git status` listed a
+    notebook the learner only ran as modified for 5-45 s on a busy machine. It strips in its
+    own process now: with git's filter made to fail loudly, a ran notebook is still forgotten,
+    and a notebook the learner edited is still theirs (the filter decides, and fails here)."""
+    from workbook.lab import forget_outputs, strip_outputs_in_git
+
+    clone = tmp_path / "learner"
+    git(tmp_path, "clone", "-q", "--no-hardlinks", str(REPO), str(clone))
+    time.sleep(1.1)
+    strip_outputs_in_git(clone)
+    git(clone, "config", "--local", "filter.nbstripout.clean", "echo the filter ran >&2; false")
+    path = clone / "notebooks" / NOTEBOOK_NAMES[1]
+    nbformat.write(ran_and_saved(nbformat.read(path, as_version=4)), path)
+    assert forget_outputs(path)
+    assert git(clone, "status", "--porcelain") == ""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[0].source += "\n# my note"
+    nbformat.write(notebook, path)
+    assert not forget_outputs(path)
+    assert git(clone, "diff", "--cached") == ""  # nothing of the learner's was staged

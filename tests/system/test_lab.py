@@ -38,11 +38,11 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
         url, banner = read_until_url(first, time.monotonic() + START_TIMEOUT_S)
         banner += first.stdout.readline()  # the TensorBoard line comes after the URL's
         assert f":{lab_port}/" not in url and "/lab/tree/notebooks" in url and "token=" in url
-        assert f"port {lab_port} (held by PID {os.getpid()} (" in banner
+        assert f" - port {lab_port} was taken by PID {os.getpid()} (" in banner
         moved = re.search(
-            rf"TensorBoard:\s+http://127.0.0.1:(\d+)/ \(port {tb_port} \(held "
-            rf"by PID {other.pid} \([^\n]*http.server[^\n]*\) was taken; this "
-            rf"one is on (\d+)\)",
+            rf"TensorBoard:\s+http://127.0.0.1:(\d+)/ - port {tb_port} was taken "
+            rf"by PID {other.pid} \([^()\n]*http.server[^()\n]*\), so this "
+            rf"one is on (\d+)\n",
             banner,
         )
         assert moved and moved.group(1) == moved.group(2), banner
@@ -134,6 +134,8 @@ def test_tensorboard_that_cannot_start_names_the_port_and_its_holder_in_one_line
     said = str(failed.value)
     print(f"{took:.0f} s: {said}")
     assert "\n" not in said
-    assert said.startswith(f"TensorBoard could not start: port {port} (held by PID {os.getpid()} (")
+    assert said.startswith(
+        f"TensorBoard could not start: port {port} was taken by PID {os.getpid()} ("
+    )
     assert "stop that program, or start with another port" in said
     assert "within" not in said  # no time it did not wait

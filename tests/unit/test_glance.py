@@ -3,6 +3,8 @@ comparison, the detail folded, how to read the bars, and text that never splits 
 
 from __future__ import annotations
 
+import re
+
 from run_folders import times
 from workbook import verdict_text
 from workbook.facts import notebook_label
@@ -123,3 +125,22 @@ def test_prose_wraps_between_words_and_sets_code_in_code():
     page = shown._repr_html_()
     assert page.count("<code>make_callbacks()</code>") == 2 and "`" not in page
     assert "can&#x27;t" in page  # escaped, as everything else
+
+
+def test_code_written_without_backticks_is_set_as_code_too():
+    """The grader's messages name code bare (`hvd.size()`, `tfa.optimizers.NovoGrad`): in HTML
+    it is code all the same; prose's abbreviations, plurals, numbers and paths stay prose."""
+    from workbook.prose import code_html
+
+    shown = code_html(
+        "line 12: it can't follow the callbacks passed to model.fit on line 40 (`cbs`), e.g. "
+        "callbacks = [...]: multiply it by hvd.size() (Horovod 0.28.1, 2 node(s), "
+        "logs/run-1/horovodrun.log), custom_optimizers=[tfa.optimizers.NovoGrad] & <b>"
+    )
+    assert [code for code in re.findall(r"<code>(.*?)</code>", shown)] == [
+        "model.fit",
+        "cbs",
+        "hvd.size()",
+        "tfa.optimizers.NovoGrad",
+    ]
+    assert "e.g. " in shown and "node(s)" in shown and "&amp; &lt;b&gt;" in shown

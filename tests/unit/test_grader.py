@@ -24,6 +24,7 @@ from grader.reading.rules import step_08, step_11
 from grader.report import FAILED, Result
 from grader_cases.mistakes import CASES
 from workbook.facts import step_notebook
+from workbook.prose import code_html
 
 STEPS = range(1, LAST_STEP + 1)
 SOLUTIONS = step_chain.OUTPUT_DIR
@@ -241,7 +242,8 @@ def test_results_render_as_text_and_escaped_html(tmp_path):
     assert plain.startswith("[FAIL] Step 4: ") and "Hint:" in plain and "Expected change:" in plain
     page = failed._repr_html_()
     assert page.count("<details") == 1 and "Expected change" in page
-    assert html.escape(failed.message) in page and html.escape(failed.hint) in page
+    assert code_html(failed.message) in page and code_html(failed.hint) in page
+    assert "<code>hvd.DistributedOptimizer(...)</code> returns the wrapped optimizer" in page
     for line in failed.expected_diff.splitlines():
         assert html.escape(line) in page
     assert str(results[0]).startswith("[PASS] Step 1: ")

@@ -25,10 +25,12 @@ def test_a_taken_port_is_skipped_and_its_holder_named():
         if sys.platform.startswith("linux"):
             # This test's own process, with its command line, found through /proc.
             assert ports.port_holder(port).startswith(f"PID {os.getpid()} (")
-            assert ports.holder_words(port).startswith(f"port {port} (held by PID {os.getpid()}")
+            said = ports.taken_words(port)
+            assert said.startswith(f"port {port} was taken by PID {os.getpid()} (")
+            assert said.count("(") == 1  # around the command only: nothing nested
     assert ports.is_free(port)
     assert ports.port_holder(port) is None
-    assert ports.holder_words(port) == f"port {port}"
+    assert ports.taken_words(port) == f"port {port} was taken"
 
 
 def test_a_port_taken_on_every_address_is_taken_for_localhost_too():

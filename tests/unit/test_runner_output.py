@@ -241,6 +241,10 @@ def test_result_summary():
     )
     assert ok.ok and ok.test_accuracy == 0.9 and ok.images_per_second == 512.3
     assert "512" in ok._repr_html_() and "finished in 40.0 s" in str(ok)
+    # A busy neighbour's command is code in the notebook, not text between literal backticks.
+    ok.busy_others = ["`python x.py --fast` (pid 7) used 90% of a core for 30 s of the run's 40 s"]
+    shown = ok._repr_html_()
+    assert "<code>python x.py --fast</code> (pid 7)" in shown and "`" not in shown
 
 
 def test_magic_is_registered():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import psutil
 
 from workbook.facts import usable_cores
-from workbook.runner.layout import plural
+from workbook.prose import plural
 from workbook.speed import SAME_SPEED, worst_case_slowdown
 
 SAMPLE_INTERVAL_S = 2.0

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbook import speed
+from workbook.prose import code_html
 from workbook.runner.command import RunPlan
 from workbook.runner.output import Transcript
 
@@ -134,7 +135,7 @@ class RunResult:
                 else (
                     f"<code>{html.escape(value)}</code>"
                     if name in ("full output", "error", "TensorBoard logs", "Horovod timeline")
-                    else html.escape(value)
+                    else code_html(value)  # a busy program's `command` shows as code
                 )
             )
             + "</td></tr>"

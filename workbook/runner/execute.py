@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from workbook.prose import plural
 from workbook.runner.command import RunPlan
 from workbook.runner.contention import ContentionMonitor
 from workbook.runner.display import RunResult, SilentConsole, status_text
 from workbook.runner.horovod_build import BUILT_VARIABLE, built_controllers
 from workbook.runner.hosts import stop_remote
-from workbook.runner.layout import plural
 from workbook.runner.output import OutputParser, Transcript, failure_text
 from workbook.runner.processes import (
     STOP_STAGES,

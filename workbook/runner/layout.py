@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass, replace
 
 from workbook.facts import with_safe_env
+from workbook.prose import plural
 from workbook.runner.hosts import slots_of_hosts
 
 
@@ -39,13 +40,6 @@ def visible_gpus() -> int:
     devices = [d for d in visible.split(",") if d.strip() and d.strip() != "-1"]
     # `-1` (or nothing) hides all GPUs; otherwise the list limits what nvidia-smi shows.
     return len(devices) if listed is None else min(len(devices), listed)
-
-
-def plural(count: int, noun: str) -> str:
-    """`2 workers`, `1 thread`, `3 processes`."""
-    if count == 1:
-        return f"1 {noun}"
-    return f"{count} {noun}es" if noun.endswith("s") else f"{count} {noun}s"
 
 
 @dataclass(frozen=True)

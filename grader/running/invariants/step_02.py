@@ -5,6 +5,7 @@ from __future__ import annotations
 from grader.report import CANT_TELL, FAILED, PASSED, Result
 from grader.running.evidence import Evidence
 from grader.running.invariants.shared import Setting, finding, not_reached, not_shown, ranks_with
+from workbook.prose import plural
 
 STEP = 2
 TITLE = "one GPU per worker"  # the title of its findings
@@ -42,7 +43,7 @@ def check(evidence: Evidence, setting: Setting) -> Result:
         return finding(
             STEP,
             PASSED,
-            f"with {count} GPUs simulated per host, each worker made only "
+            f"with {plural(count, 'GPU')} simulated per host, each worker made only "
             f"the GPU of its local rank visible ({seen})",
         )
     rank = wrong[0]
@@ -52,10 +53,12 @@ def check(evidence: Evidence, setting: Setting) -> Result:
     elif not visible:
         why = f"rank {rank} made no GPU visible: it would train on the CPU"
     elif len(visible) > 1:
-        why = f"rank {rank} kept {len(visible)} GPUs visible"
+        why = f"rank {rank} kept {plural(len(visible), 'GPU')} visible"
     else:
         why = f"rank {rank} chose GPU {visible[0]}, not the GPU of its local rank"
-    return finding(STEP, FAILED, f"with {count} GPUs simulated on this host: {why} ({seen})", hint)
+    return finding(
+        STEP, FAILED, f"with {plural(count, 'GPU')} simulated on this host: {why} ({seen})", hint
+    )
 
 
 def _gpu_list(visible: list) -> str:
