@@ -186,6 +186,9 @@ def up(args) -> int:
         print("The hub is running already (roster changes need `python -m hub down` first).")
         print(banner(s, s.cores))
         return 0
+    moved = server.take_free_ports(s, asked=args.port is not None)
+    if moved:
+        print(f"==> {moved}")
     subprocess.run(["sh", str(SETUP_PROXY)], check=True)
     s.save()  # makes the state folder (root only)
     if args.https:
@@ -223,7 +226,7 @@ def up(args) -> int:
     s.pids_max = s.pids_max or limits.DEFAULT_PIDS
     for name in s.attendees:
         limits.make(name, s.memory_mib, s.pids_max)
-    notes = guard(s) + progress_drop.make(s)
+    notes = guard(s) + progress_drop.make(s) + ([moved] if moved else [])
     s.save()
     for done in classroom.setup(s):
         print(f"==> course: {done.splitlines()[-1] if done else 'ok'}")
@@ -358,7 +361,11 @@ def main(argv=None) -> int:
         "up", parents=[common], help="set up what is missing and start the hub"
     )
     start.add_argument("--roster", help="CSV: id,first_name,last_name,email (one account per id)")
-    start.add_argument("--port", type=int, help="the hub's port (default 8000)")
+    start.add_argument(
+        "--port",
+        type=int,
+        help="the hub's port (default 8000, or the next free ones; the hub uses it and the 3 after it)",
+    )
     start.add_argument("--ip", help="address to listen on (default 0.0.0.0)")
     start.add_argument("--ssl-cert", help="TLS certificate (PEM); with --ssl-key: https")
     start.add_argument("--ssl-key", help="TLS key (PEM)")

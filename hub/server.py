@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from hub.settings import SETTINGS_VARIABLE, HubSettings
+from workbook.ports import is_free, taken_words
 
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
 START_TIMEOUT_S = 120
@@ -43,6 +44,42 @@ def answers(settings: HubSettings) -> bool:
             return reply.status == 200
     except (OSError, urllib.error.URLError):
         return False
+
+
+# The hub's own ports from settings.port on: the proxy's, the hub's API, the proxy's API and the
+# class view's (HubSettings.class_view_port).
+HUB_PORTS = 4
+MOVES_TRIED = 50  # blocks of HUB_PORTS after the usual one, before giving up
+
+
+def _taken(settings: HubSettings, port: int) -> int | None:
+    """The first of the hub's ports from `port` that another program holds, else None."""
+    hosts = [settings.ip or "0.0.0.0", "127.0.0.1", "127.0.0.1", "127.0.0.1"]
+    return next((port + i for i, host in enumerate(hosts) if not is_free(port + i, host)), None)
+
+
+def take_free_ports(settings: HubSettings, asked: bool) -> str | None:
+    """Makes sure the hub can listen where `settings` says: None when it can; else, unless the
+    port was `asked` for (then SystemExit, naming the holder), moves settings.port to the next
+    free block and says so: `port 8000 was taken by PID 42 (...), so the hub is on 8004`."""
+    taken = _taken(settings, settings.port)
+    if taken is None:
+        return None
+    moves = (settings.port + HUB_PORTS * n for n in range(1, MOVES_TRIED + 1))
+    free = next(
+        (port for port in moves if port + HUB_PORTS <= 65536 and _taken(settings, port) is None),
+        None,
+    )
+    if asked or free is None:
+        instead = f'make hub HUB_ARGS="--port {free}"' if free else "another --port"
+        raise SystemExit(
+            f"error: {taken_words(taken)}, and the hub needs {settings.port}-"
+            f"{settings.port + HUB_PORTS - 1}: stop that program, or start on other ports: "
+            f"{instead}"
+        )
+    said = f"{taken_words(taken)}, so the hub is on {free}"
+    settings.port = free
+    return said
 
 
 def start(settings: HubSettings) -> int:

@@ -3,6 +3,7 @@
     load = load_now()           samples every process's CPU time for SAMPLE_S (psutil)
     meter = Meter() ... meter.load()    the same over a whole task
     load.share                  of the CPU the other programs took (0.62: 62% of all cores)
+    load.runnable               the threads that were ready to run meanwhile, on average
     load.slowdown               how much longer a run that wants every core may take now
     load.describe()             `other programs are taking 62% of the CPU (2 cores, load 13.2)`
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psutil
 
@@ -23,6 +24,7 @@ from workbook.facts import usable_cores
 from workbook.prose import plural
 
 SAMPLE_S = 0.5  # long enough for psutil's CPU times to mean something, short for a cell
+RUNNABLE_EVERY_S = 0.05  # how often a sample reads how many threads are ready to run
 # From this share of the CPU taken by others, a run is said to be slowed.
 BUSY_SHARE = 0.10
 # From this share on, the others may want more than they got: the load average says how much.
@@ -34,15 +36,21 @@ class Load:
     share: float  # of the usable cores' time, what other programs took while sampled (0..1)
     cores: int
     load_average: float | None  # the 1-minute load average (runnable threads), when known
+    # Other programs' threads ready to run, on average while sampled (Linux's procs_running,
+    # read every RUNNABLE_EVERY_S): what they want now. None when not sampled.
+    runnable: float | None = None
 
     @property
     def wanting(self) -> float:
         """Cores' worth of CPU other programs want: what they took, or, when they took half of
-        it or more (they may want more than they got), the runnable threads of the load
-        average, when more."""
+        it or more (they may want more than they got), the threads they had ready to run, when
+        more. Those are counted during the sample when it could (the load average, a minute's
+        decaying mean that counts threads waiting on disks too, made a baseline's estimate
+        2.4 times too long on a busy machine); else the load average says it."""
         took = self.share * self.cores
-        if self.share >= SATURATED and self.load_average is not None:
-            return max(took, self.load_average)
+        wanted = self.runnable if self.runnable is not None else self.load_average
+        if self.share >= SATURATED and wanted is not None:
+            return max(took, wanted)
         return took
 
     @property
@@ -111,8 +119,29 @@ class Meter:
         )
 
 
+def _runnable_threads() -> int | None:
+    """The threads of the whole machine ready to run at this instant (/proc/stat's
+    procs_running), this one included; None where it can't be read."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            for line in stat:
+                if line.startswith("procs_running "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def load_now(seconds: float = SAMPLE_S) -> Load:
-    """What the other programs take of this process's cores, over the next `seconds`."""
+    """What the other programs take of this process's cores, over the next `seconds`, and how
+    many threads they had ready to run meanwhile."""
     meter = Meter()
-    time.sleep(seconds)
-    return meter.load()
+    counts = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        count = _runnable_threads()
+        if count is not None:
+            counts.append(count - 1)  # this thread, running as it reads
+        time.sleep(min(RUNNABLE_EVERY_S, left))
+    load = meter.load()
+    return replace(load, runnable=sum(counts) / len(counts)) if counts else load

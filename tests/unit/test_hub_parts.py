@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,34 @@ def test_settings_keep_their_passwords_and_stay_private(tmp_path):
     assert again.ensure_passwords() == ["carol"]  # a new attendee; the others keep theirs
     assert (again.passwords["alice"], again.admin_password) == (alice, first.admin_password)
     assert (again.roster, again.port, again.url) == ("r.csv", 8100, "http://10.0.0.5:8100/")
+
+
+def test_a_taken_hub_port_moves_the_hub_unless_it_was_asked_for(tmp_path):
+    """Issue 39 (2): another program on one of the hub's ports (here its API's, the usual
+    port + 1) is no error: the hub takes the next free block and says where and why; a port
+    asked for with --port is kept, and the error names the holder and the way out."""
+    import socket
+
+    from hub import server
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1] - 1
+        hub = settings.HubSettings(state_dir=str(tmp_path), roster="r.csv", port=port)
+        with pytest.raises(SystemExit) as refused:
+            server.take_free_ports(hub, asked=True)
+        said = str(refused.value)
+        assert said.startswith(f"error: port {port + 1} was taken by PID {os.getpid()} (")
+        suggested = int(re.search(r'make hub HUB_ARGS="--port (\d+)"$', said).group(1))
+        assert hub.port == port
+        moved = server.take_free_ports(hub, asked=False)
+        assert moved.startswith(f"port {port + 1} was taken by PID {os.getpid()} (")
+        # The next block of the hub's ports that is free (the one after, unless taken too).
+        assert hub.port == suggested and (hub.port - port) % server.HUB_PORTS == 0
+        assert moved.endswith(f", so the hub is on {hub.port}") and hub.port > port
+        assert hub.url.endswith(f":{hub.port}/")
+        assert server.take_free_ports(hub, asked=False) is None  # free there: stays
 
 
 @pytest.mark.parametrize(

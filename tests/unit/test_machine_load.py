@@ -18,6 +18,10 @@ def test_a_busy_machine_slows_a_run_by_what_the_others_want():
     # They took nearly all of it and want more: the load average says how much.
     assert BUSY.slowdown == pytest.approx((2 + 13.2) / 2) and BUSY.busy
     assert Load(0.3, 2, 9.0).slowdown == pytest.approx(1.3)  # took 30%: wanted no more
+    # The threads they had ready while sampled say it better than a minute's load average
+    # (issue 39: 61% taken, load 9.7, and the baseline took 2.4x, not 5.8x).
+    assert Load(0.61, 2, 9.7, runnable=2.9).slowdown == pytest.approx((2 + 2.9) / 2)
+    assert Load(0.95, 2, 1.0, runnable=0.4).slowdown == pytest.approx((2 + 1.9) / 2)  # took
     assert BUSY.describe() == "other programs are taking 95% of the CPU (2 cores, load 13.2)"
     assert BUSY.describe(past=True).startswith("other programs took 95%")
 
@@ -25,6 +29,7 @@ def test_a_busy_machine_slows_a_run_by_what_the_others_want():
 def test_the_load_is_measured_here_and_now():
     load = machine_load.load_now(0.2)
     assert 0.0 <= load.share <= 1.0 and load.cores >= 1 and load.slowdown >= 1.0
+    assert load.runnable is not None and load.runnable >= 0  # Linux's /proc/stat, read here
 
 
 def test_the_estimates_before_a_run_scale_the_quiet_machines_time_by_the_load_now():
