@@ -25,11 +25,11 @@ import textwrap
 WIDTH = 88  # plain-text lines, in characters
 _CODE = re.compile(r"`([^`\n]+)`")
 # Code named without backticks: a dotted name of identifiers, with or without a call's
-# parentheses, or a call. Not part of a path or of a longer word; the first part of a dotted
+# parentheses, or a call. Not part of a path, an address or a longer word; the first part of a dotted
 # name has two letters or more, so that prose's "e.g." and "i.e." stay prose, and "node(s)"
 # is a plural.
 _BARE_CODE = re.compile(
-    r"(?<![\w./-])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\((?!s\))))(?:\([^()\n]*\))?"
+    r"(?<![\w./@:\\-])(?:[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\((?!s\))))(?:\([^()\n]*\))?"
 )
 
 
