@@ -193,13 +193,15 @@ def _in_minutes(seconds: float) -> str:
 
 def _fit_end_cause(run: RunTimes) -> str:
     """What the end of model.fit waited for, as far as it was measured: other programs' CPU
-    when they took enough to explain it; tf.data's autotuner (issue 31) when the CPU was the
-    run's own, as the one known cause left; else that it is not known."""
+    when they took enough to explain it; else that its cause was not measured. tf.data's
+    autotuner (issue 31) is named as what a script that leaves it on waits for there, never as
+    this run's cause: the walk's baseline, whose script turns it off, was blamed on it."""
     load = run_times.load_in(run.others_after_training, run.after_training)
     if load is None:
         return (
-            "with the CPU to itself: tf.data's autotuner thread, which a script with its "
-            "training data autotuned waits for there, from nothing to about a minute"
+            "with the CPU to itself, so not other programs; its cause was not measured (a "
+            "script that leaves tf.data's autotuner on waits there for its thread, up to a "
+            "minute; the workbook's turns it off)"
         )
     if load == "not measured":
         return "its cause was not measured"
