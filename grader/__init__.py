@@ -84,7 +84,7 @@ def check_step(step: int, path=DEFAULT_PATH, *, run_if_unsure: bool = False) -> 
         why = result.message.removeprefix(CANT_TELL_SAYS).removesuffix(")")
         # Wrapped between words, its code as code (a notebook's plain output breaks anywhere).
         prose.show(
-            f"The reading can't tell for sure ({why}): running your script to decide "
+            f"The reading can't tell for sure: {why}. Running your script to decide "
             "(interrupt the kernel to stop it)."
         )
         result = decision.decide(Results([result]), run_step(step, path))[0]

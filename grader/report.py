@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+ERROR_TAIL_LINES = 12  # of the failing rank's traceback, shown under a failed step
+FRAME_STARTS = ('File "', "Traceback")
+
 PASSED, FAILED, CANT_TELL = "passed", "failed", "can't tell"
 STATUSES = (PASSED, FAILED, CANT_TELL)
 PASS_COLOR, FAIL_COLOR, CANT_TELL_COLOR = "#1a7f37", "#cf222e", "#9a6700"
@@ -155,8 +158,15 @@ class Result:
         return shown
 
     def _error_tail(self) -> str:
+        """The failing rank's traceback, its last ERROR_TAIL_LINES lines, from a frame's first
+        line on: a cut through a frame would start with its code or its ^^^^ markers alone."""
         error = self.run.error if self.run is not None and not self.passed else ""
-        return "\n".join(error.strip().splitlines()[-12:])
+        lines = error.strip().splitlines()
+        tail = lines[-ERROR_TAIL_LINES:]
+        frames = [i for i, line in enumerate(tail) if line.lstrip().startswith(FRAME_STARTS)]
+        if len(tail) < len(lines) and frames:
+            tail = tail[frames[0] :]
+        return "\n".join(tail)
 
     def __str__(self) -> str:
         lines = [f"[{'PASS' if self.passed else 'FAIL'}] {self.label}", f"  {self.message}"]

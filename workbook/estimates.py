@@ -56,22 +56,32 @@ def _bench_seconds(results_dir: Path, benchmark: str, *keys: str) -> tuple | Non
 
 def _now(load: machine_load.Load, quiet_low: float, quiet_high: float) -> str:
     """The quiet machine's range at this load: `about 5.1-5.6 min here` on a quiet machine,
-    `up to about 9.4 min here now (...)` on a busy one."""
+    `...; while they do, about 10.0-11.0 min here (2.0x), up to 12.9 min if they get all
+    they want (2.3x)` on a
+    busy one: what the others took of the CPU (Load.slowdown_taken, where the walks' real
+    times fell nearest), and what they want (Load.slowdown)."""
     if not load.busy:
         return (
             f"this machine is quiet now ({load.describe()}): about "
             f"{_range(quiet_low, quiet_high)} here if it is as fast"
         )
+    least, most = load.slowdown_taken, load.slowdown
+    worst = (
+        f", up to {_minutes(quiet_high * most)} if they get all they want ({most:.1f}x)"
+        if most - least >= 0.15
+        else ""
+    )
     return (
-        f"now {load.describe()}: up to about "
-        f"{_range(quiet_low * load.slowdown, quiet_high * load.slowdown)} here, "
-        f"{load.slowdown:.1f}x, if they go on so"
+        f"now {load.describe()}; while they do, about "
+        f"{_range(quiet_low * least, quiet_high * least)} here ({least:.1f}x){worst}"
     )
 
 
 def _range(low: float, high: float) -> str:
     if high < 100:
         return f"{low:.0f}-{high:.0f} s" if round(low) != round(high) else f"{low:.0f} s"
+    if low < 100:
+        return f"{low:.0f} s-{high / 60:.1f} min"
     return f"{low / 60:.1f}-{high / 60:.1f} min"
 
 
@@ -218,7 +228,9 @@ def at_load_now(run: RunTimes, seconds: float, load: machine_load.Load) -> float
         cores=cores,
         load_average=None,
     )
-    return seconds / then.slowdown * load.slowdown
+    # Then and now by the same measure, the CPU the others took (the samples of a run know no
+    # more); the low end of Load's range, which the walks' real times fell nearest.
+    return seconds / then.slowdown_taken * load.slowdown_taken
 
 
 def _load_now_note(run: RunTimes, seconds: float, load: machine_load.Load | None) -> str:

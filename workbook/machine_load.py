@@ -4,7 +4,9 @@
     meter = Meter() ... meter.load()    the same over a whole task
     load.share                  of the CPU the other programs took (0.62: 62% of all cores)
     load.runnable               the threads that were ready to run meanwhile, on average
-    load.slowdown               how much longer a run that wants every core may take now
+    load.slowdown               how much longer a run that wants every core may take now, at
+                                most (the others get what they want, fairly shared)
+    load.slowdown_taken         the same if the others want only what they took (the least)
     load.describe()             `other programs are taking 62% of the CPU (2 cores, load 13.2)`
 
 The estimates (workbook.estimates) scale a time measured on a quiet machine by `slowdown`, so
@@ -58,6 +60,14 @@ class Load:
         """How many times as long a run that wants every core takes now: the cores shared
         fairly between its threads and the others' (1.0 on a quiet machine)."""
         return (self.cores + self.wanting) / self.cores
+
+    @property
+    def slowdown_taken(self) -> float:
+        """How many times as long such a run takes if the others want only what they took:
+        the low end. On 2 busy cores the real slowdowns of the walks of issue 39 were 2.4x,
+        2.3x and 1.8x where this said 1.6x, 2.0x and 2.0x and `slowdown` 5.8x, 5.6x and 2.3x:
+        near this end (a TensorFlow run's many threads win it more than a fair share)."""
+        return (self.cores + self.share * self.cores) / self.cores
 
     @property
     def busy(self) -> bool:

@@ -143,7 +143,29 @@ def line_and_code(where: dict | None) -> str:
     if not where or not where.get("line"):
         return ""
     code = where.get("code") or ""
-    return f" at line {where['line']}" + (f" (`{code}`)" if code else "")
+    return f" at line {where['line']}" + (f" (`{closed(code)}`)" if code else "")
+
+
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def closed(code: str) -> str:
+    """A statement's first line with what it leaves open closed by `...`: `model.fit(` is
+    `model.fit(...)`, which reads as the call it starts (a lone `(` in a parenthesis read as
+    one never closed)."""
+    still_open, quote = [], None
+    for character in code:
+        if quote:  # inside a string: brackets there are text (escapes are rare enough here)
+            quote = None if character == quote else quote
+        elif character in "'\"":
+            quote = character
+        elif character == "#":
+            break
+        elif character in _CLOSING:
+            still_open.append(_CLOSING[character])
+        elif still_open and character == still_open[-1]:
+            still_open.pop()
+    return code + ("..." + "".join(reversed(still_open)) if still_open else "")
 
 
 @dataclass

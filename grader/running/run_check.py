@@ -74,7 +74,7 @@ from grader.running.probe import (
 )
 from grader.running.run_clock import RunClock
 from grader.running.run_result import not_run, run_result
-from workbook import estimates
+from workbook import estimates, prose
 from workbook.facts import LAST_STEP, LEARNER_SCRIPT_NAME
 from workbook.paths import SOLUTIONS_DIR
 
@@ -191,11 +191,11 @@ def run_step(
     runs = 2 if step >= RESUME_STEP else 1
     if not quiet:
         # How long, from this machine's measured speed and its load now (workbook.estimates).
-        print(
+        # Prose, wrapped between words (a notebook's plain output breaks lines inside them).
+        prose.show(
             f"Running {Path(path).name} on {np} workers{', twice' if runs == 2 else ''} (a few "
             f"steps{', then a resume from its checkpoint' if runs == 2 else ''}; "
-            f"{estimates.check_run(runs, timeout)})...",
-            flush=True,
+            f"{estimates.check_run(runs, timeout)})..."
         )
     say = None if quiet else lambda line: print(f"  {line}", flush=True)
     reruns = []

@@ -30,7 +30,7 @@ def test_when_the_reading_cant_tell_the_check_cell_runs_the_script(tmp_path, cap
     assert check_step(5, script).status == CANT_TELL  # the reading alone: counted as done
     result = check_step(5, script, run_if_unsure=True)
     said = " ".join(capsys.readouterr().out.split())  # prose: wrapped between words
-    assert "running your script to decide" in said
+    assert "Running your script to decide" in said
     assert result.status == FAILED and result.decided_by == RUN, str(result)
     assert "the weights of rank 1 differ from rank 0's" in result.message
     assert "Decided by the run." in str(result)

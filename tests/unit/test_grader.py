@@ -271,6 +271,24 @@ def test_code_in_a_verdict_is_shown_as_code_not_as_backticks():
     assert "`model.fit(`" in str(result)  # plain text keeps them
 
 
+def test_a_failed_steps_traceback_starts_at_a_frame():
+    """The walk saw a traceback excerpt begin with a lone ^^^^ line: cut through a frame."""
+    from grader.report import ERROR_TAIL_LINES, Run
+
+    frames = [
+        '  File "/x/fashion_mnist.py", line 383, in <module>',
+        "    model.fit(",
+        '  File "/v/keras/src/engine/training.py", line 1764, in fit',
+        "    callbacks = callbacks_module.CallbackList(",
+        "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    ] * 4
+    error = "\n".join(["Traceback (most recent call last):", *frames, "TypeError: boom"])
+    result = Result(FAILED, "Step 7", "rank 1 stopped", step=7, run=Run("crashed", error=error))
+    shown = result._error_tail().splitlines()
+    assert shown[0].startswith('  File "') and shown[-1] == "TypeError: boom"
+    assert len(shown) <= ERROR_TAIL_LINES
+
+
 def test_bad_files_keep_to_themselves(tmp_path):
     good = tmp_path / "good.py"
     good.write_text(reference_text(LAST_STEP), encoding="utf-8")

@@ -44,19 +44,24 @@ def test_the_estimates_before_a_run_scale_the_quiet_machines_time_by_the_load_no
     low, high = (float(figure) for figure in figures.groups())
     busy = estimates.check_run(2, 120, load=BUSY)
     scaled = re.search(
-        r"now other programs are taking 95% of the CPU \(2 cores, load 13.2\): up to about "
-        r"([\d.]+)-([\d.]+) (s|min) here, 7.6x, if they go on so",
+        r"now other programs are taking 95% of the CPU \(2 cores, load 13.2\); while they do, "
+        r"about (\d+)-(\d+) s here \(1.9x\), up to ([\d.]+) min if they get all they want "
+        r"\(7.6x\); never",
         busy,
     )
     assert scaled, busy
-    unit = 60 if scaled.group(3) == "min" else 1
-    # 7.6x the quiet figures (each rounded on its own: to the second, to a tenth of a minute)
-    assert float(scaled.group(1)) * unit == pytest.approx(low * BUSY.slowdown, abs=0.5 * 7.6 + 3)
-    assert float(scaled.group(2)) * unit == pytest.approx(high * BUSY.slowdown, abs=0.5 * 7.6 + 3)
+    # What the others took (1.95x the quiet figures) and, at most, what they want (7.6x the
+    # quiet high), each rounded on its own: to the second, to a tenth of a minute.
+    for figure, quiet in zip(scaled.groups()[:2], (low, high)):
+        assert float(figure) == pytest.approx(quiet * BUSY.slowdown_taken, abs=0.5 * 1.95 + 1)
+    assert float(scaled.group(3)) * 60 == pytest.approx(high * BUSY.slowdown, abs=0.5 * 7.6 + 3)
     assert "10-40 s" not in busy
     baseline = estimates.before_baseline(load=BUSY)
     assert "the baseline took 5.1-5.6 min from launch to end" in baseline
-    assert "up to about 38.9-42.8 min here, 7.6x" in baseline
+    assert (
+        "while they do, about 10.0-11.0 min here (1.9x), up to 42.8 min if they get all they "
+        "want (7.6x)"
+    ) in baseline
     assert "about 5.1-5.6 min here if it is as fast" in estimates.before_baseline(load=QUIET)
 
 
@@ -85,8 +90,8 @@ def test_the_baselines_time_is_scaled_from_its_own_load_to_this_moments():
     busy_now = estimates.expect_like_baseline(baseline, load=BUSY)
     assert (
         "At this moment's load (other programs are taking 95% of the CPU (2 cores, load "
-        "13.2)): about 29.1 min."
-    ) in busy_now  # 230 s x 7.6
+        "13.2)): about 7.5 min."
+    ) in busy_now  # 230 s x 1.95, what the others took
     # Measured under load (its samples: 200 core-seconds in 200 s on 2 cores, 50%), now quiet.
     loaded = times("baseline", epochs=(100.0, 100.0), share=None, others=200.0)
     assert "about 2.6 min." in estimates.expect_like_baseline(loaded, load=QUIET)

@@ -284,7 +284,7 @@ def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):
         1,
     )
     assert outcome.message == (
-        "rank 1 stopped with an error at line 90 (`model.fit(`), in the "
+        "rank 1 stopped with an error at line 90 (`model.fit(...)`), in the "
         "callback CSVLogger built at line 40 (`log = CSVLogger(p)`): "
         "NotFoundError: p; No such file"
     )
