@@ -95,3 +95,34 @@ def test_the_baselines_time_is_scaled_from_its_own_load_to_this_moments():
     # Measured under load (its samples: 200 core-seconds in 200 s on 2 cores, 50%), now quiet.
     loaded = times("baseline", epochs=(100.0, 100.0), share=None, others=200.0)
     assert "about 2.6 min." in estimates.expect_like_baseline(loaded, load=QUIET)
+
+
+def test_a_neighbour_is_watched_from_its_first_busy_sample_on(monkeypatch):
+    """A neighbour sharing a core at about half of it crossed the busy mark in every other
+    sample, and was said to run 283 s of a 707 s run: once busy it is watched to the end."""
+    from workbook.runner import contention
+
+    class Neighbour:
+        pid = 4242
+
+        def __init__(self, percents):
+            self.percents = iter(percents)
+
+        def cpu_percent(self, interval):
+            return next(self.percents)
+
+        def cmdline(self):
+            return ["sh", "-c", "while :; do :; done"]
+
+        def name(self):
+            return "sh"
+
+    neighbour = Neighbour([0, 60, 40, 60, 40, 0])  # the first call only starts psutil's count
+    monkeypatch.setattr(contention.psutil, "process_iter", lambda: [neighbour])
+    monitor = ContentionMonitor(cores=2, interval=1.0)
+    for second in range(6):
+        monitor.sample(float(second), set())
+    (watched,) = monitor.busy.values()
+    assert watched.busy_seconds == pytest.approx(5.0)  # every second after the first sample
+    assert watched.mean_share == pytest.approx((0.6 + 0.4 + 0.6 + 0.4 + 0.0) / 5)
+    assert "used 40% of a core for 5 s of the run's 5 s" in contention.describe_busy(watched, 5.0)

@@ -40,12 +40,15 @@ LIVE_AFTER_S = 4.0
 class BusyProcess:
     pid: int
     command: str  # short: `python fashion_mnist.py --epochs 1`
+    # Seconds watched from its first sample at BUSY_CORE_SHARE or more on (idle ones too: a
+    # neighbour sharing a core at about half of it was said to run 283 s of a 707 s run), and
+    # the CPU time it used meanwhile, in seconds of one core.
     busy_seconds: float = 0.0
-    core_seconds: float = 0.0  # CPU time while busy, in seconds of one core
+    core_seconds: float = 0.0
 
     @property
     def mean_share(self) -> float:
-        """The cores it used on average while busy (1.0: one whole core)."""
+        """The cores it used on average while watched (1.0: one whole core)."""
         return self.core_seconds / self.busy_seconds if self.busy_seconds else 0.0
 
 
@@ -96,14 +99,14 @@ class ContentionMonitor:
             seen[process.pid] = process = self._processes.get(process.pid, process)
             try:
                 share = process.cpu_percent(None) / 100  # since this object's previous call
-                if elapsed is None or process.pid in own or share <= 0:
+                if elapsed is None or process.pid in own:
                     continue
                 others += share * elapsed
-                if share >= BUSY_CORE_SHARE:
-                    entry = self.busy.get(process.pid)
-                    if entry is None:
-                        command = short_command(process.cmdline(), process.name())
-                        entry = self.busy[process.pid] = BusyProcess(process.pid, command)
+                entry = self.busy.get(process.pid)
+                if entry is None and share >= BUSY_CORE_SHARE:
+                    command = short_command(process.cmdline(), process.name())
+                    entry = self.busy[process.pid] = BusyProcess(process.pid, command)
+                if entry is not None:
                     entry.busy_seconds += elapsed
                     entry.core_seconds += share * elapsed
             except psutil.Error:  # gone, or another user's
