@@ -379,6 +379,9 @@ def beside_bench(runs: dict, results_dir: Path, target: float = TARGET):
                     shown(f"time to 90%, {name}"),
                 )
             )
-    return pd.DataFrame(
-        rows, columns=["figure", "yours", "make bench (median [min-max])"]
-    ).set_index("figure")
+    # The figures' names as the index, unnamed: a named index takes a header row of its own.
+    return (
+        pd.DataFrame(rows, columns=["figure", "yours", "make bench (median [min-max])"])
+        .set_index("figure")
+        .rename_axis(None)
+    )

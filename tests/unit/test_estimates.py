@@ -34,6 +34,7 @@ def test_figures_beside_the_benchmarks_are_written_as_the_bench_writes_them():
         {"reference": reference, "distributed": workers, "baseline": baseline},
         REPO / "bench" / "results",
     )
+    assert table.index.name is None  # no header row of its own (a walk saw an empty one)
     mine = table["yours"].tolist()
     assert all(isinstance(value, str) for value in mine)
     assert "1118" in mine and "1090" in mine and "0.82" in mine
