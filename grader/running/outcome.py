@@ -221,7 +221,8 @@ def _crash(run, evidence: Evidence) -> Outcome:
         script = current[failed][1].data.get("script", "")
         return Outcome(
             CRASHED,
-            f"rank {failed} stopped with an error{line_and_code(error)}{second}"
+            f"{_who_crashed(errors, failed, evidence.np)} stopped with an error"
+            f"{line_and_code(error)}{second}"
             f"{_in_culprit(error.get('culprit'))}: {what}",
             error=from_the_script_on(run.error, script),
             line=error.get("line"),
@@ -234,6 +235,25 @@ def _crash(run, evidence: Evidence) -> Outcome:
     last = lines[-1] if lines else run.status()
     who = f"rank {failed}" if failed is not None else "the run"
     return Outcome(CRASHED, f"{who} failed: {last}", error=run.error)
+
+
+def _who_crashed(errors: dict, failed: int, np: int) -> str:
+    """`rank 1`, or `every rank` / `ranks 0 and 2` when more ranks of the same run stopped with
+    the same error at the same line (a walk saw one check name rank 0 and the next rank 1 for
+    the same crash, as one or the other was caught first)."""
+    number, error = errors[failed]
+    same = sorted(
+        rank
+        for rank, (run, other) in errors.items()
+        if run == number
+        and [other.get(k) for k in ("type", "message", "line")]
+        == [error.get(k) for k in ("type", "message", "line")]
+    )
+    if len(same) < 2:
+        return f"rank {failed}"
+    if len(same) == np:
+        return "every rank"
+    return f"ranks {', '.join(map(str, same[:-1]))} and {same[-1]}"
 
 
 def _in_culprit(culprit: dict | None) -> str:

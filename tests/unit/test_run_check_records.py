@@ -181,6 +181,25 @@ def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
     assert "Traceback" in outcome.error
 
 
+def test_a_crash_of_every_rank_alike_is_every_ranks(tmp_path):
+    """The same error at the same line on both ranks: not 'rank 0' one time and 'rank 1' the
+    next, as whichever was caught first."""
+    error = {"type": "TypeError", "message": "missing 'model'", "line": 383, "code": "model.fit("}
+    write_rank(tmp_path, 0, error=error)
+    write_rank(tmp_path, 1, error=error)
+    outcome = outcome_of(
+        Ended(exit_code=1, failed_rank=1, error="Traceback...\nTypeError: missing 'model'"),
+        Evidence.read(tmp_path, 2),
+        2,
+        60,
+        None,
+        1,
+    )
+    assert outcome.message == (
+        "every rank stopped with an error at line 383 (`model.fit(...)`): TypeError: missing 'model'"
+    )
+
+
 def test_a_stopped_run_shows_what_it_could_not_tell_in_one_line(tmp_path):
     hung = Outcome(HUNG, "the run hung: ...", "A collective...")
     result = run_result(
