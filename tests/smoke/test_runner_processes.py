@@ -19,6 +19,7 @@ import runner_outputs
 from lab_helpers import free_port
 from runner_outputs import finished_bars, parse_in_pieces
 from workbook import runner
+from workbook.prose import plural
 from workbook.runner import Transcript, hosts
 from workbook.runner.processes import ProcessTree
 
@@ -112,7 +113,7 @@ def test_layouts_on_machines_with_0_1_2_4_gpus(tmp_path, monkeypatch, listed, cu
         )
 
     auto = layout("auto")
-    print(f"{listed} GPUs listed, CUDA_VISIBLE_DEVICES={cuda_visible}: {auto.describe()}")
+    print(f"{plural(listed, 'GPU')} listed, CUDA_VISIBLE_DEVICES={cuda_visible}: {auto.describe()}")
     assert auto.describe() == AUTO_LINES[seen]
     # Whatever was asked, no worker is left without a GPU while the others pin theirs.
     for np in (1, 2, 4):
