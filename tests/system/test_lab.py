@@ -77,7 +77,7 @@ def test_make_lab_serves_jupyterlab_and_a_second_run_reuses_it(lab_env):
             env=lab_env,
         ).stdout
         moved_lab_port = int(re.search(r":(\d+)/lab/", url).group(1))
-        assert f"this one is on {moved_lab_port})" in banner
+        assert re.search(rf", so this one is on {moved_lab_port}$", banner, re.M), banner
         assert f":{moved_lab_port}/" in listed and str(REPO) in listed
         assert Path(serving_logdir(tb_port)).resolve() == (REPO / "notebooks/logs").resolve()
         assert (REPO / "notebooks" / "fashion_mnist.py").exists()
