@@ -194,10 +194,18 @@ def training(records: Path) -> str:
 
 @pytest.mark.timeout(400)
 def test_an_interrupt_stops_every_worker(tmp_path):
+    # Each epoch's end waits: the interrupt comes while the workers train, at any load (a
+    # busy machine's poll of the records saw model.fit start only after the tiny run ended).
+    script = variant(
+        tmp_path,
+        5,
+        "callbacks = [",
+        "callbacks = [tf.keras.callbacks.LambdaCallback(on_epoch_end=lambda *_: time.sleep(20)), ",
+    )
     records = tmp_path / "runs"
     records.mkdir()
     env = dict(os.environ, TMPDIR=str(records))
-    command = [sys.executable, "-m", "grader", "run", str(reference(5)), "--step", "5"]
+    command = [sys.executable, "-m", "grader", "run", str(script), "--step", "5"]
     process = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
