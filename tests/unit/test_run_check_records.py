@@ -162,18 +162,19 @@ def test_the_time_limit_without_evidence_of_a_hang_is_no_hang(tmp_path):
     )
 
 
+def rank_1_crashed(folder, error: str):
+    """The outcome of a 2-worker run whose records are in `folder` and whose runner saw rank 1
+    fail with `error`."""
+    return outcome_of(
+        Ended(exit_code=1, failed_rank=1, error=error), Evidence.read(folder, 2), 2, 60, None, 1
+    )
+
+
 def test_a_crash_names_the_rank_its_line_and_error(tmp_path):
     write_rank(tmp_path, 0)
     error = {"type": "ValueError", "message": "bad shape", "line": 120, "code": "x = f(y)"}
     write_rank(tmp_path, 1, error=error)
-    outcome = outcome_of(
-        Ended(exit_code=1, failed_rank=1, error="Traceback...\nValueError: bad shape"),
-        Evidence.read(tmp_path, 2),
-        2,
-        60,
-        None,
-        1,
-    )
+    outcome = rank_1_crashed(tmp_path, "Traceback...\nValueError: bad shape")
     assert outcome.kind == CRASHED
     assert outcome.message == (
         "rank 1 stopped with an error at line 120 (`x = f(y)`): ValueError: bad shape"
@@ -187,14 +188,7 @@ def test_a_crash_of_every_rank_alike_is_every_ranks(tmp_path):
     error = {"type": "TypeError", "message": "missing 'model'", "line": 383, "code": "model.fit("}
     write_rank(tmp_path, 0, error=error)
     write_rank(tmp_path, 1, error=error)
-    outcome = outcome_of(
-        Ended(exit_code=1, failed_rank=1, error="Traceback...\nTypeError: missing 'model'"),
-        Evidence.read(tmp_path, 2),
-        2,
-        60,
-        None,
-        1,
-    )
+    outcome = rank_1_crashed(tmp_path, "Traceback...\nTypeError: missing 'model'")
     assert outcome.message == (
         "every rank stopped with an error at line 383 (`model.fit(...)`): TypeError: missing 'model'"
     )
@@ -294,14 +288,7 @@ def test_a_crash_names_what_the_failing_library_code_worked_on(tmp_path):
             "culprit": culprit,
         },
     )
-    outcome = outcome_of(
-        Ended(exit_code=1, failed_rank=1, error="Traceback...\nNotFoundError"),
-        Evidence.read(tmp_path, 2),
-        2,
-        60,
-        None,
-        1,
-    )
+    outcome = rank_1_crashed(tmp_path, "Traceback...\nNotFoundError")
     assert outcome.message == (
         "rank 1 stopped with an error at line 90 (`model.fit(...)`), in the "
         "callback CSVLogger built at line 40 (`log = CSVLogger(p)`): "
