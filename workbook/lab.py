@@ -62,9 +62,16 @@ STRIPPED_KEYS = " ".join(
 )
 
 
-def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def git(
+    repo: Path, *args: str, check: bool = True, input: str | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=check
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",  # a notebook's text given as input is UTF-8, whatever the locale
+        check=check,
+        input=input,
     )
 
 
@@ -158,13 +165,8 @@ def _forget_quickly(notebook: Path, staged: list[str]) -> bool:
         text = stripped_text(notebook.read_text(encoding="utf-8"))
     except Exception:  # not a notebook nbformat reads: the filter decides
         return False
-    blob = subprocess.run(
-        ["git", "-C", str(notebook.parent), "hash-object", "--stdin"],
-        input=text.encode("utf-8"),
-        capture_output=True,
-        check=True,
-    )
-    if blob.stdout.decode().strip() != staged[1]:
+    blob = git(notebook.parent, "hash-object", "--stdin", input=text)
+    if blob.stdout.strip() != staged[1]:
         return False
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".ipynb") as known:
         known.write(text)
@@ -196,8 +198,7 @@ def _add(notebook: Path, *options: str) -> bool:
     size and time git keeps. Another git command (a pull, a status in a terminal) may hold the
     index for a moment: it tries again."""
     for attempt in range(ADD_ATTEMPTS):
-        command = ["git", *options, "-C", str(notebook.parent), "add", "--", notebook.name]
-        if subprocess.run(command, capture_output=True).returncode == 0:
+        if git(notebook.parent, *options, "add", "--", notebook.name, check=False).returncode == 0:
             return True
         time.sleep(1 + attempt)
     return False
