@@ -67,7 +67,7 @@ class Load:
         the low end. On 2 busy cores the real slowdowns of the walks of issue 39 were 2.4x,
         2.3x and 1.8x where this said 1.6x, 2.0x and 2.0x and `slowdown` 5.8x, 5.6x and 2.3x:
         near this end (a TensorFlow run's many threads win it more than a fair share)."""
-        return (self.cores + self.share * self.cores) / self.cores
+        return 1.0 + self.share  # (cores + share x cores) / cores
 
     @property
     def busy(self) -> bool:
