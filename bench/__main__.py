@@ -37,7 +37,9 @@ BENCHMARKS = {
     "overhead": lambda out, args: overhead.run(
         out, args.tiny, args.repeats or (2 if args.tiny else 3)
     ),
-    "grading": lambda out, args: grading.run(out, args.tiny, args.students),
+    "grading": lambda out, args: grading.run(
+        out, args.tiny, args.students, baseline_ref=args.baseline_ref
+    ),
     # The learner-style corpus, read and run: how often each verdict is right.
     "verdicts": lambda out, args: verdicts.run(out, args.tiny),
     # Where one student's run check spends its time: the floor under grading with runs.
@@ -90,6 +92,12 @@ def main(argv=None) -> int:
         type=int,
         default=200,
         help="size of the synthetic class for the grading benchmark",
+    )
+    parser.add_argument(
+        "--baseline-ref",
+        default=grading.BASELINE_REF,
+        help="the commit whose autograde the grading benchmark's is timed against "
+        f"(default: {grading.BASELINE_REF})",
     )
     args = parser.parse_args(argv)
     if args.out is None:  # tiny results never replace the real ones

@@ -278,6 +278,7 @@ def test_readme_section_is_written_from_result_files(tmp_path):
         "quick": [{"seconds": 40.0}],
         "baseline": [],
         "baseline_students": 0,
+        "baseline_ref": grading.BASELINE_REF,
     }
     summary = {
         "one_file_seconds": {grading.ONE_FILE_SOLUTION: results.summarize([0.21])},
