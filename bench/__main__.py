@@ -38,7 +38,11 @@ BENCHMARKS = {
         out, args.tiny, args.repeats or (2 if args.tiny else 3)
     ),
     "grading": lambda out, args: grading.run(
-        out, args.tiny, args.students, baseline_ref=args.baseline_ref
+        out,
+        args.tiny,
+        args.students,
+        baseline_ref=args.baseline_ref,
+        baseline_students=args.baseline_students,
     ),
     # The learner-style corpus, read and run: how often each verdict is right.
     "verdicts": lambda out, args: verdicts.run(out, args.tiny),
@@ -98,6 +102,12 @@ def main(argv=None) -> int:
         default=grading.BASELINE_REF,
         help="the commit whose autograde the grading benchmark's is timed against "
         f"(default: {grading.BASELINE_REF})",
+    )
+    parser.add_argument(
+        "--baseline-students",
+        type=int,
+        default=30,
+        help="how many of the class the baseline grades (0: no baseline)",
     )
     args = parser.parse_args(argv)
     if args.out is None:  # tiny results never replace the real ones
