@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from hub.settings import SETTINGS_VARIABLE, HubSettings
+from hub.settings import HUB_PORTS, SETTINGS_VARIABLE, HubSettings
 from workbook.ports import is_free, taken_words
 
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
@@ -46,16 +46,12 @@ def answers(settings: HubSettings) -> bool:
         return False
 
 
-# The hub's own ports from settings.port on: the proxy's, the hub's API, the proxy's API and the
-# class view's (HubSettings.class_view_port).
-HUB_PORTS = 4
 MOVES_TRIED = 50  # blocks of HUB_PORTS after the usual one, before giving up
 
 
 def _taken(settings: HubSettings, port: int) -> int | None:
     """The first of the hub's ports from `port` that another program holds, else None."""
-    hosts = [settings.ip or "0.0.0.0", "127.0.0.1", "127.0.0.1", "127.0.0.1"]
-    return next((port + i for i, host in enumerate(hosts) if not is_free(port + i, host)), None)
+    return next((p for p, host in settings.ports_from(port) if not is_free(p, host)), None)
 
 
 def take_free_ports(settings: HubSettings, asked: bool) -> str | None:
@@ -156,8 +152,8 @@ def stop(settings: HubSettings) -> bool:
 
 
 def api_url(settings: HubSettings) -> str:
-    """The hub's own REST API (hub/jupyterhub_config.py: on 127.0.0.1, the port after the proxy's)."""
-    return f"http://127.0.0.1:{settings.port + 1}/hub/api"
+    """The hub's own REST API (hub/jupyterhub_config.py: on 127.0.0.1)."""
+    return f"http://127.0.0.1:{settings.hub_api_port}/hub/api"
 
 
 def end_sessions(settings: HubSettings, user: str) -> str:

@@ -26,6 +26,12 @@ def new_password() -> str:
     return "-".join("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(4)) for _ in range(3))
 
 
+# The hub's ports from HubSettings.port on (one home: hub/jupyterhub_config.py and hub/server.py
+# read them here): the proxy's, at the attendees' address; then on 127.0.0.1 the hub's REST API,
+# the proxy's API and the class view's.
+HUB_PORTS = 4
+
+
 @dataclass
 class HubSettings:
     state_dir: str  # root-only: settings, passwords, database, log, pid
@@ -81,9 +87,23 @@ class HubSettings:
         state = Path(self.state_dir)
         return state.with_name(state.name + "-progress")
 
+    def ports_from(self, port: int) -> list[tuple[int, str]]:
+        """The hub's ports when its first is `port`, each with the address it listens at."""
+        return [
+            (port, self.ip or "0.0.0.0"),
+            *((port + n, "127.0.0.1") for n in range(1, HUB_PORTS)),
+        ]
+
+    @property
+    def hub_api_port(self) -> int:
+        return self.port + 1
+
+    @property
+    def proxy_api_port(self) -> int:
+        return self.port + 2
+
     @property
     def class_view_port(self) -> int:
-        """The class view's own port (the proxy, the hub's API and the proxy's API before it)."""
         return self.port + 3
 
     @property
