@@ -200,9 +200,11 @@ def baseline_env(work: Path, ref: str) -> dict:
     if not tree.exists():
         timed(["git", "-C", str(REPO), "worktree", "prune"])  # an earlier run's, deleted
         timed(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), ref])
-        # The prepared data is not in git: without it the baseline's runs would fail at once
-        # and look fast.
-        (tree / "data").symlink_to(REPO / "data", target_is_directory=True)
+        # What `make data` prepared is not in git: without it the baseline's runs would fail at
+        # once and look fast.
+        for prepared in (REPO / "data").iterdir():
+            if not (tree / "data" / prepared.name).exists():
+                (tree / "data" / prepared.name).symlink_to(prepared)
     return {**os.environ, "PYTHONPATH": str(tree)}
 
 
