@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -13,6 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from processes import SESSION_MARKER, TEST_MARKER, new_marker, stop_marked  # noqa: E402
+
+# A shell starts a background job (`make test &`, nohup, some CI runners) with SIGINT ignored,
+# and Python keeps an ignored SIGINT: every process the tests start would ignore Ctrl-C too, and
+# the tests of what an interrupt stops would fail (the grader went on training after its SIGINT).
+# Handled here, a started program gets SIGINT back as a terminal gives it (exec resets it).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The hub tests' shared helpers assert too: their messages need pytest's rewriting.
 pytest.register_assert_rewrite("hub_helpers")
