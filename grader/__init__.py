@@ -123,8 +123,10 @@ def _run_swapped(path, run: Result, **run_options):
         source = read_source(path)
     except FileProblem:
         return None
-    lines = reference_swap.failing_lines(source, run.run)
-    swap = reference_swap.swapped(source, lines, next(iter(blamed)))
+    lines, step = reference_swap.failing_lines(source, run.run), next(iter(blamed))
+    swap = reference_swap.swapped(source, lines, step) or reference_swap.inserted(
+        source, run.run.line, step
+    )
     # One time limit for the whole judgement: the second run gets what the first left.
     left = run_options.pop("timeout", RUN_TIMEOUT_S) - run.run.counted_seconds
     if swap is None or left < MIN_SWAP_RUN_S:

@@ -120,7 +120,8 @@ def after_the_swap(decided: Results, static: Results, first: Result, swap, secon
     reference's (grader/reference_swap.py), saying so. The blamed step keeps its verdict; so
     does every step the first run showed. Unchanged when the swap did not take the crash away."""
     stopped = second.run is None or second.run.outcome in ENDED_EARLY + (NOT_RUN,)
-    if stopped and (second.run is None or second.run.line == swap.line):
+    failed_there = swap.moved(first.run.line) if swap.added else swap.line
+    if stopped and (second.run is None or second.run.line == failed_there):
         return decided
     shown = {d.step for d in first.details if d.status != CANT_TELL and not d.withheld}
     again = {result.step: result for result in decide(static, second)}
@@ -178,9 +179,15 @@ def blamed_steps(run: Result, findings: dict) -> set:
     if run.run is None or run.run.outcome not in ENDED_EARLY:
         return set()
     steps = sorted(findings)
+    on_path = step_on_path(run.run, steps)
+    if on_path is not None and normalized_code(run.run.code) in added_lines(on_path):
+        # The failing line is the reference's own: the mistake is upstream, in the earliest
+        # step whose invariant the run saw fail (Horovod used before hvd.init(): step 2's
+        # pinning line raises, and step 1 is what is missing).
+        on_path = next((s for s in steps if s < on_path and findings[s].status == FAILED), on_path)
     return {
         step
-        for step in (step_on_path(run.run, steps), step_of_quoted_name(run.run.exception, steps))
+        for step in (on_path, step_of_quoted_name(run.run.exception, steps))
         if step is not None
     }
 

@@ -6,7 +6,10 @@ Only a one-line swap is made: of the script's lines that may hold the failing co
 that built the failing object, the lines naming a class passed for an instance, else the
 innermost line on the failing path), the one most alike a line of the blamed step's reference
 code (grader.decision's likeness) becomes that line, in the script's own indentation. When no line
-of the step is alike enough, or the swapped script does not parse, there is no swap.
+of the step is alike, the step's code may be missing instead (hvd.init() left out: Horovod's
+first use fails): the top-level lines the step adds in the reference and the script lacks are
+put before the top-level statement that holds the failing line. When the swapped script does
+not parse, there is no swap.
 """
 
 from __future__ import annotations
@@ -28,8 +31,18 @@ class Swap:
     line: int
     before: str
     after: str
+    added: bool = False  # `after` was put before line `line`, which is unchanged
+
+    def moved(self, line: int | None) -> int | None:
+        """Where the script's line `line` is in the swapped script."""
+        if not self.added or line is None or line < self.line:
+            return line
+        return line + len(self.after.splitlines())
 
     def words(self) -> str:
+        if self.added:
+            code = "`, `".join(line.strip() for line in self.after.splitlines())
+            return f"a second run with step {self.step}'s `{code}` added before line {self.line}"
         return (
             f"a second run with step {self.step}'s line {self.line} swapped for the reference's "
             f"`{self.after.strip()}`"
@@ -76,3 +89,33 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
     except SyntaxError:
         return None
     return Swap(text, step, line, before.rstrip("\n"), after.rstrip("\n"))
+
+
+def inserted(source: str, line: int | None, step: int) -> Swap | None:
+    """`source` with the top-level lines step `step` adds in the reference chain that it lacks
+    put before the top-level statement holding `line` (1-based), or None when it lacks none,
+    `line` is in no statement, or the result does not parse."""
+    present = {decision.normalized_code(text) for text in source.splitlines()}
+    missing = [
+        text
+        for text in decision.reference_lines(step)
+        if text == text.lstrip() and decision.normalized_code(text) not in present
+    ]
+    if not missing or not line:
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    holding = next((n for n in tree.body if n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    if holding is None:
+        return None
+    at = min([holding.lineno, *(d.lineno for d in getattr(holding, "decorator_list", []))])
+    text_lines = source.splitlines(keepends=True)
+    added = "".join(text + "\n" for text in missing)
+    text = "".join([*text_lines[: at - 1], added, *text_lines[at - 1 :]])
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return None
+    return Swap(text, step, at, "", added.rstrip("\n"), added=True)

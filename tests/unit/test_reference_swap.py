@@ -55,3 +55,42 @@ def test_the_lines_of_a_class_passed_for_an_instance_are_those_naming_it():
     assert failing_lines(text, Run("crashed", line=3)) == [3]
     built = Run("crashed", line=3, culprit={"kind": "callback", "class": "X", "line": 1})
     assert failing_lines(text, built) == [1]
+
+
+INIT = "hvd.init()\n"
+
+
+def test_a_missing_line_of_the_step_is_put_before_the_statement_that_failed():
+    """hvd.init() left out: step 2's pinning line (the reference's own) raises; step 1's missing
+    top-level line goes in before it, and nothing else moves."""
+    from grader.reference_swap import inserted
+
+    broken = SOLUTION.replace(INIT, "", 1)
+    failing = line_of(broken, "    tf.config.set_visible_devices(")
+    assert swapped(broken, [failing], 1) is None  # no line of step 1 is alike: nothing to swap
+    swap = inserted(broken, failing, 1)
+    assert swap is not None and swap.added and swap.after == "hvd.init()"
+    # Before the top-level statement holding the failing line (the `if gpus:` above it).
+    assert swap.source.splitlines()[swap.line - 1] == "hvd.init()"
+    assert swap.source.splitlines()[swap.line].startswith("if gpus")
+    assert swap.source.replace(INIT, "", 1) == broken
+    assert swap.moved(failing) == failing + 1 and swap.moved(1) == 1
+    assert f"step 1's `hvd.init()` added before line {swap.line}" in swap.words()
+    assert inserted(SOLUTION, failing, 1) is None  # nothing of step 1 is missing
+
+
+def test_a_crash_on_a_line_written_as_the_reference_is_blamed_on_the_step_that_failed_first():
+    """The run saw step 1 fail (Horovod used before hvd.init()) and crashed on step 2's own
+    reference line: step 1 is blamed, not step 2."""
+    from grader.decision import blamed_steps
+    from grader.report import CANT_TELL, FAILED, Result, Run
+
+    code = 'tf.config.set_visible_devices(gpus[hvd.local_rank()], "GPU")'
+    run = Run("crashed", line=301, code=code, exception="ValueError: Horovod is not initialized")
+    first = Result(FAILED, "Initialize Horovod", "used Horovod before hvd.init()", step=1)
+    shown = Result(CANT_TELL, "Pin one GPU per process", "not shown", step=2)
+    findings = {1: first, 2: shown}
+    assert blamed_steps(Result(FAILED, "run", "crashed", step=12, run=run), findings) == {1}
+    # A line of the learner's own (not the reference's) on the path stays that step's.
+    other = Run("crashed", line=301, code="tf.config.set_visible_devices(gpus[0], 'GPU')")
+    assert blamed_steps(Result(FAILED, "run", "x", step=12, run=other), findings) == {2}
