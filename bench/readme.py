@@ -239,8 +239,8 @@ def _per_student_against_baseline(summary: dict) -> list[str]:
     }
     return [
         f"Per student, paired and alternating ({summary['baseline']['students']} "
-        f"students): commit {summary['baseline']['ref']}'s path, which only read the "
-        f"scripts, {_median_range(per_student['baseline'], 's', '.2f')}; today's "
+        f"students): commit {summary['baseline']['ref']}'s `autograde` "
+        f"{_median_range(per_student['baseline'], 's', '.2f')}; today's "
         f"quick pass (reading only) {_median_range(quick_each, 's', '.2f')}; "
         "today's grading with runs "
         f"{_median_range(per_student['current'], 's', '.2f')}.",
@@ -269,8 +269,8 @@ def _grades_agree_lines(grading: BenchResult) -> list[str]:
         f"**{summary['runs_score_the_chains_steps']}**. The reading's grades in the "
         f"batch and the quick pass are equal for every student: **{read_alike}**"
         + (
-            f"; commit {summary['baseline']['ref']}'s path, reading today's chain with "
-            f"its old rules, grades {old} students differently."
+            f"; commit {summary['baseline']['ref']}'s `autograde` (its own rules and runs) "
+            f"gives {old} of them another grade than today's reading."
             if old
             else "."
         ),
