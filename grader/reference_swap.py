@@ -93,9 +93,10 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
 
 def inserted(source: str, line: int | None, step: int) -> Swap | None:
     """`source` with the top-level lines step `step` adds in the reference chain that it lacks
-    put before the top-level statement holding `line` (1-based), or None when it lacks none,
+    at its top level put before the top-level statement holding `line` (1-based), or None when it lacks none,
     `line` is in no statement, or the result does not parse."""
-    present = {decision.normalized_code(text) for text in source.splitlines()}
+    # Present at the top level: an import only inside a branch or a function is missing there.
+    present = {decision.normalized_code(t) for t in source.splitlines() if t == t.lstrip()}
     missing = [
         text
         for text in decision.reference_lines(step)

@@ -94,3 +94,17 @@ def test_a_crash_on_a_line_written_as_the_reference_is_blamed_on_the_step_that_f
     # A line of the learner's own (not the reference's) on the path stays that step's.
     other = Run("crashed", line=301, code="tf.config.set_visible_devices(gpus[0], 'GPU')")
     assert blamed_steps(Result(FAILED, "run", "x", step=12, run=other), findings) == {2}
+
+
+def test_a_line_the_script_has_only_inside_a_branch_is_put_at_the_top_level():
+    """`import tensorflow_addons as tfa` only under an if: NovoGrad's line fails with tfa
+    unbound, and the import goes in before the statement holding it."""
+    from grader.reference_swap import inserted
+
+    text = "import os\nif os.environ.get('X'):\n    import tensorflow_addons as tfa\nopt = tfa.optimizers.NovoGrad\n"
+    swap = inserted(text, 4, 12)
+    assert swap is not None
+    assert any(
+        line.startswith("import tensorflow_addons as tfa") for line in swap.after.splitlines()
+    )
+    assert swap.source.splitlines()[swap.line - 1 :][-1] == "opt = tfa.optimizers.NovoGrad"
