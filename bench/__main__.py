@@ -106,8 +106,9 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--baseline-students",
         type=int,
-        default=30,
-        help="how many of the class the baseline grades (0: no baseline)",
+        default=grading.BASELINE_STUDENTS,
+        help="how many of the class the baseline grades (0: no baseline; default: "
+        f"{grading.BASELINE_STUDENTS})",
     )
     args = parser.parse_args(argv)
     if args.out is None:  # tiny results never replace the real ones

@@ -120,8 +120,7 @@ def after_the_swap(decided: Results, static: Results, first: Result, swap, secon
     reference's (grader/reference_swap.py), saying so. The blamed step keeps its verdict; so
     does every step the first run showed. Unchanged when the swap did not take the crash away."""
     stopped = second.run is None or second.run.outcome in ENDED_EARLY + (NOT_RUN,)
-    failed_there = swap.moved(first.run.line) if swap.added else swap.line
-    if stopped and (second.run is None or second.run.line == failed_there):
+    if stopped and (second.run is None or second.run.line == swap.failing_line(first.run.line)):
         return decided
     shown = {d.step for d in first.details if d.status != CANT_TELL and not d.withheld}
     again = {result.step: result for result in decide(static, second)}

@@ -33,11 +33,14 @@ class Swap:
     after: str
     added: bool = False  # `after` was put before line `line`, which is unchanged
 
-    def moved(self, line: int | None) -> int | None:
-        """Where the script's line `line` is in the swapped script."""
-        if not self.added or line is None or line < self.line:
-            return line
-        return line + len(self.after.splitlines())
+    def failing_line(self, first_line: int | None) -> int | None:
+        """Where the second run fails if the swap did not take the first run's crash (at
+        `first_line`) away: the swapped line, or the failing line moved down by the insertion."""
+        if not self.added:
+            return self.line
+        if first_line is None or first_line < self.line:
+            return first_line
+        return first_line + len(self.after.splitlines())
 
     def words(self) -> str:
         if self.added:
@@ -93,8 +96,8 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
 
 def inserted(source: str, line: int | None, step: int) -> Swap | None:
     """`source` with the top-level lines step `step` adds in the reference chain that it lacks
-    at its top level put before the top-level statement holding `line` (1-based), or None when it lacks none,
-    `line` is in no statement, or the result does not parse."""
+    at its top level put before the top-level statement holding `line` (1-based); None when it
+    lacks none, `line` is in no statement, or the result does not parse."""
     # Present at the top level: an import only inside a branch or a function is missing there.
     present = {decision.normalized_code(t) for t in source.splitlines() if t == t.lstrip()}
     missing = [

@@ -74,7 +74,7 @@ def test_a_missing_line_of_the_step_is_put_before_the_statement_that_failed():
     assert swap.source.splitlines()[swap.line - 1] == "hvd.init()"
     assert swap.source.splitlines()[swap.line].startswith("if gpus")
     assert swap.source.replace(INIT, "", 1) == broken
-    assert swap.moved(failing) == failing + 1 and swap.moved(1) == 1
+    assert swap.failing_line(failing) == failing + 1 and swap.failing_line(1) == 1
     assert f"step 1's `hvd.init()` added before line {swap.line}" in swap.words()
     assert inserted(SOLUTION, failing, 1) is None  # nothing of step 1 is missing
 
