@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from grader import reference
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
-from grader.running.invariants import CANT_SHOW
+from grader.running.invariants import CANT_SHOW, RESUME_STEP
 from grader.running.outcome import CRASHED, HUNG, NOT_RUN, UNFINISHED
 
 # What a run on this machine can't show, per step (its invariant's CANT_SHOW); the reading
@@ -118,11 +118,14 @@ def after_the_swap(decided: Results, static: Results, first: Result, swap, secon
     """`decided` (from `first`, a run that crashed on step swap.step's line) with the steps that
     run did not show decided by `second`, the run of the script with that line swapped for the
     reference's (grader/reference_swap.py), saying so. The blamed step keeps its verdict; so
-    does every step the first run showed. Unchanged when the swap did not take the crash away."""
+    does every step the first run showed, and the resume's step when the first run stopped in
+    the resumed launch: whoever's line broke it, the script could not resume. Unchanged when
+    the swap did not take the crash away."""
     stopped = second.run is None or second.run.outcome in ENDED_EARLY + (NOT_RUN,)
     if stopped and (second.run is None or second.run.line == swap.failing_line(first.run.line)):
         return decided
     shown = {d.step for d in first.details if d.status != CANT_TELL and not d.withheld}
+    shown |= {RESUME_STEP} if first.run.resumed else set()
     again = {result.step: result for result in decide(static, second)}
     return Results(
         replace(

@@ -277,3 +277,30 @@ def test_a_check_cell_returns_the_verdict_decided_beforehand(tmp_path, monkeypat
     result = check_step(4, SOLUTION)
     assert result.passed and result.decided_by == READING
     assert "by reading only: its decided verdicts could not be read" in result.message
+
+
+def test_a_swap_shows_the_steps_after_a_crash_while_resuming_but_not_the_resume():
+    """NovoGrad imported only on the fresh start: the resume crashes on `tfa`. The second run,
+    with the import added, shows step 11's rates after resuming; the resume itself (step 8) stays
+    failed: the script could not resume, whoever's line broke it."""
+    from grader.decision import after_the_swap
+    from grader.reference_swap import Swap
+
+    steps = len(STEPS)
+    shown = [PASSED] * 7 + [CANT_TELL] + [PASSED] * 2 + [CANT_TELL] + [PASSED] * (steps - 11)
+    first = run(
+        *shown,
+        outcome="crashed",
+        resumed=True,
+        code="custom_optimizers=[tfa.optimizers.NovoGrad],",
+        said="UnboundLocalError: cannot access local variable 'tfa'",
+    )
+    reading = static(*[PASSED] * steps)
+    decided = decide(reading, first)
+    swap = Swap("source", 12, 5, "", "    import tensorflow_addons as tfa", added=True)
+    after = after_the_swap(decided, reading, first, swap, run(*[PASSED] * steps))
+    assert {r.step for r in after if r.status == FAILED} == {8, 12}
+    assert after[10].status == PASSED and "shown by a second run with step 12's" in (
+        after[10].message
+    )
+    assert after[7].message == decided[7].message  # the resume's verdict is the first run's

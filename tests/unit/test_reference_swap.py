@@ -108,3 +108,59 @@ def test_a_line_the_script_has_only_inside_a_branch_is_put_at_the_top_level():
         line.startswith("import tensorflow_addons as tfa") for line in swap.after.splitlines()
     )
     assert swap.source.splitlines()[swap.line - 1 :][-1] == "opt = tfa.optimizers.NovoGrad"
+
+
+def test_the_swapped_line_keeps_the_scripts_own_names():
+    """Pinned by rank with the script's own names: the reference's line comes in with them
+    (`physical`, not the reference's `gpus`, which this script never binds); what the step is
+    about (hvd.local_rank()) is the reference's, and so are attributes and keywords."""
+    from grader.reference_swap import bound_names, in_the_scripts_names
+
+    script = (
+        "import horovod.tensorflow.keras as hvd\n"
+        "physical = tf.config.list_physical_devices('GPU')\n"
+        "rank = hvd.rank()\n"
+        "if physical:\n"
+        "    tf.config.set_visible_devices(physical[rank], 'GPU')\n"
+    )
+    swap = swapped(script, [5], 2)
+    assert swap is not None
+    assert swap.after == '    tf.config.set_visible_devices(physical[hvd.local_rank()], "GPU")'
+    bound = bound_names(script)
+    assert {"physical", "rank", "hvd", "print"} <= bound and "gpus" not in bound
+    # An attribute the script spells otherwise is the step's mistake, not a name to keep.
+    assert (
+        in_the_scripts_names("x = hvd.local_rank()", "x = hvd.rank()", bound)
+        == "x = hvd.local_rank()"
+    )
+    assert in_the_scripts_names("f(root_rank=0)", "f(root=0)", bound) == "f(root_rank=0)"
+    # A statement's first line tokenizes as far as it goes.
+    assert in_the_scripts_names("gpus = f(", "physical = f(", bound) == "physical = f("
+
+
+def test_an_import_only_in_a_branch_of_a_function_is_added_where_the_failing_line_runs():
+    """NovoGrad imported only in main()'s fresh-start branch: on resume `tfa` is an unbound
+    local. The import goes in main(), before the statement holding the failing line, in its
+    indentation; a module-level import would not bind the function's local."""
+    from grader.reference_swap import inserted
+
+    script = (
+        "import warnings\n"
+        "import horovod.tensorflow.keras as hvd\n"
+        "\n"
+        "def main(resume):\n"
+        "    if resume:\n"
+        "        model = hvd.load_model('m.h5', custom_optimizers=[tfa.optimizers.NovoGrad])\n"
+        "    else:\n"
+        "        import tensorflow_addons as tfa\n"
+        "        model = tfa.optimizers.NovoGrad()\n"
+        "    return model\n"
+    )
+    swap = inserted(script, 6, 12)
+    assert swap is not None and swap.line == 5
+    added = swap.after.splitlines()
+    assert "    import tensorflow_addons as tfa  # noqa: E402" in added
+    assert all(text.startswith("    ") and not text.startswith("     ") for text in added)
+    assert swap.source.replace(swap.after + "\n", "", 1) == script
+    assert "`import tensorflow_addons as tfa`" in swap.words()  # the reference's, no comment
+    ast.parse(swap.source)

@@ -49,8 +49,9 @@ def test_a_hard_coded_warmup_gives_another_schedule(warmup):
 
 
 def test_the_resume_uses_the_scripts_defaults_and_the_same_schedule():
-    """Launch 2 passes only the model's size and --epochs; the preset's own drop (epoch 4 from
-    0) gives the epoch it trains the rate launch 1's options imply, so one recipe holds both."""
+    """Launch 2 passes only the model's size and --epochs; the preset's own drop (index 3:
+    epoch 4) gives the epochs it trains the rates launch 1's options imply: one recipe holds
+    both."""
     second = run_check._launch(2, Path("/data"), {})
     options = [a for a in second.args if a.startswith("--")]
     assert options == ["--depth", "--width", "--epochs", "--data-dir"]
@@ -59,11 +60,17 @@ def test_the_resume_uses_the_scripts_defaults_and_the_same_schedule():
     defaults = Recipe(
         0.00625, 2, solution_preset("warmup_epochs"), tuple(solution_preset("lr_drops"))
     )
-    last = run_check.FINAL_EPOCHS - 1
-    assert last >= run_check.FIRST_EPOCHS
-    assert asked.rate(last, 0, 1) == defaults.rate(last, 0, 1) < asked.scaled_lr
-    # ...while a warmup default changed to the gpu preset's 5 would still be warming up there.
-    assert Recipe(0.00625, 2, 5, (3,)).rate(last, 0, 1) != defaults.rate(last, 0, 1)
+    resumed = range(run_check.FIRST_EPOCHS, run_check.FINAL_EPOCHS)
+    assert len(resumed) >= 2
+    for epoch in resumed:
+        assert asked.rate(epoch, 0, 1) == defaults.rate(epoch, 0, 1) < asked.scaled_lr
+    # ...while a warmup default changed to the gpu preset's 5 would still be warming up there,
+    assert any(Recipe(0.00625, 2, 5, (3,)).rate(e, 0, 1) != defaults.rate(e, 0, 1) for e in resumed)
+    # ...and a drop by a number from the preset's drop on (Horovod's multiplier=0.1 means
+    # 0.1 ** (epoch - start_epoch): x0.1 each epoch) drops again.
+    drop = solution_preset("lr_drops")[0]
+    decaying = [asked.scaled_lr * 0.1 ** (e - drop) for e in resumed]
+    assert decaying != [defaults.rate(e, 0, 1) for e in resumed]
     # The preset's batches fit the keyed data: a step per worker, a validation step per worker.
     assert run_check.KEYED_TRAIN_IMAGES // solution_preset("batch_size") // run_check.WORKERS >= 1
     assert run_check.KEYED_TEST_IMAGES // 32 // run_check.WORKERS >= 1
