@@ -124,8 +124,10 @@ def _run_swapped(path, run: Result, **run_options):
     except FileProblem:
         return None
     lines, step = reference_swap.failing_lines(source, run.run), next(iter(blamed))
-    swap = reference_swap.swapped(source, lines, step) or reference_swap.inserted(
-        source, run.run.line, step
+    swap = (
+        reference_swap.swapped(source, lines, step)
+        or next(filter(None, (reference_swap.call_swapped(source, n, step) for n in lines)), None)
+        or reference_swap.inserted(source, run.run.line, step)
     )
     # One time limit for the whole judgement: the second run gets what the first left.
     left = run_options.pop("timeout", RUN_TIMEOUT_S) - run.run.counted_seconds

@@ -126,7 +126,9 @@ def after_the_swap(decided: Results, static: Results, first: Result, swap, secon
         return decided
     shown = {d.step for d in first.details if d.status != CANT_TELL and not d.withheld}
     shown |= {RESUME_STEP} if first.run.resumed else set()
-    again = {result.step: result for result in decide(static, second)}
+    # Only what the second run showed: a step it did not show either is not "shown by" it.
+    showed = {d.step for d in second.details if d.status != CANT_TELL and not d.withheld}
+    again = {result.step: result for result in decide(static, second) if result.step in showed}
     return Results(
         replace(
             again[result.step],

@@ -6,6 +6,8 @@ Only a one-line swap is made: of the script's lines that may hold the failing co
 that built the failing object, the lines naming a class passed for an instance, else the
 innermost line on the failing path), the one most alike a line of the blamed step's reference
 code (grader.decision's likeness) becomes that line, in the script's own indentation and names.
+A call over several lines to the function a reference line calls gets the reference's keywords
+(`op=hvd.Sum` dropped: the ranks' allreduces then agree on resume).
 When no line of the step is alike, the step's code may be missing instead (hvd.init() left out:
 Horovod's first use fails; NovoGrad's import only in a branch of main(): on resume `tfa` is an
 unbound local): the top-level lines the step adds in the reference and the script lacks where
@@ -37,20 +39,31 @@ class Swap:
     before: str
     after: str
     added: bool = False  # `after` was put before line `line`, which is unchanged
+    span: int = 1  # how many of the script's lines `before` was (a call over several)
+    keywords: bool = False  # a call given the reference's keywords, not a whole line
 
     def failing_line(self, first_line: int | None) -> int | None:
         """Where the second run fails if the swap did not take the first run's crash (at
-        `first_line`) away: the swapped line, or the failing line moved down by the insertion."""
-        if not self.added:
-            return self.line
+        `first_line`) away: the same line, moved by what the swap added or joined, or the
+        swapped line itself when the crash was in it."""
         if first_line is None or first_line < self.line:
             return first_line
-        return first_line + len(self.after.splitlines())
+        new_lines = len(self.after.splitlines())
+        if self.added:
+            return first_line + new_lines
+        if first_line < self.line + self.span:
+            return self.line
+        return first_line + new_lines - self.span
 
     def words(self) -> str:
         if self.added:
             code = "`, `".join(line.split("  #")[0].strip() for line in self.after.splitlines())
             return f"a second run with step {self.step}'s `{code}` added before line {self.line}"
+        if self.keywords:
+            return (
+                f"a second run with the call on line {self.line} given step {self.step}'s "
+                f"keywords, as the reference's: `{self.after.strip()}`"
+            )
         return (
             f"a second run with step {self.step}'s line {self.line} swapped for the reference's "
             f"`{self.after.strip()}`"
@@ -99,6 +112,56 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
     except SyntaxError:
         return None
     return Swap(text, step, line, before.rstrip("\n"), after.rstrip("\n"))
+
+
+def call_swapped(source: str, line: int | None, step: int) -> Swap | None:
+    """`source` with a call on `line` (1-based) to a function the blamed step's reference line
+    calls given the reference's keywords instead of its own (`hvd.DistributedOptimizer(...,
+    op=hvd.Sum)` over three lines: the script's arguments, the reference's keywords), or None
+    when no such call differs or the result does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and line
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    for text in decision.reference_lines(step):
+        try:
+            theirs = [n for n in ast.walk(ast.parse(text.strip())) if isinstance(n, ast.Call)]
+        except SyntaxError:
+            continue
+        for reference_call in theirs:
+            for call in calls:
+                if ast.unparse(call.func) != ast.unparse(reference_call.func):
+                    continue
+                fixed = ast.Call(call.func, call.args, reference_call.keywords)
+                if ast.dump(fixed) == ast.dump(call):
+                    continue
+                swap = _replaced(source, call, ast.unparse(fixed), step)
+                if swap is not None:
+                    return swap
+    return None
+
+
+def _replaced(source: str, node: ast.expr, code: str, step: int) -> Swap | None:
+    """`source` with `node`'s text (over however many lines) replaced by `code`."""
+    lines = source.encode("utf-8").splitlines(keepends=True)  # ast's columns count bytes
+    start = sum(len(text) for text in lines[: node.lineno - 1]) + node.col_offset
+    end = sum(len(text) for text in lines[: node.end_lineno - 1]) + node.end_col_offset
+    data = source.encode("utf-8")
+    text = (data[:start] + code.encode("utf-8") + data[end:]).decode("utf-8")
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return None
+    before = data[start:end].decode("utf-8")
+    span = node.end_lineno - node.lineno + 1
+    return Swap(text, step, node.lineno, " ".join(before.split()), code, span=span, keywords=True)
 
 
 def in_the_scripts_names(theirs: str, ours: str, bound: set) -> str:

@@ -8,6 +8,7 @@ rank was, never a hang.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from grader.report import FINISHED
@@ -219,22 +220,42 @@ def _crash(run, evidence: Evidence) -> Outcome:
         second = " in the second run" if number == 2 else ""
         what = f"{error['type']}: {error['message']}" if error.get("message") else error["type"]
         script = current[failed][1].data.get("script", "")
+        culprit = error.get("culprit") or _wrapper_mismatch(error, current)
         return Outcome(
             CRASHED,
             f"{_who_crashed(errors, failed, evidence.np)} stopped with an error"
             f"{line_and_code(error)}{second}"
-            f"{_in_culprit(error.get('culprit'))}: {what}",
+            f"{_in_culprit(culprit)}: {what}",
             error=from_the_script_on(run.error, script),
             line=error.get("line"),
             code=error.get("code") or "",
             resumed=number == 2,
             exception=what,
-            culprit=error.get("culprit"),
+            culprit=culprit,
         )
     lines = run.error.strip().splitlines()
     last = lines[-1] if lines else run.status()
     who = f"rank {failed}" if failed is not None else "the run"
     return Outcome(CRASHED, f"{who} failed: {last}", error=run.error)
+
+
+# Horovod's words when the ranks' allreduces of one tensor differ in what the script's
+# hvd.DistributedOptimizer(...) call chose: its op, its gradient scaling.
+WRAPPER_MISMATCH = re.compile(r"Mismatched (reduction operation|prescale and/or postscale factors)")
+
+
+def _wrapper_mismatch(error: dict, current: dict) -> dict | None:
+    """The optimizer wrapper a rank's script built (the probe's `wrapped_at`), as the culprit,
+    when Horovod said the ranks' gradient allreduces differ in what that call chose (op=hvd.Sum
+    on the rank that builds its optimizer, Average on the one whose hvd.load_model wrapped it):
+    the failing rank may be one that never called it. Else None."""
+    if not WRAPPER_MISMATCH.search(error.get("message") or ""):
+        return None
+    for _, record in (current[rank] for rank in sorted(current)):
+        built = record.data.get("wrapped_at") or {}
+        if built.get("line"):
+            return {"kind": "optimizer wrapper", "class": "DistributedOptimizer", **built}
+    return None
 
 
 def _who_crashed(errors: dict, failed: int, np: int) -> str:

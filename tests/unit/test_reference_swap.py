@@ -164,3 +164,29 @@ def test_an_import_only_in_a_branch_of_a_function_is_added_where_the_failing_lin
     assert swap.source.replace(swap.after + "\n", "", 1) == script
     assert "`import tensorflow_addons as tfa`" in swap.words()  # the reference's, no comment
     ast.parse(swap.source)
+
+
+def test_a_call_over_several_lines_gets_the_references_keywords():
+    """op=hvd.Sum in a DistributedOptimizer call over three lines: no one line is step 4's,
+    so the call keeps the script's arguments and takes the reference's keywords (none); the
+    lines after it move up, and a crash below it is looked for where it moved."""
+    from grader.reference_swap import call_swapped
+
+    script = (
+        "def build(lr):\n"
+        "    opt = hvd.DistributedOptimizer(\n"
+        "        tfa.optimizers.NovoGrad(learning_rate=lr),\n"
+        "        op=hvd.Sum)\n"
+        "    return opt\n"
+        "model.fit(x)\n"
+    )
+    swap = call_swapped(script, 2, 4)
+    assert swap is not None and swap.keywords and (swap.line, swap.span) == (2, 3)
+    assert "    opt = hvd.DistributedOptimizer(tfa.optimizers.NovoGrad(learning_rate=lr))\n" in (
+        swap.source
+    )
+    assert "hvd.Sum" not in swap.source and "NovoGrad(learning_rate=lr)" in swap.before
+    assert swap.failing_line(6) == 4 and swap.failing_line(3) == 2 and swap.failing_line(1) == 1
+    assert "the call on line 2 given step 4's keywords" in swap.words()
+    assert call_swapped(swap.source, 2, 4) is None  # already the reference's keywords
+    assert call_swapped(script, 6, 4) is None  # model.fit: no call of step 4's there

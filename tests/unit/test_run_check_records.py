@@ -345,3 +345,33 @@ def test_a_kept_run_folder_goes_a_day_later(tmp_path):
     os.utime(other, (day_ago, day_ago))
     _remove_old_runs(tmp_path)
     assert not old.exists() and new.exists() and other.exists()
+
+
+def test_ranks_whose_allreduces_differ_in_op_blame_the_scripts_distributed_optimizer(tmp_path):
+    """op=hvd.Sum on the rank that builds its optimizer, Average on the rank whose
+    hvd.load_model wrapped it: Horovod says the reduction ops differ, on the loading rank too.
+    The culprit is the script's own hvd.DistributedOptimizer(...) call, on whichever rank."""
+    from grader.running.probe import error_line
+
+    said = error_line(
+        "Mismatched reduction operation: One rank sent reduction op 1, but another rank sent "
+        "reduction op 0.\n\t [[{{node DistributedNovoGrad_Allreduce/cond_3/HorovodAllreduce}}]]"
+    )
+    assert said.startswith("Mismatched reduction operation") and "node" not in said
+    assert error_line("one\n two ") == "two" and error_line("") == ""
+    error = {"type": "FailedPreconditionError", "message": said, "line": 410, "code": "model.fit("}
+    write_rank(tmp_path, 0, run=2, error=error)
+    built = {"line": 320, "code": "opt = hvd.DistributedOptimizer("}
+    write_rank(tmp_path, 1, run=2, error=error, wrapped_at=built)
+    outcome = rank_1_crashed(tmp_path, "Traceback...\nFailedPreconditionError")
+    assert outcome.culprit == {
+        "kind": "optimizer wrapper",
+        "class": "DistributedOptimizer",
+        **built,
+    }
+    assert "in the optimizer wrapper DistributedOptimizer built at line 320" in outcome.message
+    # Another error of the graph's allreduce (a rank that died) names no culprit.
+    other = {**error, "message": "Horovod has been shut down."}
+    write_rank(tmp_path, 0, run=2, error=other)
+    write_rank(tmp_path, 1, run=2, error=other, wrapped_at=built)
+    assert rank_1_crashed(tmp_path, "Traceback...").culprit is None
