@@ -18,15 +18,11 @@ holds it. When the swapped script does not parse, there is no swap.
 from __future__ import annotations
 
 import ast
-import builtins
 import difflib
-import io
-import keyword
 import re
-import tokenize
 from dataclasses import dataclass
 
-from grader import decision
+from grader import decision, reference_names
 
 
 @dataclass(frozen=True)
@@ -88,7 +84,7 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
     reference chain replaced by that line, or None when none is alike enough (or already the
     same) or the result does not parse."""
     text_lines = source.splitlines(keepends=True)
-    bound = bound_names(source)
+    bound = reference_names.bound_names(source)
     best, best_ratio = None, decision.SAME_LINE
     for line in lines:
         if not 1 <= line <= len(text_lines):
@@ -97,7 +93,9 @@ def swapped(source: str, lines: list[int], step: int) -> Swap | None:
         for candidate in decision.reference_lines(step):
             theirs = decision.normalized_code(candidate)
             ratio = difflib.SequenceMatcher(None, ours, theirs).ratio()
-            fitted = in_the_scripts_names(candidate.lstrip(), text_lines[line - 1].strip(), bound)
+            fitted = reference_names.in_the_scripts_names(
+                candidate.lstrip(), text_lines[line - 1].strip(), bound
+            )
             if ratio > best_ratio and decision.normalized_code(fitted) != ours:
                 best, best_ratio = (line, fitted), ratio
     if best is None:
@@ -164,82 +162,6 @@ def _replaced(source: str, node: ast.expr, code: str, step: int) -> Swap | None:
     return Swap(text, step, node.lineno, " ".join(before.split()), code, span=span, keywords=True)
 
 
-def in_the_scripts_names(theirs: str, ours: str, bound: set) -> str:
-    """The reference's line `theirs` with each name the script never binds (the reference's
-    `gpus`, where the script says `physical`) written as the name in its place on the script's
-    line `ours`, token for token: the swap changes the step's code, not the script's names.
-    Attributes and keywords (`.local_rank`, `root_rank=`) stay the reference's."""
-    mine, yours = _tokens(theirs), _tokens(ours)
-    matcher = difflib.SequenceMatcher(
-        None,
-        [decision.normalized_code(t.string) for t in mine],
-        [decision.normalized_code(t.string) for t in yours],
-        autojunk=False,
-    )
-    renamed = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1:
-            continue
-        name, own = mine[i1], yours[j1]
-        attribute = i1 > 0 and mine[i1 - 1].string == "."
-        keyword_argument = (
-            i1 + 1 < len(mine) and mine[i1 + 1].string == "=" and _depth(mine, i1) > 0
-        )
-        if (
-            name.type == own.type == tokenize.NAME
-            and name.string not in bound
-            and not keyword.iskeyword(own.string)
-            and not attribute
-            and not keyword_argument
-        ):
-            renamed[i1] = own.string
-    text = theirs
-    for index in sorted(renamed, reverse=True):  # from the end: earlier columns stay put
-        start, end = mine[index].start[1], mine[index].end[1]
-        text = text[:start] + renamed[index] + text[end:]
-    return text
-
-
-def _depth(tokens: list, index: int) -> int:
-    """How many brackets are open before token `index`."""
-    opened = sum(t.string in "([{" for t in tokens[:index] if t.type == tokenize.OP)
-    return opened - sum(t.string in ")]}" for t in tokens[:index] if t.type == tokenize.OP)
-
-
-def _tokens(line: str) -> list:
-    """The tokens of one line of code, a statement's first line too (`model = f(`)."""
-    found = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(line).readline):
-            if token.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING):
-                found.append(token)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass  # the statement goes on past this line: its tokens so far
-    return found
-
-
-def bound_names(source: str) -> set:
-    """Every name `source` binds anywhere (assigned, imported, defined, a parameter), and
-    Python's builtins."""
-    names = set(dir(builtins))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return names
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
-
-
 def inserted(source: str, line: int | None, step: int) -> Swap | None:
     """`source` with the lines step `step` adds at the reference's top level that the script
     lacks where the failing `line` (1-based) runs put before the statement holding it, in the
@@ -267,7 +189,7 @@ def inserted(source: str, line: int | None, step: int) -> Swap | None:
         for n in span
         if text_lines[n - 1][len(indent) :] == text_lines[n - 1][len(indent) :].lstrip()
     }
-    bound, missing = bound_names(source), []
+    bound, missing = reference_names.bound_names(source), []
     for text in decision.reference_lines(step):
         if text != text.lstrip() or decision.normalized_code(text) in present:
             continue
@@ -276,10 +198,10 @@ def inserted(source: str, line: int | None, step: int) -> Swap | None:
         except SyntaxError:
             continue  # the start of a statement over several lines: not one to add alone
         used = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
-        if used - bound - _bound_by(statement):
+        if used - bound - reference_names.bound_by(statement):
             continue  # it needs a name the script never binds (the reference's own)
         missing.append(indent + text)
-        bound |= _bound_by(statement)
+        bound |= reference_names.bound_by(statement)
     if not missing:
         return None
     at = min([holding.lineno, *(d.lineno for d in getattr(holding, "decorator_list", []))])
@@ -301,8 +223,3 @@ def _innermost_body(tree: ast.Module, line: int) -> list:
         and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
     ]
     return max(functions, key=lambda node: node.lineno).body if functions else tree.body
-
-
-def _bound_by(statement: ast.Module) -> set:
-    """The names one statement binds (an import's, an assignment's)."""
-    return bound_names(ast.unparse(statement)) - set(dir(builtins))

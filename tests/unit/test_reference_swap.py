@@ -114,7 +114,7 @@ def test_the_swapped_line_keeps_the_scripts_own_names():
     """Pinned by rank with the script's own names: the reference's line comes in with them
     (`physical`, not the reference's `gpus`, which this script never binds); what the step is
     about (hvd.local_rank()) is the reference's, and so are attributes and keywords."""
-    from grader.reference_swap import bound_names, in_the_scripts_names
+    from grader.reference_names import bound_names, in_the_scripts_names
 
     script = (
         "import horovod.tensorflow.keras as hvd\n"
