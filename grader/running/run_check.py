@@ -7,13 +7,14 @@ Two launches show every step at once, whichever step is asked for, in settings n
 learner may write in (0, 1, 2, 5, 32, 128, a preset's) can match:
 
 - the first launch trains FIRST_EPOCHS epochs from scratch with the options in ASKED: a warmup
-  of 3 epochs, so the warmup and the full rate both show; batches of 20 of 160 images; GPUs are simulated (one per host), and the two workers are on two host names of
+  of 3 epochs, then the full rate, then the drop, so the whole recipe shows; batches of 20 of
+  160 images; GPUs are simulated (one per host), and the two workers are on two host names of
   this machine (TWO_HOSTS), one slot each, so rank and local rank differ: a GPU pinned or a
   shard taken by the wrong one shows;
 - from step 8 on, the workers are launched again (new processes, as a real resume is) on one
   host with no GPU at all (a CPU-only laptop) and the script's own defaults, as the notebooks
   run it: only --epochs FINAL_EPOCHS, the model's size and the folders; rank 0 gets the same
-  --log-dir: the script must go on from the first run's last checkpoint, for two epochs after
+  --log-dir: the script must go on from the first run's last checkpoint, into an epoch after
   its preset's rate drop;
 - every other rank gets an empty --log-dir of its own in each run (as on another machine), so
   a second writer, and a rank that looks for checkpoints itself, show.
@@ -92,19 +93,19 @@ WORKING_FOLDER = "work"
 STALL_S = 30  # no rank got any further for this long (counted): the run is stopped
 HANG_SHOWN_S = 8  # a rank waits in vain for this long: a hang (records settle within 1 s)
 POLL_S = 0.5
-FIRST_EPOCHS, FINAL_EPOCHS = 4, 6
+FIRST_EPOCHS, FINAL_EPOCHS = 5, 6
 # The keyed data (grader/running/keyed_data.py): the second launch, on the script's defaults,
 # trains on all of it (the cpu preset's batches of 64: 1 step per worker and epoch) and
 # validates on all of it (batches of 32: 1 step per worker).
 KEYED_TRAIN_IMAGES, KEYED_TEST_IMAGES = 192, 64
 # The first launch's options, none of them a value a learner may write in: 160 images in
 # batches of 20 make 4 steps per worker and epoch; the warmup takes epochs 1-3, the full rate
-# epoch 4; the rate drops (--lr-drops counts from 0) from epoch 5 on. The second launch trains
-# epochs 5 and 6 with the preset's own drop (from epoch 4, counted from 1), the same rate: a
-# warmup default longer than the preset's (the gpu preset's 5) shows in the first of them, a
-# schedule that drops again each epoch (a number for a multiplier) in the second. 48 test
-# images in batches of 12: 2 validation steps per worker, so a worker that validates its part
-# twice shows. No --base-lr: the cpu preset's rate is step 12's to set.
+# epoch 4, and the rate drops (--lr-drops counts from 0) in epoch 5: the first launch shows the
+# whole recipe, whatever becomes of the resume. The second launch trains epoch 6 with the
+# preset's own drop (from epoch 4, counted from 1), the same rate: a schedule that drops again
+# each epoch (a number for a multiplier) shows there. 48 test images in batches of 12: 2
+# validation steps per worker, so a worker that validates its part twice shows. No --base-lr:
+# the cpu preset's rate is step 12's to set.
 ASKED = {
     "warmup_epochs": 3,
     "lr_drops": [4],

@@ -154,7 +154,7 @@ def test_a_resume_epoch_found_on_every_rank_apart_is_caught(tmp_path):
     """Step 7's script resumes where each rank's own --log-dir says: rank 1's has nothing."""
     result = checked(reference(7), 8, tmp_path)
     assert statuses(result)[8] == FAILED, str(result)
-    assert "rank 0 resumed after epoch 4, rank 1 started from scratch" in detail(result, 8).message
+    assert "rank 0 resumed after epoch 5, rank 1 started from scratch" in detail(result, 8).message
     assert result.run.outcome == HUNG and "train different numbers of steps" in result.message
     assert result.run.seconds < TIMEOUT_S / 2  # seen and stopped, not waited out
 

@@ -751,3 +751,50 @@ def test_the_probe_passes_only_the_options_a_script_knows():
     )
     assert kept == ["--epochs", "2", "--lr-drops", "2", "3"]
     assert ignored == ["--warmup-epochs", "--depth"]
+
+
+def test_a_resume_that_stopped_for_another_step_takes_nothing_from_the_first_runs_schedule(
+    tmp_path,
+):
+    """The first launch showed the warmup, the full rate and the drop; the resumed one stopped
+    before training (a NovoGrad import only the fresh start has): the schedule is credited
+    from the first run, saying so. A resume that ended but never trained its epoch can't tell."""
+    good_ranks(tmp_path)
+    for rank in (0, 1):
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            fit={**FIT, "initial_epoch": 2, "epochs": 3},
+            error={"type": "UnboundLocalError", "message": "tfa", "line": 9, "code": "x"},
+        )
+    found = judged(tmp_path, 11)[11]
+    assert found.status == PASSED and "the resumed run stopped before" in found.message, (
+        found.message
+    )
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, args=ARGS, finished=True)
+    found = judged(tmp_path, 11)[11]
+    assert found.status == CANT_TELL and "never trained epoch 3" in found.message, found.message
+
+
+def test_a_resume_whose_epochs_are_not_the_ones_asked_in_either_run_is_judged_by_where_it_went_on(
+    tmp_path,
+):
+    """epochs=args.epochs // hvd.size(): both runs train to fewer epochs than asked (step 6's
+    mistake); the resume itself went on after the newest checkpoint, on every rank."""
+    halved = {**FIT, "epochs": 1}  # --epochs 2 on 2 workers
+    good_ranks(tmp_path, fit=(halved, halved))
+    for rank in (0, 1):
+        write_rank(
+            tmp_path / "records",
+            rank,
+            run=2,
+            args=ARGS,
+            lr={"2": [0.0025] * 4},
+            fit={**FIT, "initial_epoch": 2, "epochs": 4},  # its own last epoch, not the 3 asked
+            finished=True,
+        )
+    found = judged(tmp_path, 8)[8]
+    assert found.status == PASSED and "step 6 judges the epochs" in found.message, found.message
