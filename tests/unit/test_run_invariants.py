@@ -130,6 +130,12 @@ def good_ranks(tmp_path: Path, second=True, **per_rank) -> dict:
     return records
 
 
+def second_run(tmp_path: Path, **data) -> None:
+    """Both ranks' records of the second launch (the resume), with `data`."""
+    for rank in (0, 1):
+        write_rank(tmp_path / "records", rank, run=2, **data)
+
+
 def judged(tmp_path: Path, step: int = LAST_STEP) -> dict:
     found = findings(Evidence.read(tmp_path / "records", 2), setting(tmp_path), step)
     return {finding.step: finding for finding in found}
@@ -760,21 +766,17 @@ def test_a_resume_that_stopped_for_another_step_takes_nothing_from_the_first_run
     before training (a NovoGrad import only the fresh start has): the schedule is credited
     from the first run, saying so. A resume that ended but never trained its epoch can't tell."""
     good_ranks(tmp_path)
-    for rank in (0, 1):
-        write_rank(
-            tmp_path / "records",
-            rank,
-            run=2,
-            args=ARGS,
-            fit={**FIT, "initial_epoch": 2, "epochs": 3},
-            error={"type": "UnboundLocalError", "message": "tfa", "line": 9, "code": "x"},
-        )
+    second_run(
+        tmp_path,
+        args=ARGS,
+        fit={**FIT, "initial_epoch": 2, "epochs": 3},
+        error={"type": "UnboundLocalError", "message": "tfa", "line": 9, "code": "x"},
+    )
     found = judged(tmp_path, 11)[11]
     assert found.status == PASSED and "the resumed run stopped before" in found.message, (
         found.message
     )
-    for rank in (0, 1):
-        write_rank(tmp_path / "records", rank, run=2, args=ARGS, finished=True)
+    second_run(tmp_path, args=ARGS, finished=True)
     found = judged(tmp_path, 11)[11]
     assert found.status == CANT_TELL and "never trained epoch 3" in found.message, found.message
 
@@ -786,15 +788,12 @@ def test_a_resume_whose_epochs_are_not_the_ones_asked_in_either_run_is_judged_by
     mistake); the resume itself went on after the newest checkpoint, on every rank."""
     halved = {**FIT, "epochs": 1}  # --epochs 2 on 2 workers
     good_ranks(tmp_path, fit=(halved, halved))
-    for rank in (0, 1):
-        write_rank(
-            tmp_path / "records",
-            rank,
-            run=2,
-            args=ARGS,
-            lr={"2": [0.0025] * 4},
-            fit={**FIT, "initial_epoch": 2, "epochs": 4},  # its own last epoch, not the 3 asked
-            finished=True,
-        )
+    second_run(
+        tmp_path,
+        args=ARGS,
+        lr={"2": [0.0025] * 4},
+        fit={**FIT, "initial_epoch": 2, "epochs": 4},  # its own last epoch, not the 3 asked
+        finished=True,
+    )
     found = judged(tmp_path, 8)[8]
     assert found.status == PASSED and "step 6 judges the epochs" in found.message, found.message
