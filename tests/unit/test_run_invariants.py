@@ -797,3 +797,18 @@ def test_a_resume_whose_epochs_are_not_the_ones_asked_in_either_run_is_judged_by
     )
     found = judged(tmp_path, 8)[8]
     assert found.status == PASSED and "step 6 judges the epochs" in found.message, found.message
+
+
+def test_steps_the_halved_epochs_kept_from_the_run_say_so(tmp_path):
+    """epochs=args.epochs // hvd.size() trains the warmup epoch only: the full rate and the
+    schedule after it are not shown, and the message names the cut epochs (step 6's), not
+    only the epoch never trained."""
+    halved = {**FIT, "epochs": 1}  # --epochs 2 on 2 workers
+    only_warmup = {"0": WARMUP}
+    good_ranks(tmp_path, second=False, fit=(halved, halved), lr=(only_warmup, only_warmup))
+    found = judged(tmp_path)
+    for step in (10, 11):
+        assert found[step].status == CANT_TELL and found[step].withheld, found[step].message
+        assert "trained 1 of the 2 epochs asked: step 6" in found[step].message, found[step].message
+    good_ranks(tmp_path, second=False)
+    assert "epochs asked" not in judged(tmp_path)[11].message

@@ -95,6 +95,27 @@ def ranks_with(evidence: Evidence, run: int, what) -> dict:
     }
 
 
+def own_epochs(evidence: Evidence, setting: Setting) -> int | None:
+    """The epochs model.fit was told in the first run when that was not --epochs on some rank
+    (`args.epochs // hvd.size()`: step 6's mistake, which leaves later epochs untrained); else
+    None."""
+    told = {fit.get("epochs") for fit in ranks_with(evidence, 1, lambda r: r.fit).values()}
+    if not told or told == {setting.first_epochs}:
+        return None
+    return min((e for e in told if isinstance(e, int)), default=None)
+
+
+def epochs_cut(evidence: Evidence, setting: Setting) -> str:
+    """ " (its model.fit trained 2 of the 5 epochs asked: step 6's to judge)", or ""."""
+    epochs = own_epochs(evidence, setting)
+    if epochs is None or epochs >= setting.first_epochs:
+        return ""
+    return (
+        f" (its model.fit trained {epochs} of the {setting.first_epochs} epochs asked: step 6 "
+        "judges the epochs)"
+    )
+
+
 def ranks_text(ranks: list) -> str:
     """ "rank 1", "ranks 0 and 1", "ranks 1, 2 and 3"."""
     names = [str(rank) for rank in ranks]

@@ -12,6 +12,7 @@ from grader.running.invariants.shared import (
     finding,
     not_reached,
     not_shown,
+    own_epochs,
     ranks_with,
 )
 
@@ -83,9 +84,7 @@ def check(evidence: Evidence, setting: Setting) -> Result:
     finals = {rank: fit.get("epochs") for rank, fit in reached.items()}
     # A script whose model.fit never trains to --epochs (epochs // hvd.size(): step 6's to
     # judge) did so in the first run too; its resume is judged by where it went on from.
-    first_fits = ranks_with(evidence, 1, lambda r: r.fit)
-    own_epochs = {fit.get("epochs") for fit in first_fits.values()} != {setting.first_epochs}
-    if own_epochs and len(set(finals.values())) == 1:
+    if own_epochs(evidence, setting) is not None and len(set(finals.values())) == 1:
         return finding(
             STEP,
             PASSED,

@@ -7,6 +7,7 @@ from grader.running.evidence import Evidence
 from grader.running.invariants.shared import (
     SAME_RATE,
     Setting,
+    epochs_cut,
     finding,
     not_shown,
     rates_by_epoch,
@@ -34,7 +35,7 @@ def check(evidence: Evidence, setting: Setting) -> Result:
         return not_shown(
             STEP,
             "can't tell: rank 0 finished no epoch that trains at the "
-            "full rate (after the warmup, before a drop)",
+            "full rate (after the warmup, before a drop)" + epochs_cut(evidence, setting),
         )
     base_lr = wanted.base_lr
     scaled = base_lr * setting.np

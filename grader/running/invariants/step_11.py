@@ -9,6 +9,7 @@ from grader.running.expected import Recipe, corrected_momentum, same
 from grader.running.invariants.shared import (
     SAME_RATE,
     Setting,
+    epochs_cut,
     finding,
     not_shown,
     parsed,
@@ -115,7 +116,7 @@ def check(evidence: Evidence, setting: Setting) -> Result:
         return not_shown(
             STEP,
             f"can't tell: the rates so far followed {told}, but rank 0 "
-            f"never trained epoch {missing[0] + 1} ({schedule})",
+            f"never trained epoch {missing[0] + 1}{epochs_cut(evidence, setting)} ({schedule})",
         )
     if (2, setting.final_epochs - 1) in seen:
         after = ", and after resuming"
