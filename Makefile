@@ -17,7 +17,7 @@ BOOTSTRAP_ARGS := --venv $(VENV) --device $(DEVICE) $(if $(filter 1,$(REBUILD_HO
 # OpenMPI is there, and a test that needs MPI fails instead of being skipped.
 BOOTSTRAP_ARGS += $(if $(filter test,$(MAKECMDGOALS)),--want-mpi)
 
-.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench hub sandbox
+.PHONY: lab test check env data preflight lock help course grade browser sshd mpi bench bench-check hub sandbox
 
 help:
 	@echo "make lab        set up, prepare data, start JupyterLab (prints the URL)"
@@ -31,6 +31,7 @@ help:
 	@echo "make mpi        install OpenMPI (Debian: apt-get) so that Horovod is built with MPI"
 	@echo "make sandbox    install bubblewrap, the grader's sandbox for students' scripts (apt-get)"
 	@echo "make bench      measure scaling, time to accuracy, overhead, grading (BENCH_ARGS=--tiny)"
+	@echo "make bench-check  every benchmark on tiny settings, checked (after changing bench/)"
 	@echo "make course     instructors: build the nbgrader course in course/ (COURSE=dir)"
 	@echo "make grade      instructors: collect, autograde, feedback, grades.csv, class report"
 	@echo "                (GRADE_ARGS=\"--run-timeout 60 --run-jobs 2\": autograde's options)"
@@ -58,7 +59,7 @@ lab: data
 test: mpi env browser sshd sandbox
 	@$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) tests/fresh_home.py -m pytest tests/unit tests/smoke $(PYTEST_ARGS); \
 	fast=$$?; test $$fast -ne 5 || fast=0; \
-	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest tests/system $(PYTEST_ARGS); \
+	$(RUN) WORKBOOK_REQUIRE_MPI=1 $(VPY) -m pytest tests/system -m "not bench" $(PYTEST_ARGS); \
 	full=$$?; test $$full -ne 5 || full=0; \
 	test $$fast -eq 0 && test $$full -eq 0
 
@@ -91,6 +92,11 @@ env: $(if $(filter test,$(MAKECMDGOALS)),mpi)
 BENCH_ARGS ?= all
 bench: data
 	$(RUN) $(VPY) -m bench $(BENCH_ARGS)
+
+# Every benchmark run on tiny settings, checked for well-formed JSON and PNG (about 6 minutes on
+# 2 cores: measuring, not testing, so make test leaves it out). Run it after changing bench/.
+bench-check: env data sandbox
+	$(RUN) $(VPY) -m pytest tests/system -m bench $(PYTEST_ARGS)
 
 # Refresh the full pin list after changing requirements/*.txt (CPU variant).
 lock: env

@@ -6,7 +6,7 @@
     python -m bench accuracy            # time to 88% and 90% test accuracy, with curves
     python -m bench overhead            # horovodrun -np 1 vs plain python; runner start-up
     python -m bench grading             # checker: one file, a class of 200; nbgrader autograde
-    python -m bench all --tiny          # seconds-long settings: checks that they run (the tests)
+    python -m bench all --tiny          # seconds-long settings: checks that they run (make bench-check)
     python -m bench readme              # README.md's benchmark section, from bench/results
 
 Each writes bench/results/<name>.json (machine, settings, every measurement, a summary) and

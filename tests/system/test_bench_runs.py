@@ -1,5 +1,5 @@
 """The benchmarks for real: every one of them runs on tiny settings and writes a well-formed JSON
-file and a PNG, SIGTERM on a benchmark stops horovodrun and its workers, and a benchmarked run
+file and a PNG (marked bench: `make bench-check`), SIGTERM on a benchmark stops horovodrun and its workers, and a benchmarked run
 names a busy neighbour but not itself (a 40 s CPU loop beside it). The measured numbers
 themselves are not asserted."""
 
@@ -30,6 +30,9 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ROUNDING_S = 0.1  # bench/accuracy.py rounds a curve's seconds and a run's wall time to 0.1 s
 
 
+# About 6 minutes of measuring on 2 cores: `make bench-check` runs it, `make test` does not (the
+# pictures of every committed result are drawn in tests/unit/test_bench.py).
+@pytest.mark.bench
 @pytest.mark.timeout(2000)
 def test_every_benchmark_runs_tiny_and_writes_json_and_png(tmp_path):
     done = subprocess.run(

@@ -1,16 +1,17 @@
 """The benchmarks' arithmetic and results (bench/). The measured numbers themselves are not
 asserted: speed targets are reported by the benchmarks, not tested here. Their launcher and
 contention monitor on real processes: tests/smoke/test_bench_processes.py; every benchmark run
-on tiny settings: tests/system/test_bench_runs.py."""
+on tiny settings: tests/system/test_bench_runs.py (`make bench-check`)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 import pytest
 
-from bench import accuracy, grading, readme, results, scaling
+from bench import accuracy, grading, plots, readme, results, scaling
 from bench.processes import FirstStepConsole
 from bench.training import Launch
 from grader import check_all
@@ -321,3 +322,13 @@ def test_readme_section_is_written_from_result_files(tmp_path):
     assert "Per student, paired" not in body  # no baseline measured
     assert "equal for every student: **True**." in body
     assert "commit abc1234" in body and "Scaling" not in body
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in readme.RESULTS_DIR.glob("*.json")))
+def test_every_committed_result_draws_its_picture(tmp_path, name):
+    """The pictures from the committed measurements, each kind of result (the tiny runs that
+    measure them anew are `make bench-check`'s)."""
+    shutil.copy(readme.RESULTS_DIR / f"{name}.json", tmp_path)
+    png = plots.plot(tmp_path / f"{name}.json")
+    assert png == tmp_path / f"{name}.png"
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 10_000
