@@ -29,6 +29,19 @@ WAITED_SHARE = 0.2  # the run waited for a core for at least this share of an in
 LAUNCHERS = ("horovodrun", "workbook.runner.launcher", "bwrap", "prlimit", "setpriv", "sh")
 
 
+def innermost_pid(pid: int) -> int:
+    """`pid`'s number in the innermost PID namespace it is in (the last of /proc/PID/status's
+    NSpid: a sandboxed worker's own os.getpid()); `pid` itself where that can't be read."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return pid
+
+
 def machine_busy_seconds() -> float:
     """The CPU time all processes of this machine used since boot, in seconds (/proc/stat)."""
     try:
@@ -86,27 +99,31 @@ class RunClock:
     _cpu: dict = field(default_factory=dict)  # pid: (CPU seconds, a launcher?)
     _waited: dict = field(default_factory=dict)  # (pid, tid): seconds waited
     _names: dict = field(default_factory=dict)  # pid: its short command line
+    # pid: the pid the process has in its own PID namespace (the sandbox's, where the probe
+    # records os.getpid()); the same pid outside a box.
+    _inner: dict = field(default_factory=dict)
 
     @property
     def cpu(self) -> float:
         return sum(seconds for seconds, _ in self._cpu.values())
 
     def others_cpu(self, workers) -> float:
-        """The CPU time of the run's processes but `workers` (pids) and those of the launcher."""
-        return sum(
-            seconds
-            for pid, (seconds, launcher) in self._cpu.items()
-            if pid not in workers and not launcher
-        )
+        """The CPU time of the run's processes but `workers` (pids as the workers see them:
+        their records' own) and those of the launcher."""
+        return sum(seconds for seconds, _ in self._others(workers))
 
     def busiest_other(self, workers) -> str:
         """The command line of the busiest process counted by others_cpu ("" if none)."""
-        others = [
+        others = self._others(workers)
+        return self._names.get(max(others)[1], "") if others else ""
+
+    def _others(self, workers) -> list:
+        """[(CPU seconds, pid)] of the run's processes that are neither `workers` nor launchers."""
+        return [
             (seconds, pid)
             for pid, (seconds, launcher) in self._cpu.items()
-            if pid not in workers and not launcher
+            if self._inner.get(pid, pid) not in workers and not launcher
         ]
-        return self._names.get(max(others)[1], "") if others else ""
 
     def start(self) -> None:
         """Starts (or restarts, for the next launch) the interval count."""
@@ -152,6 +169,7 @@ class RunClock:
                 self._names[pid] = " ".join(
                     os.path.basename(w) if w.endswith(".py") else w for w in command[:5]
                 )[:100]
+                self._inner[pid] = innermost_pid(pid)
             else:
                 launcher = self._cpu[pid][1]
         except (psutil.Error, OSError):

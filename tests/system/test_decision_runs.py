@@ -9,6 +9,7 @@ import pytest
 from grader import check_step, judge_file
 from grader.decision import RUN, decide
 from grader.report import CANT_TELL, FAILED, PASSED
+from hostile_scripts import EARLY_EXIT_ON_PROBE, SELF_STARVING
 from workbook.paths import REPO
 
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -56,3 +57,32 @@ def test_a_crash_on_one_steps_line_is_blamed_and_the_steps_after_it_shown_by_a_s
     for step in swapped:
         assert judged[step].status == PASSED and judged[step].decided_by == RUN, str(judged[step])
         assert f"with step 7's line {line} swapped for the reference's `hvd" in judged[step].message
+
+
+def credited(judged) -> dict:
+    """{step: who decided} of the steps that earn their point."""
+    return {result.step: result.decided_by for result in judged if result.status == PASSED}
+
+
+@pytest.mark.timeout(400)
+def test_a_script_that_leaves_when_it_sees_the_probe_earns_nothing(tmp_path):
+    """Issue 37 (1): the finished script that exits at once under the run check. The reading
+    would pass every step; no run showed one, so none is credited, and each says why."""
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(EARLY_EXIT_ON_PROBE)
+    judged = judge_file(script, work_dir=tmp_path / "work")
+    assert credited(judged) == {}, [str(result) for result in judged]
+    assert {result.decided_by for result in judged} == {RUN}
+    assert all("not credited" in result.message for result in judged), judged[0].message
+
+
+@pytest.mark.timeout(600)
+def test_a_script_that_starves_its_own_run_earns_only_what_the_run_showed(tmp_path):
+    """Issue 37 (1, 2): the finished script forks busy loops beside its workers. Their CPU time
+    is the script's, not the machine's: the run is not re-run as the machine's fault, and no
+    step is credited by the reading (what the run showed before its limits, it earns)."""
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(SELF_STARVING)
+    judged = judge_file(script, work_dir=tmp_path / "work")
+    assert set(credited(judged).values()) <= {RUN}, [str(result) for result in judged]
+    assert not judged.run.reruns, judged.run.reruns

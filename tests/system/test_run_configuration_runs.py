@@ -6,7 +6,9 @@ tests/unit/test_run_configuration.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 
@@ -16,6 +18,7 @@ from grader.report import PASSED
 from grader.running import run_step
 from grader.running.outcome import FINISHED, UNFINISHED
 from grader.running.run_check import STALL_S
+from grader.running.sandbox import Sandbox
 from hostile_scripts import HANGING_RESUME, RUNS_THE_SOLUTION
 from runner_fixtures import needs_horovodrun
 from workbook.facts import LAST_STEP, SOLUTION_FILE_NAME
@@ -73,12 +76,21 @@ def test_the_reference_passes_every_step_on_a_busy_machine(tmp_path, busy_machin
 
 
 @pytest.mark.timeout(400)
-def test_a_resume_that_never_ends_is_stopped_when_it_gets_no_further(tmp_path):
+@pytest.mark.parametrize("boxed", [False, True], ids=["plain", "sandboxed"])
+def test_a_resume_that_never_ends_is_stopped_when_it_gets_no_further(tmp_path, boxed):
+    """Sandboxed too: the workers' pids in the box (their records') are not the host's, and
+    the CPU their wait used is still the workers', not 'processes beside the workers'."""
+    if boxed and os.geteuid() != 0:
+        pytest.skip("the sandbox needs root")
     script = tmp_path / "fashion_mnist.py"
     script.write_text(HANGING_RESUME)
-    result = run_step(LAST_STEP, script, quiet=True, work_dir=tmp_path)
+    os.chmod(tmp_path, 0o755)  # the sandbox's account reads the script
+    with contextlib.ExitStack() as stack:
+        box = stack.enter_context(Sandbox()) if boxed else None
+        result = run_step(LAST_STEP, script, quiet=True, work_dir=tmp_path, sandbox=box)
     assert result.run.outcome == UNFINISHED
     assert f"no rank got any further for {STALL_S} s" in result.message
+    assert "beside the workers" not in result.message, result.message
     assert result.run.counted_seconds < 120, "stopped well before the time limit"
     shown = statuses(result)
     assert shown[6] == PASSED and shown[8] != PASSED  # the first run showed its steps
