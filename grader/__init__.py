@@ -127,6 +127,7 @@ def _run_swapped(path, run: Result, **run_options):
     swap = (
         reference_swap.swapped(source, lines, step)
         or next(filter(None, (reference_swap.call_swapped(source, n, step) for n in lines)), None)
+        or reference_swap.swapped(source, reference_swap.feeding_lines(source, run.run), step)
         or reference_swap.inserted(source, run.run.line, step)
     )
     # One time limit for the whole judgement: the second run gets what the first left.

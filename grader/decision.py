@@ -35,8 +35,9 @@ import builtins
 import difflib
 import re
 from dataclasses import replace
+from pathlib import Path
 
-from grader import reference
+from grader import data_flow, reference
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 from grader.running.invariants import CANT_SHOW, RESUME_STEP
 from grader.running.outcome import CRASHED, HUNG, NOT_RUN, UNFINISHED
@@ -184,6 +185,8 @@ def blamed_steps(run: Result, findings: dict) -> set:
         return set()
     steps = sorted(findings)
     on_path = step_on_path(run.run, steps)
+    if on_path is None:
+        on_path = step_of_fed_name(_source(run.path), run.run.line, steps)
     if on_path is not None and normalized_code(run.run.code) in added_lines(on_path):
         # The failing line is the reference's own: the mistake is upstream, in the earliest
         # step whose invariant the run saw fail (Horovod used before hvd.init(): step 2's
@@ -239,6 +242,28 @@ def step_of_assigned_name(code: str, steps: list) -> int | None:
         if (match := re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", line)) and match.group(1) in used
     }
     return next(iter(assigning)) if len(assigning) == 1 else None
+
+
+def step_of_fed_name(source: str, line: int | None, steps: list) -> int | None:
+    """The one step among `steps` whose added reference lines assign a name that fed the
+    failing statement at `line` one assignment back (`json.dumps(result)` of a dict holding
+    `resume_from_epoch`, left a tensor by step 8's line), if exactly one does."""
+    fed = data_flow.feeding(source, line)
+    brought = {}  # name: the first step that assigns it (a later step's line only changes it)
+    for step in steps:
+        for code in added_lines(step):
+            match = re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", code)
+            if match and match.group(1) in fed:
+                brought.setdefault(match.group(1), step)
+    assigning = set(brought.values())
+    return next(iter(assigning)) if len(assigning) == 1 else None
+
+
+def _source(path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8") if path else ""
+    except (OSError, ValueError):
+        return ""
 
 
 def step_of_quoted_name(exception: str, steps: list) -> int | None:

@@ -22,7 +22,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from grader import decision, reference_names
+from grader import data_flow, decision, reference_names
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,13 @@ def failing_lines(source: str, run) -> list[int]:
         name = re.compile(rf"\b{re.escape(culprit['class'])}\b")
         return [n for n, text in enumerate(source.splitlines(), 1) if name.search(text)]
     return [run.line] if run.line else []
+
+
+def feeding_lines(source: str, run) -> list[int]:
+    """The script's lines that assign what the failing statement uses, one assignment back
+    (grader/data_flow.py): where a value the crash choked on was made."""
+    fed = data_flow.feeding(source, run.line)
+    return sorted({line for lines in fed.values() for line in lines})
 
 
 def swapped(source: str, lines: list[int], step: int) -> Swap | None:

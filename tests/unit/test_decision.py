@@ -12,10 +12,10 @@ import json
 import pytest
 
 from grader import JUDGED_VARIABLE, check_step
-from grader.decision import NEITHER, READING, RUN, decide, step_of_line
+from grader.decision import NEITHER, READING, RUN, blamed_steps, decide, step_of_line
 from grader.report import CANT_TELL, FAILED, PASSED, Result, Results, Run
 from grader.running.invariants import finding, not_shown
-from workbook.facts import STEPS
+from workbook.facts import SOLUTION_FILE_NAME, STEPS
 from workbook.paths import REPO
 
 SOLUTION = REPO / "solutions" / "fashion_mnist_solution.py"
@@ -304,3 +304,27 @@ def test_a_swap_shows_the_steps_after_a_crash_while_resuming_but_not_the_resume(
         after[10].message
     )
     assert after[7].message == decided[7].message  # the resume's verdict is the first run's
+
+
+def test_a_crash_on_a_value_made_one_assignment_back_is_blamed_on_the_step_that_made_it(tmp_path):
+    """The solution's RESULT line prints a dict holding the resume epoch, which a learner left
+    a tensor (step 8's line): json.dumps fails on a line no step owns, and the blame follows
+    `result` back to the names it was made of. Without the script's text: no blame."""
+    source = (REPO / "solutions" / SOLUTION_FILE_NAME).read_text(encoding="utf-8")
+    source = source.replace(
+        'int(hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch"))',
+        'hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch")',
+    )
+    script = tmp_path / "fashion_mnist.py"
+    script.write_text(source, encoding="utf-8")
+    code = 'print("RESULT " + json.dumps(result), flush=True)'
+    crashed = run(
+        *[PASSED] * 7 + [CANT_TELL] * (len(STEPS) - 7),
+        outcome="crashed",
+        code=code,
+        said="TypeError: Object of type EagerTensor is not JSON serializable",
+    )
+    crashed.run.line = [line.strip() for line in source.splitlines()].index(code) + 1
+    assert blamed_steps(crashed, {d.step: d for d in crashed.details}) == set()  # no path
+    crashed.path = str(script)
+    assert blamed_steps(crashed, {d.step: d for d in crashed.details}) == {8}

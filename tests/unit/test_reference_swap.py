@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 
 from grader.decision import reference_lines
-from grader.reference_swap import failing_lines, swapped
+from grader.reference_swap import failing_lines, feeding_lines, swapped
+from grader.report import Run
 from workbook.paths import REPO
 
 SOLUTION = (REPO / "solutions" / "fashion_mnist_solution.py").read_text(encoding="utf-8")
@@ -190,3 +191,19 @@ def test_a_call_over_several_lines_gets_the_references_keywords():
     assert "the call on line 2 given step 4's keywords" in swap.words()
     assert call_swapped(swap.source, 2, 4) is None  # already the reference's keywords
     assert call_swapped(script, 6, 4) is None  # model.fit: no call of step 4's there
+
+
+def test_a_value_made_one_assignment_back_is_swapped_where_it_was_made():
+    """json.dumps(result) fails on the resume epoch left a tensor: the failing line is not step
+    8's, but the line that made the value is, and it becomes the reference's."""
+    good = 'resume_from_epoch = int(hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch"))\n'
+    bad = 'resume_from_epoch = hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch")\n'
+    broken = SOLUTION.replace(good, bad)
+    failing = 'print("RESULT " + json.dumps(result), flush=True)'
+    crash = Run("crashed", line=line_of(broken, failing), code=failing)
+    lines = feeding_lines(broken, crash)
+    assert line_of(broken, bad) in lines and crash.line not in lines
+    assert swapped(broken, failing_lines(broken, crash), 8) is None  # the print is no step's
+    swap = swapped(broken, lines, 8)
+    assert swap is not None and swap.line == line_of(broken, bad)
+    assert swap.source == SOLUTION
