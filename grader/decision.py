@@ -67,7 +67,10 @@ def _decide_step(static: Result, found: Result | None, run: Result | None, blame
             decided_by=RUN,
             message=f"the script did not get through this step on {run.run.workers} "
             f"workers: {run.message}",
-            hint=static.hint or "Run the script on 2 workers and read the error.",
+            # The run has been made: what helps now is the step's own code beside the error.
+            hint=static.hint
+            or "The error above is your script's, on this step's code: compare that code with "
+            "the expected change.",
             expected_diff=static.expected_diff or reference.expected_diff(static.step),
             line=run.run.line,
         )
