@@ -86,3 +86,23 @@ def test_a_script_that_starves_its_own_run_earns_only_what_the_run_showed(tmp_pa
     judged = judge_file(script, work_dir=tmp_path / "work")
     assert set(credited(judged).values()) <= {RUN}, [str(result) for result in judged]
     assert not judged.run.reruns, judged.run.reruns
+
+
+@pytest.mark.timeout(600)
+def test_a_crash_on_a_value_a_step_made_is_blamed_on_that_step_and_swapped_where_it_was_made(
+    tmp_path,
+):
+    """Issue 37 (3): the resume epoch left a tensor (step 8's line) crashes the RESULT line's
+    json.dumps, a line no step owns: step 8 fails, and its line, not the print, is swapped."""
+    text = SOLUTION.read_text(encoding="utf-8")
+    made = 'int(hvd.broadcast(resume_from_epoch, root_rank=0, name="resume_from_epoch"))'
+    assert text.count(made) == 1
+    script = tmp_path / "student" / "fashion_mnist.py"
+    script.parent.mkdir()
+    script.write_text(text.replace(made, made[4:-1]))
+    line = text[: text.index(made)].count("\n") + 1
+    judged = {result.step: result for result in judge_file(script, work_dir=tmp_path / "work")}
+    assert judged[8].status == FAILED and judged[8].decided_by == RUN, str(judged[8])
+    assert "EagerTensor is not JSON serializable" in judged[8].message
+    assert judged[3].status == PASSED, str(judged[3])
+    assert f"with step 8's line {line} swapped for the reference's" in judged[3].message
