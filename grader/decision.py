@@ -35,9 +35,9 @@ import builtins
 import difflib
 import re
 from dataclasses import replace
-from pathlib import Path
 
 from grader import data_flow, reference
+from grader.reading.source import FileProblem, read_source
 from grader.report import CANT_TELL, FAILED, NEITHER, PASSED, READING, RUN, Result, Results
 from grader.running.invariants import CANT_SHOW, RESUME_STEP
 from grader.running.outcome import CRASHED, HUNG, NOT_RUN, UNFINISHED
@@ -239,10 +239,7 @@ def step_of_assigned_name(code: str, steps: list) -> int | None:
     (`resume_from_epoch = ...`: a print of it fails for the resume's fault), if exactly one."""
     used = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", normalized_code(code)))
     assigning = {
-        step
-        for step in steps
-        for line in added_lines(step)
-        if (match := re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", line)) and match.group(1) in used
+        step for step in steps for line in added_lines(step) if _assigned_name(line) in used
     }
     return next(iter(assigning)) if len(assigning) == 1 else None
 
@@ -255,17 +252,24 @@ def step_of_fed_name(source: str, line: int | None, steps: list) -> int | None:
     brought = {}  # name: the first step that assigns it (a later step's line only changes it)
     for step in steps:
         for code in added_lines(step):
-            match = re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", code)
-            if match and match.group(1) in fed:
-                brought.setdefault(match.group(1), step)
+            if (name := _assigned_name(code)) in fed:
+                brought.setdefault(name, step)
     assigning = set(brought.values())
     return next(iter(assigning)) if len(assigning) == 1 else None
 
 
+def _assigned_name(code: str) -> str | None:
+    """The name a normalized line assigns (`name = ...`), if it is a plain assignment."""
+    match = re.match(r"([A-Za-z_][A-Za-z0-9_]*) =[^=]", code)
+    return match.group(1) if match else None
+
+
 def _source(path) -> str:
+    """The script's text, read as every check reads a learner's file (read_source: a regular
+    file of bounded size), or "" when there is none to read."""
     try:
-        return Path(path).read_text(encoding="utf-8") if path else ""
-    except (OSError, ValueError):
+        return read_source(path) if path else ""
+    except FileProblem:
         return ""
 
 
