@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+from grader.reading.source import FileProblem, parse
+
 
 def failing_statement(tree: ast.Module, line: int) -> ast.stmt | None:
     """The innermost statement of `tree` that spans `line` (1-based)."""
@@ -25,8 +27,8 @@ def feeding(source: str, line: int | None) -> dict[str, list[int]]:
     assignments before it), and the names the values of those assignments use (lines: theirs).
     {} when the script does not parse or no statement spans `line`."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = parse(source)
+    except FileProblem:  # not Python, empty, or too deeply nested to parse
         return {}
     statement = failing_statement(tree, line) if line else None
     if statement is None:

@@ -1,7 +1,7 @@
 """The benchmarks for real: every one of them runs on tiny settings and writes a well-formed JSON
-file and a PNG (marked bench: `make bench-check`), SIGTERM on a benchmark stops horovodrun and its workers, and a benchmarked run
-names a busy neighbour but not itself (a 40 s CPU loop beside it). The measured numbers
-themselves are not asserted."""
+file and a PNG (marked bench: `make bench-check`), SIGTERM on a benchmark stops horovodrun and
+its workers, and a benchmarked run names a busy neighbour but not itself (a 40 s CPU loop beside
+it). The measured numbers themselves are not asserted."""
 
 from __future__ import annotations
 
