@@ -246,13 +246,25 @@ def step_of_assigned_name(code: str, steps: list) -> int | None:
 
 def step_of_fed_name(source: str, line: int | None, steps: list) -> int | None:
     """The one step among `steps` whose added reference lines assign a name that fed the
-    failing statement at `line` one assignment back (`json.dumps(result)` of a dict holding
-    `resume_from_epoch`, left a tensor by step 8's line), if exactly one does."""
+    failing statement at `line` one assignment back, where the script assigns it otherwise
+    than the reference chain does (`json.dumps(result)` of a dict holding `resume_from_epoch`, left a
+    tensor by the script's own version of step 8's line), if exactly one does. A name the
+    script assigns as the reference does is no suspect: `model = hvd.load_model(...)` written
+    as step 8's does not make every crash on `model` step 8's."""
     fed = data_flow.feeding(source, line)
+    script_lines = source.splitlines()
+    as_written = {
+        normalized_code(code) for step in (0, *steps) for code in reference.script_lines(step)
+    }
+    own = {
+        name
+        for name, lines in fed.items()
+        if any(normalized_code(script_lines[n - 1]) not in as_written for n in lines)
+    }
     brought = {}  # name: the first step that assigns it (a later step's line only changes it)
     for step in steps:
         for code in added_lines(step):
-            if (name := _assigned_name(code)) in fed:
+            if (name := _assigned_name(code)) in own:
                 brought.setdefault(name, step)
     assigning = set(brought.values())
     return next(iter(assigning)) if len(assigning) == 1 else None

@@ -40,6 +40,11 @@ def _lines(path: Path) -> list | None:
         return None
 
 
+def script_lines(step: int = LAST_STEP) -> list:
+    """The lines of the generated script after `step` ([] when it can't be read)."""
+    return _lines(reference_path(step)) or []
+
+
 def _diff(before: Path, after: Path, fromfile: str, tofile: str) -> str:
     old, new = _lines(before), _lines(after)
     if old is None or new is None:

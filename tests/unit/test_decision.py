@@ -12,7 +12,15 @@ import json
 import pytest
 
 from grader import JUDGED_VARIABLE, check_step
-from grader.decision import NEITHER, READING, RUN, blamed_steps, decide, step_of_line
+from grader.decision import (
+    NEITHER,
+    READING,
+    RUN,
+    blamed_steps,
+    decide,
+    step_of_fed_name,
+    step_of_line,
+)
 from grader.report import CANT_TELL, FAILED, PASSED, Result, Results, Run
 from grader.running.invariants import finding, not_shown
 from workbook.facts import SOLUTION_FILE_NAME, STEPS
@@ -328,3 +336,15 @@ def test_a_crash_on_a_value_made_one_assignment_back_is_blamed_on_the_step_that_
     assert blamed_steps(crashed, {d.step: d for d in crashed.details}) == set()  # no path
     crashed.path = str(script)
     assert blamed_steps(crashed, {d.step: d for d in crashed.details}) == {8}
+
+
+def test_a_crash_on_names_the_script_assigns_as_the_reference_does_is_blamed_on_no_step():
+    """`model` is assigned by step 8's line (hvd.load_model) and the starting script's: a crash
+    in the solution's own model.evaluate, or its RESULT line, is no step's mistake."""
+    source = (REPO / "solutions" / SOLUTION_FILE_NAME).read_text(encoding="utf-8")
+    lines = [line.strip() for line in source.splitlines()]
+    for failing in (
+        'print("RESULT " + json.dumps(result), flush=True)',
+        next(line for line in lines if "model.evaluate(" in line),
+    ):
+        assert step_of_fed_name(source, lines.index(failing) + 1, list(STEPS)) is None, failing
